@@ -1,0 +1,15 @@
+/** `npm run bench -- <suite>`: each suite lives in bench/<suite>.ts and exports `run()`. */
+const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {};
+
+export async function main(args: string[]): Promise<void> {
+  const [name, ...rest] = args;
+  const load = name ? suites[name] : undefined;
+  if (!load) {
+    console.error(
+      `usage: npm run bench -- <suite>   (suites: ${Object.keys(suites).join(', ') || 'none yet'})`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  await (await load()).run(rest);
+}

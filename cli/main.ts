@@ -1,0 +1,17 @@
+import { Command } from 'commander';
+import { registerEnvCommand } from './commands/env.js';
+import { registerRunCommand } from './commands/run.js';
+
+/** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
+export function buildProgram(): Command {
+  const program = new Command('spa')
+    .description('SPA self-play world-model finetuning as a stream pipeline (RxJS + Kafka + PyTorch)')
+    .showHelpAfterError();
+  registerRunCommand(program);
+  registerEnvCommand(program);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  await buildProgram().parseAsync(argv);
+}

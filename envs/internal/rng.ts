@@ -1,0 +1,46 @@
+import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { uniformInt } from 'pure-rand/distribution/uniformInt';
+import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
+
+/**
+ * A small seeded RNG facade over pure-rand's xoroshiro128+, so every generator draws the
+ * same numbers on every machine. (Bit-exactness with CPython's MT19937 / NumPy's PCG64 is a
+ * non-goal, reference §2.2: the paper's own puzzles ship as data in envs/puzzles.)
+ */
+export class Rng {
+  private readonly generator: ReturnType<typeof xoroshiro128plus>;
+
+  constructor(seed: number) {
+    this.generator = xoroshiro128plus(seed | 0);
+  }
+
+  /** Uniform integer in [min, max] (both inclusive). */
+  int(min: number, max: number): number {
+    return uniformInt(this.generator, min, max);
+  }
+
+  /** Uniform float in [0, 1). */
+  float(): number {
+    return uniformFloat64(this.generator);
+  }
+
+  /** True with probability p. */
+  chance(p: number): boolean {
+    return this.float() < p;
+  }
+
+  pick<T>(items: readonly T[]): T {
+    if (items.length === 0) throw new Error('Rng.pick: empty list');
+    return items[this.int(0, items.length - 1)] as T;
+  }
+
+  /** Fisher–Yates shuffle of a copy. */
+  shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = this.int(0, i);
+      [out[i], out[j]] = [out[j] as T, out[i] as T];
+    }
+    return out;
+  }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// Idempotent provisioning for a fresh clone: npm dependencies (and, as the project grows,
+// the Kafka jars and the trainer's Python venv). Written in plain Node with no dependencies
+// because it runs before `npm ci` has installed anything.
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const stampDir = join(root, '.setup');
+
+function stamp(name, inputs) {
+  const hash = createHash('sha256');
+  for (const f of inputs) hash.update(existsSync(f) ? readFileSync(f) : '');
+  const digest = hash.digest('hex');
+  const file = join(stampDir, name);
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  return {
+    fresh: current === digest,
+    save: () => (mkdirSync(stampDir, { recursive: true }), writeFileSync(file, digest)),
+  };
+}
+
+function run(cmd, args, env = {}) {
+  execFileSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
+}
+
+// onnxruntime-node downloads CUDA files at install time and fails offline; skip both
+// (older releases read only the CUDA variable). GPU users can reinstall without these.
+const npmEnv = { ONNXRUNTIME_NODE_INSTALL: 'skip', ONNXRUNTIME_NODE_INSTALL_CUDA: 'skip' };
+
+const npmStamp = stamp('npm', [join(root, 'package-lock.json')]);
+if (!npmStamp.fresh || !existsSync(join(root, 'node_modules'))) {
+  console.error('[setup] installing npm dependencies (npm ci)…');
+  run('npm', ['ci', '--no-audit', '--no-fund'], npmEnv);
+  npmStamp.save();
+}
+
+const steps = process.argv.slice(2);
+for (const step of steps) {
+  const module = join(root, 'scripts', `setup-${step}.mjs`);
+  if (!existsSync(module))
+    throw new Error(`unknown setup step "${step}" (expected scripts/setup-${step}.mjs)`);
+  await import(module);
+}

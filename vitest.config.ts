@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+// Two projects so slow suites (real Kafka broker, Python trainer) can run alone:
+// `npm run test:unit`, `npm run test:slow`; `npm test` runs both.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/**/*.slow.test.ts', 'node_modules/**'],
+        },
+      },
+      {
+        test: {
+          name: 'slow',
+          include: ['test/**/*.slow.test.ts'],
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
