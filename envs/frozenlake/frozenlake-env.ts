@@ -1,0 +1,183 @@
+import { Rng } from '../internal/rng.js';
+import type { EnvAction, Environment, Position, StepOutcome } from '../types.js';
+import { generateLakeMap } from './generator.js';
+import { findTiles, parseLakeDesc, tileAt, type LakeMap } from './lake-map.js';
+import { describeLake, LAKE_GRID_VOCABULARY, parseLakeRender, renderLake } from './lake-render.js';
+import { lakeOutcomes, sampleOutcomeIndex, type GymDirection, type LakeOutcome } from './transitions.js';
+import { FROZENLAKE_4X4, type FrozenLakeConfig } from './variants.js';
+
+/** Options for an env built from a fixed map instead of `reset(seed)`. */
+export interface FixedLakeOptions {
+  /** Default true (SPA's `is_slippery`). */
+  readonly slippery?: boolean;
+  /** Seed of the slip RNG (what `reset(seed)` would use); default 0. */
+  readonly slipSeed?: number;
+}
+
+/** Action names in id order: RAGEN `action_lookup {1:Left, 2:Down, 3:Right, 4:Up}` (§2.3). */
+const ACTION_NAMES = ['Left', 'Down', 'Right', 'Up'] as const;
+
+interface Episode {
+  readonly map: LakeMap;
+  player: Position;
+  /** Slip RNG: re-created from (seed, draws) on clone, since `Rng` has no copy operation. */
+  rng: Rng;
+  readonly slipSeed: number;
+  draws: number;
+}
+
+/**
+ * FrozenLake as SPA plays it (RAGEN `FrozenLakeEnv` over gymnasium, reference §2.3): random map
+ * with S and G anywhere, slippery moves (intended or either perpendicular direction, 1/3 each),
+ * entering a hole or the goal ends the episode, reward 1 (an int) on the goal else 0, no step cap.
+ * Actions are ids 1..4 = Left, Down, Right, Up (gymnasium directions id − 1).
+ */
+export class FrozenLakeEnv implements Environment {
+  readonly name = 'frozenlake' as const;
+  /** gymnasium ≥ 1.1 returns int rewards, so prompts print `0`/`1` (reference §3.3). */
+  readonly rewardIsFloat = false;
+  readonly actionNames: readonly string[] = ACTION_NAMES;
+  readonly gridVocabulary = LAKE_GRID_VOCABULARY;
+  readonly config: FrozenLakeConfig;
+  private episode: Episode | null = null;
+
+  constructor(config: FrozenLakeConfig = FROZENLAKE_4X4) {
+    this.config = config;
+  }
+
+  /** An env on a fixed map given as gymnasium `desc` rows (`"SFFF"`, …); the player starts on S. */
+  static fromDesc(desc: readonly string[], opts: FixedLakeOptions = {}): FrozenLakeEnv {
+    const map = parseLakeDesc(desc);
+    const env = new FrozenLakeEnv(fixedConfig(map, opts));
+    env.begin(map, findTiles(map, 'S')[0] as Position, opts.slipSeed ?? 0);
+    return env;
+  }
+
+  /** An env on the state shown by a render (`____\n_OOP\n…`); the player's cell becomes the start. */
+  static fromRender(render: string, opts: FixedLakeOptions = {}): FrozenLakeEnv {
+    const { map, player } = parseLakeRender(render);
+    const env = new FrozenLakeEnv(fixedConfig(map, opts));
+    env.begin(map, player, opts.slipSeed ?? 0);
+    return env;
+  }
+
+  /** Case-insensitive whole-string match against Left/Down/Right/Up (reference §4.3). */
+  lookupAction(text: string): EnvAction | undefined {
+    const index = ACTION_NAMES.findIndex((name) => name.toLowerCase() === text.toLowerCase());
+    return index < 0 ? undefined : index + 1;
+  }
+
+  /** Generate the map for `seed` and seed the slip RNG with the same seed (as RAGEN's reset does). */
+  reset(seed: number): void {
+    this.begin(generateLakeMap(this.config, seed), undefined, seed);
+  }
+
+  /** Apply action id 1..4, sampling the slip as gymnasium does. */
+  step(action: EnvAction): StepOutcome {
+    const episode = this.current();
+    const outcomes = this.outcomes(action);
+    const chosen =
+      outcomes[
+        sampleOutcomeIndex(
+          outcomes.map((o) => o.probability),
+          this.draw(),
+        )
+      ];
+    const { next, reward, terminal } = chosen as LakeOutcome;
+    const effective = next.row !== episode.player.row || next.col !== episode.player.col;
+    episode.player = next;
+    return { reward, done: terminal, success: this.isSolved(), effective, valid: true };
+  }
+
+  /**
+   * Every outcome of `action` from the current state with its probability, in gymnasium's
+   * sampling order (for tests, solvers and look-ahead); does not change the state.
+   */
+  outcomes(action: EnvAction): LakeOutcome[] {
+    const episode = this.current();
+    return lakeOutcomes(episode.map, episode.player, toDirection(action), this.config.slippery);
+  }
+
+  render(): string {
+    const { map, player } = this.current();
+    return renderLake(map, player);
+  }
+
+  /** Our documented coordinate sentence (see `describeLake`; the reference's is UNKNOWN, §5). */
+  describe(): string {
+    const { map, player } = this.current();
+    return describeLake(map, player);
+  }
+
+  state(): string {
+    return `${this.render()}\n${this.describe()}`;
+  }
+
+  /** Terminal once the player is in a hole or on the goal (no step cap, reference §2.1). */
+  isDone(): boolean {
+    const { map, player } = this.current();
+    const tile = tileAt(map, player);
+    return tile === 'H' || tile === 'G';
+  }
+
+  /** RAGEN `info.success`: the player stands on G. */
+  isSolved(): boolean {
+    const { map, player } = this.current();
+    return tileAt(map, player) === 'G';
+  }
+
+  /** The player's zero-indexed cell. */
+  get player(): Position {
+    return this.current().player;
+  }
+
+  /** The current map (gymnasium `desc` tiles). */
+  get map(): LakeMap {
+    return this.current().map;
+  }
+
+  /** A copy with the same map, position and slip-RNG state (future slips are identical). */
+  clone(): FrozenLakeEnv {
+    const copy = new FrozenLakeEnv(this.config);
+    const episode = this.episode;
+    if (episode !== null) {
+      const rng = new Rng(episode.slipSeed);
+      for (let i = 0; i < episode.draws; i++) rng.float();
+      copy.episode = { ...episode, rng };
+    }
+    return copy;
+  }
+
+  private begin(map: LakeMap, player: Position | undefined, slipSeed: number): void {
+    const start = player ?? (findTiles(map, 'S')[0] as Position);
+    this.episode = { map, player: start, rng: new Rng(slipSeed), slipSeed, draws: 0 };
+    // gymnasium's reset draws once to pick the initial state among the S cells.
+    this.draw();
+  }
+
+  private draw(): number {
+    const episode = this.current();
+    episode.draws += 1;
+    return episode.rng.float();
+  }
+
+  private current(): Episode {
+    if (this.episode === null) {
+      throw new Error('FrozenLakeEnv: no map loaded; call reset(seed) or use fromDesc/fromRender first');
+    }
+    return this.episode;
+  }
+}
+
+function fixedConfig(map: LakeMap, opts: FixedLakeOptions): FrozenLakeConfig {
+  return { ...FROZENLAKE_4X4, size: map.rows, slippery: opts.slippery ?? true };
+}
+
+function toDirection(action: EnvAction): GymDirection {
+  if (typeof action !== 'number' || !Number.isInteger(action) || action < 1 || action > 4) {
+    throw new Error(
+      `FrozenLake action must be an id 1..4 (1 Left, 2 Down, 3 Right, 4 Up; see lookupAction), got ${JSON.stringify(action)}`,
+    );
+  }
+  return (action - 1) as GymDirection;
+}

@@ -1,0 +1,56 @@
+/** A parsed Sudoku move: zero-indexed row and column, the digit as written (not yet range-checked). */
+export interface SudokuMove {
+  readonly row: number;
+  readonly col: number;
+  readonly value: number;
+}
+
+/** Python `str.isdigit` restricted to ASCII digits. */
+const DIGITS = /^\d+$/;
+/** What Python `int(token)` accepts for a whitespace-free ASCII token: sign, digits, single `_` separators. */
+const PY_INT = /^[+-]?\d+(?:_\d+)*$/;
+
+function pythonInt(token: string | undefined): number | null {
+  if (token === undefined || !PY_INT.test(token)) return null;
+  return Number(token.replace(/_/g, ''));
+}
+
+/**
+ * RAGEN `SudokuEnv._parse_action` (mll-lab-nu/RAGEN `ragen/env/sudoku/env.py`, reference §2.4),
+ * reproduced token by token; returns null where Python returns `(None, None, None)`.
+ *
+ * - Lower-case and trim; commas count as spaces; split on whitespace.
+ * - If the text contains the substrings `row` and `col`: the tokens right after the whole tokens
+ *   `row` and `col` are the 1-indexed row and column, the value is the first other all-digit
+ *   token (`"place 3 at row 2 col 1"`). No whole `row`/`col` token, nothing after it, or no value
+ *   ⇒ null (Python raises and catches, or leaves the value None); it does not fall back.
+ * - Otherwise the first three tokens must each be digits with optional leading `-`
+ *   (`"r,c,v"`, `"r c v"`, extra tokens ignored).
+ *
+ * Deviation: Python's `isdigit`/`int` also accept non-ASCII digits (e.g. `"٣"`); this port
+ * accepts ASCII digits only.
+ */
+export function parseSudokuAction(action: string): SudokuMove | null {
+  const text = action.toLowerCase().trim();
+  const parts = text
+    .replace(/,/g, ' ')
+    .split(/\s+/)
+    .filter((p) => p.length > 0);
+  if (text.includes('row') && text.includes('col')) {
+    const rowIndex = parts.indexOf('row') + 1;
+    const colIndex = parts.indexOf('col') + 1;
+    if (rowIndex === 0 || colIndex === 0) return null;
+    const valueToken = parts.find((p, i) => DIGITS.test(p) && i !== rowIndex && i !== colIndex);
+    const row = pythonInt(parts[rowIndex]);
+    const col = pythonInt(parts[colIndex]);
+    if (row === null || col === null || valueToken === undefined) return null;
+    return { row: row - 1, col: col - 1, value: Number(valueToken) };
+  }
+  const [r, c, v] = parts;
+  if (parts.length < 3 || ![r, c, v].every((p) => p !== undefined && /^-*\d+$/.test(p))) return null;
+  const row = pythonInt(r);
+  const col = pythonInt(c);
+  const value = pythonInt(v);
+  if (row === null || col === null || value === null) return null;
+  return { row: row - 1, col: col - 1, value };
+}

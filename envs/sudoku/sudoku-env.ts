@@ -1,0 +1,169 @@
+import type { EnvAction, Environment, StepOutcome } from '../types.js';
+import { parseSudokuAction } from './action-parser.js';
+import { generateSudoku } from './generator.js';
+import { cellAt, copyGrid, isGridSolved, isPlacementValid, type SudokuGrid } from './sudoku-grid.js';
+import { describeSudoku, parseSudokuRender, renderSudoku } from './sudoku-render.js';
+import { SUDOKU_EASY, type SudokuConfig } from './variants.js';
+
+interface Episode {
+  /** The initial puzzle: its non-empty cells are clues that can never be changed. */
+  readonly clues: SudokuGrid;
+  board: SudokuGrid;
+  /** The generator's full board when known (`reset`); success never depends on it. */
+  readonly solution: SudokuGrid | null;
+  steps: number;
+}
+
+/**
+ * 4×4 Sudoku as SPA plays it (mll-lab-nu/RAGEN `SudokuEnv`, reference §2.4): free-text moves
+ * `"r,c,v"`, `"r c v"` or `"… row R … col C …"` (1-indexed); every step call counts toward the
+ * 30-step cap; reward 1.0 when the board becomes complete and correct, else 0.0 (Python floats).
+ */
+export class SudokuEnv implements Environment {
+  readonly name = 'sudoku' as const;
+  readonly rewardIsFloat = true;
+  /** No action vocabulary: every parsed string reaches the env (reference §4.3). */
+  readonly actionNames = null;
+  readonly gridVocabulary = null;
+  readonly config: SudokuConfig;
+  private episode: Episode | null = null;
+
+  constructor(config: SudokuConfig = SUDOKU_EASY) {
+    this.config = config;
+  }
+
+  /**
+   * An env on a given puzzle render (`"| 4 . . 3 | …"`): its filled cells are the clues. `board`
+   * (same format) sets the current position, default the puzzle; it must agree with every clue.
+   */
+  static fromPuzzle(puzzle: string, board?: string, config: Partial<SudokuConfig> = {}): SudokuEnv {
+    const clues = parseSudokuRender(puzzle);
+    const current = board === undefined ? copyGrid(clues) : parseSudokuRender(board);
+    if (current.length !== clues.length) {
+      throw new Error(
+        `Sudoku board is ${current.length}×${current.length} but the puzzle is ${clues.length}×${clues.length}`,
+      );
+    }
+    clues.forEach((row, r) =>
+      row.forEach((clue, c) => {
+        if (clue !== 0 && cellAt(current, r, c) !== clue) {
+          throw new Error(
+            `Sudoku board cell (${r + 1},${c + 1}) is ${cellAt(current, r, c)} but the puzzle's clue there is ${clue}`,
+          );
+        }
+      }),
+    );
+    const env = new SudokuEnv({ ...SUDOKU_EASY, ...config, size: clues.length });
+    env.episode = { clues, board: current, solution: null, steps: 0 };
+    return env;
+  }
+
+  /** Every string passes through unchanged (SPA has no Sudoku action table). */
+  lookupAction(text: string): EnvAction | undefined {
+    return text;
+  }
+
+  /** Generate the puzzle for `seed` (our `Rng`; see `generateSudoku`) and reset the step counter. */
+  reset(seed: number): void {
+    const { puzzle, solution } = generateSudoku(this.config, seed);
+    this.episode = { clues: puzzle, board: copyGrid(puzzle), solution, steps: 0 };
+  }
+
+  /**
+   * RAGEN `SudokuEnv.step`: count the step; unparseable, out-of-range, value ∉ 1..N or clue cell
+   * ⇒ invalid, no change; breaks a row/column/box ⇒ valid but not effective, no change; else
+   * write (a filled non-clue cell may be overwritten). Done when solved or at `maxSteps`.
+   */
+  step(action: EnvAction): StepOutcome {
+    const episode = this.current();
+    if (typeof action !== 'string') {
+      throw new Error(`Sudoku action must be a string like "2,1,3", got ${JSON.stringify(action)}`);
+    }
+    episode.steps += 1;
+    const capped = episode.steps >= this.config.maxSteps;
+    const move = parseSudokuAction(action);
+    const size = this.config.size;
+    const valid =
+      move !== null &&
+      move.row >= 0 &&
+      move.row < size &&
+      move.col >= 0 &&
+      move.col < size &&
+      move.value >= 1 &&
+      move.value <= size &&
+      cellAt(episode.clues, move.row, move.col) === 0;
+    if (move === null || !valid) {
+      return { reward: 0.0, done: capped, success: false, effective: false, valid: false };
+    }
+    if (!isPlacementValid(episode.board, move.row, move.col, move.value)) {
+      return { reward: 0.0, done: capped, success: false, effective: false, valid: true };
+    }
+    (episode.board[move.row] as number[])[move.col] = move.value;
+    const success = isGridSolved(episode.board);
+    return { reward: success ? 1.0 : 0.0, done: success || capped, success, effective: true, valid: true };
+  }
+
+  render(): string {
+    return renderSudoku(this.current().board);
+  }
+
+  /** The `text_with_coordinates` sentence (1-indexed empty cells, reference §2.4). */
+  describe(): string {
+    return describeSudoku(this.current().board);
+  }
+
+  state(): string {
+    return `${this.render()}\n${this.describe()}`;
+  }
+
+  isDone(): boolean {
+    return this.isSolved() || this.current().steps >= this.config.maxSteps;
+  }
+
+  /** The board is complete and every row, column and box holds 1..N once. */
+  isSolved(): boolean {
+    return isGridSolved(this.current().board);
+  }
+
+  /** Step calls so far (RAGEN `current_step`). */
+  get steps(): number {
+    return this.current().steps;
+  }
+
+  /** A copy of the current board (0 = empty). */
+  get board(): SudokuGrid {
+    return copyGrid(this.current().board);
+  }
+
+  /** A copy of the clue grid (the initial puzzle). */
+  get clues(): SudokuGrid {
+    return copyGrid(this.current().clues);
+  }
+
+  /** The generator's solution after `reset`, null for `fromPuzzle` envs (use `solveUnique`). */
+  get solution(): SudokuGrid | null {
+    const { solution } = this.current();
+    return solution === null ? null : copyGrid(solution);
+  }
+
+  clone(): SudokuEnv {
+    const copy = new SudokuEnv(this.config);
+    const episode = this.episode;
+    if (episode !== null) {
+      copy.episode = {
+        clues: copyGrid(episode.clues),
+        board: copyGrid(episode.board),
+        solution: episode.solution === null ? null : copyGrid(episode.solution),
+        steps: episode.steps,
+      };
+    }
+    return copy;
+  }
+
+  private current(): Episode {
+    if (this.episode === null) {
+      throw new Error('SudokuEnv: no puzzle loaded; call reset(seed) or use SudokuEnv.fromPuzzle first');
+    }
+    return this.episode;
+  }
+}
