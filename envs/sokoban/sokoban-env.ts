@@ -70,7 +70,11 @@ export class SokobanEnv implements Environment {
     this.load(generateRoom(seed, this.config).room);
   }
 
-  /** gym_sokoban `step`: push-or-move, then `_calc_reward` and `_check_if_done`. */
+  /**
+   * gym_sokoban `step`: push-or-move, then `_calc_reward` and `_check_if_done`. Like gym it
+   * does not refuse a terminal board (testcases §2.7 steps a solved one); `done` is
+   * `solved || num_env_steps >= max_steps` (gym's `==`, identical until a caller oversteps).
+   */
   step(action: EnvAction): StepOutcome {
     const board = this.requireBoard();
     if (typeof action !== 'number' || !Number.isInteger(action) || action < 1 || action > 4) {
@@ -78,7 +82,6 @@ export class SokobanEnv implements Environment {
         `SokobanEnv.step: action ${JSON.stringify(action)} is not an action id 1..4 (Up, Down, Left, Right)`,
       );
     }
-    if (this.isDone()) throw new Error('SokobanEnv.step: episode is done; reset before stepping again');
     board.numEnvSteps += 1;
     const before = board.player;
     this.pushOrMove(board, action - 1);
@@ -90,7 +93,8 @@ export class SokobanEnv implements Environment {
     const success = onTarget === board.numBoxes;
     if (success) reward += REWARD_FINISHED;
     board.boxesOnTarget = onTarget;
-    return { reward, done: this.isDone(), success, effective: board.player !== before, valid: true };
+    const done = success || board.numEnvSteps >= this.config.maxSteps;
+    return { reward, done, success, effective: board.player !== before, valid: true };
   }
 
   /** Grid render with `# _ O √ X P S`, rows joined by `\n`. */
@@ -108,10 +112,10 @@ export class SokobanEnv implements Environment {
     return `${this.render()}\n${this.describe()}`;
   }
 
-  /** Solved, or `num_env_steps == max_steps`. */
+  /** Solved, or the step cap `max_steps` reached. */
   isDone(): boolean {
     const board = this.requireBoard();
-    return board.boxesOnTarget === board.numBoxes || board.numEnvSteps === this.config.maxSteps;
+    return board.boxesOnTarget === board.numBoxes || board.numEnvSteps >= this.config.maxSteps;
   }
 
   /** An independent copy, counters included. */
