@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerEnvCommand } from './commands/env.js';
+import { registerParseCommand } from './commands/parse.js';
 import { registerRunCommand } from './commands/run.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
@@ -9,6 +10,7 @@ export function buildProgram(): Command {
     .showHelpAfterError();
   registerRunCommand(program);
   registerEnvCommand(program);
+  registerParseCommand(program);
   return program;
 }
 
