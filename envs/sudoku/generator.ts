@@ -1,4 +1,5 @@
-import { Rng } from '../internal/rng.js';
+import { rngForSeed } from './seeding.js';
+import type { Rng } from '../internal/rng.js';
 import { countSolutions } from './solver.js';
 import { boxSize, cellAt, copyGrid, type SudokuGrid } from './sudoku-grid.js';
 
@@ -35,7 +36,7 @@ export function cluesFor(size: number, difficulty: SudokuDifficulty): number {
  * (the paper's puzzles ship as data in `envs/puzzles/sudoku-4x4.jsonl`).
  */
 export function generateSudoku(options: SudokuGenerationOptions, seed: number): GeneratedSudoku {
-  const rng = new Rng(seed);
+  const rng = rngForSeed(seed);
   const solution = fullBoard(options.size, rng);
   const puzzle = digHoles(solution, rng, cluesFor(options.size, options.difficulty));
   return { puzzle, solution };
