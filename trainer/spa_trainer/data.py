@@ -1,0 +1,137 @@
+"""SFT input: the SftRow record and the `RowSource` abstraction over where rows come from.
+
+A source is a set of partitions (a JSONL file is one partition; a Kafka topic has many), and a
+position in it is a per-partition offset map. Training reads a *fixed* offset range per epoch
+(reference §8.2: epochs over a fixed dataset), and a checkpoint stores the next offset of every
+partition, so a restart neither skips nor repeats a row (design.md "Contracts").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+Offsets = dict[int, int]
+"""Next offset to read, per partition."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message (reference §3.2)."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class SftRow:
+    """One assistant turn of a ground-truth-annotated trajectory (reference §6 step 5, §11)."""
+
+    prompt: tuple[Message, ...]
+    response: str
+    trajectory_id: str = ""
+    turn: int = 0
+    data_source: str = ""
+    mask_transitions: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def from_dict(raw: Mapping[str, Any]) -> SftRow:
+        """Parse the TS side's SftRow JSON (or a decoded Avro record).
+
+        `prompt` may be a list of {role, content} or a JSON string of one (as in
+        `tyzhu/SPA-sudoku-data`, reference §8.2).
+        """
+        prompt = raw.get("prompt")
+        if isinstance(prompt, str):
+            prompt = json.loads(prompt)
+        if not isinstance(prompt, list) or not prompt:
+            raise ValueError(f"SftRow.prompt must be a non-empty list of messages, got {prompt!r:.80}")
+        response = raw.get("response")
+        if not isinstance(response, str):
+            raise ValueError(f"SftRow.response must be a string, got {type(response).__name__}")
+        messages = tuple(Message(str(m["role"]), str(m["content"])) for m in prompt)
+        known = {"prompt", "response", "trajectory_id", "turn", "data_source", "mask_transitions"}
+        return SftRow(
+            prompt=messages,
+            response=response,
+            trajectory_id=str(raw.get("trajectory_id", "")),
+            turn=int(raw.get("turn", 0) or 0),
+            data_source=str(raw.get("data_source", "")),
+            mask_transitions=bool(raw.get("mask_transitions", False)),
+            extra={k: v for k, v in raw.items() if k not in known},
+        )
+
+    def messages(self) -> list[dict[str, str]]:
+        """The prompt as the dicts `apply_chat_template` takes."""
+        return [{"role": m.role, "content": m.content} for m in self.prompt]
+
+
+@dataclass(frozen=True)
+class SourcedRow:
+    """A row and where it came from; `offset + 1` is the partition's next offset after it."""
+
+    partition: int
+    offset: int
+    row: SftRow
+
+
+class RowSource(Protocol):
+    """Where SFT rows come from: a finite, replayable, partitioned log."""
+
+    def describe(self) -> str:
+        """A URI-like name for logs and checkpoints (e.g. `jsonl:/path`, `kafka:spa.sft`)."""
+        ...
+
+    def end_offsets(self) -> Offsets:
+        """The current end (exclusive) of every partition: fixes an epoch's range."""
+        ...
+
+    def read(self, start: Offsets, end: Offsets) -> Iterator[SourcedRow]:
+        """Rows in `[start, end)` per partition, partitions in ascending order (deterministic)."""
+        ...
+
+
+class JsonlRowSource:
+    """SftRow JSON lines in one file: partition 0, offset = line index (blank lines count)."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise FileNotFoundError(f"SFT input {path} does not exist (expected a JSONL file of SftRow)")
+        self.path = path
+
+    def describe(self) -> str:
+        return f"jsonl:{self.path}"
+
+    def end_offsets(self) -> Offsets:
+        with self.path.open("rb") as f:
+            return {0: sum(1 for _ in f)}
+
+    def read(self, start: Offsets, end: Offsets) -> Iterator[SourcedRow]:
+        first, stop = start.get(0, 0), end.get(0, 0)
+        with self.path.open(encoding="utf-8") as f:
+            for index, line in enumerate(f):
+                if index >= stop:
+                    break
+                if index < first or not line.strip():
+                    continue
+                try:
+                    row = SftRow.from_dict(json.loads(line))
+                except (ValueError, KeyError) as err:
+                    raise ValueError(f"{self.path}:{index + 1}: not an SftRow: {err}") from err
+                yield SourcedRow(0, index, row)
+
+
+def open_source(spec: str, *, brokers: str | None = None) -> RowSource:
+    """`jsonl:<path>` or `kafka:<topic>` (brokers from the argument or `KAFKA_BROKERS`)."""
+    kind, _, target = spec.partition(":")
+    if kind == "jsonl" and target:
+        return JsonlRowSource(Path(target))
+    if kind == "kafka" and target:
+        from .kafka_source import KafkaRowSource  # optional dependency: confluent-kafka
+
+        return KafkaRowSource(topic=target, brokers=brokers)
+    raise ValueError(f"input {spec!r}: expected jsonl:<path> or kafka:<topic>")

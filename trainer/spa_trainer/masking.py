@@ -1,0 +1,142 @@
+"""From an SftRow to (input_ids, labels): the paper-faithful target and SPA's released variant.
+
+Labels follow the Hugging Face convention: `labels[i]` is the token at position i, or -100 when
+position i is not trained; the model shifts internally (logits at i-1 predict labels[i]).
+
+- Paper-faithful (reference §8.3): prompt = chat template of the row's messages + generation
+  prompt + `<think>` (the rollout format, §3.2); target = the GT response without its leading
+  `<think>`, + `<|im_end|>`; every target token is trained, no prompt token is.
+- `mask_transitions` (ablation): additionally excludes every target token whose characters
+  overlap the *contents* of a `<prediction>…</prediction>` span; the tags themselves, the
+  observation, the thoughts and the answer stay trained.
+- Released (reference §8.2, `SPA/sft/spa_sft_dataset.py`): observation/prediction spans in
+  prompt and response become the placeholders `<obs_content>`/`<pred_content>` (added special
+  tokens), earlier assistant turns get a `<think></think>` prefix, the target starts with
+  `</think>`, and the placeholder mask has SPA's off-by-one: the token *after* a placeholder is
+  not trained while the placeholder itself is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from .data import SftRow
+
+IGNORE_INDEX = -100
+OBS_PLACEHOLDER = "<obs_content>"
+PRED_PLACEHOLDER = "<pred_content>"
+_OBS_SPAN = re.compile(r"<observation>(.*?)</observation>", re.DOTALL)
+_PRED_SPAN = re.compile(r"<prediction>(.*?)</prediction>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training sequence: token ids and their labels (same length)."""
+
+    input_ids: list[int]
+    labels: list[int]
+
+
+def strip_leading_think(response: str) -> str:
+    """The response without its leading `<think>` (the prompt ends with it, reference §3.2)."""
+    return response[len("<think>") :] if response.startswith("<think>") else response
+
+
+def content_spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Character ranges of every tag's contents (non-greedy, DOTALL, as SPA's regexes)."""
+    return [m.span(1) for m in pattern.finditer(text)]
+
+
+def observation_spans(text: str) -> list[tuple[int, int]]:
+    """Contents of `<observation>…</observation>` spans in `text`."""
+    return content_spans(text, _OBS_SPAN)
+
+
+def prediction_spans(text: str) -> list[tuple[int, int]]:
+    """Contents of `<prediction>…</prediction>` spans in `text`."""
+    return content_spans(text, _PRED_SPAN)
+
+
+def tokens_in_spans(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[bool]:
+    """Per token: do its characters overlap any span? (Boundary tokens count as inside.)"""
+    return [any(s < b and a < e for s, e in spans) for a, b in offsets]
+
+
+def faithful_texts(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[str, str]:
+    """(prompt text, target text) of reference §8.3 / testcases §6.3's recommended form."""
+    prompt = tokenizer.apply_chat_template(row.messages(), add_generation_prompt=True, tokenize=False)
+    eos = tokenizer.eos_token or ""
+    return str(prompt) + "<think>", strip_leading_think(row.response) + eos
+
+
+def encode_pair(
+    tokenizer: PreTrainedTokenizerBase, prompt: str, target: str
+) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """Tokenise prompt and target separately (as at inference, where the prompt is encoded
+    alone and the target is generated) and return the target's character offsets."""
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    enc = tokenizer(target, add_special_tokens=False, return_offsets_mapping=True)
+    return list(prompt_ids), list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
+
+
+def _left_truncate(example: Example, max_length: int) -> Example:
+    # SPA truncates on the left (reference §8.2); keeping labels aligned fixes its mask bug.
+    if len(example.input_ids) <= max_length:
+        return example
+    return Example(example.input_ids[-max_length:], example.labels[-max_length:])
+
+
+def encode_faithful(
+    tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048, mask_transitions: bool = False
+) -> Example:
+    """Paper-faithful example (reference §8.3), optionally with the transition ablation."""
+    prompt, target = faithful_texts(tokenizer, row)
+    prompt_ids, target_ids, offsets = encode_pair(tokenizer, prompt, target)
+    masked = tokens_in_spans(offsets, prediction_spans(target)) if mask_transitions else [False] * len(target_ids)
+    labels = [IGNORE_INDEX] * len(prompt_ids) + [IGNORE_INDEX if m else t for t, m in zip(target_ids, masked)]
+    return _left_truncate(Example(prompt_ids + target_ids, labels), max_length)
+
+
+def replace_states_with_placeholders(text: str) -> str:
+    """SPA's `pre()`: observation spans → `<obs_content>`, then prediction spans → `<pred_content>`."""
+    text = _OBS_SPAN.sub(lambda _m: OBS_PLACEHOLDER, text)
+    return _PRED_SPAN.sub(lambda _m: PRED_PLACEHOLDER, text)
+
+
+def released_texts(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[str, str]:
+    """(prompt text, response text) exactly as `spa_sft_dataset.py` builds them (§8.2)."""
+    messages = []
+    for m in row.messages():
+        content = replace_states_with_placeholders(m["content"])
+        if m["role"] == "assistant":
+            content = "<think></think>" + content  # with_thinking=True
+        messages.append({"role": m["role"], "content": content})
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    eos = tokenizer.eos_token or ""
+    return str(prompt) + "<think>", "</think>" + replace_states_with_placeholders(row.response) + eos
+
+
+def encode_released(tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048) -> Example:
+    """Released-code example: response tokens trained except those right after a placeholder."""
+    prompt, response = released_texts(tokenizer, row)
+    prompt_ids, response_ids, _ = encode_pair(tokenizer, prompt, response)
+    ids = prompt_ids + response_ids
+    placeholders = set(tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER]))
+    # verl's loss mask entry j (for predicting token j+1) is 0 when input token j is a
+    # placeholder: so label j+1 is dropped and the placeholder's own label is kept.
+    labels = [
+        tok if i >= len(prompt_ids) and ids[i - 1] not in placeholders else IGNORE_INDEX
+        for i, tok in enumerate(ids)
+    ]
+    return _left_truncate(Example(ids, labels), max_length)
+
+
+def add_released_placeholders(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> None:
+    """Add `<obs_content>`/`<pred_content>` as special tokens and resize the embeddings to
+    `len(tokenizer)`, as `_setup_special_tokens` does (for Qwen2.5 this *shrinks* the padded
+    151 936-row matrix to 151 667 rows, reference §8.2)."""
+    tokenizer.add_tokens([OBS_PLACEHOLDER, PRED_PLACEHOLDER], special_tokens=True)
+    model.resize_token_embeddings(len(tokenizer))

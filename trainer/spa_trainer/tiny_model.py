@@ -1,0 +1,159 @@
+"""The `tiny` policy: a small Qwen2-architecture causal LM plus a BPE tokenizer trained on SPA text.
+
+Both are deterministic: the tokenizer is trained on `tiny_corpus.corpus_lines()` (same bytes
+every build, tested by hashing `tokenizer.json`), the model is initialised from a fixed seed.
+The result is saved as an ordinary Hugging Face folder (config.json, model.safetensors,
+tokenizer.json, tokenizer_config.json with Qwen2.5's chat template), so every code path that
+takes "any local HF folder" (SFT, PPO, export, the TS generator) also takes `tiny`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    trainers,
+)
+from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+from .qwen_template import (
+    ENDOFTEXT,
+    IM_END,
+    QWEN25_CHAT_TEMPLATE,
+    QWEN_PRETOKENIZE_REGEX,
+    QWEN_SPECIAL_TOKENS,
+    SPA_TAG_TOKENS,
+)
+from .tiny_corpus import corpus_lines, repo_root
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """Size and seed of the tiny model. Part of the cache key, so changing it rebuilds."""
+
+    vocab_size: int = 1536
+    hidden_size: int = 64
+    intermediate_size: int = 256
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    max_position_embeddings: int = 4096
+    seed: int = 0
+    builder_version: int = 1
+
+
+def train_tiny_tokenizer(spec: TinySpec = TinySpec()) -> Tokenizer:
+    """Byte-level BPE with Qwen2's pre-tokenizer, trained on the deterministic SPA corpus.
+
+    Byte-level means every string (`√`, `–`, `\\n`) round-trips exactly; Qwen's control tokens
+    get ids 0–2 and SPA's tags are appended as single non-special tokens.
+    """
+    tokenizer = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
+    tokenizer.normalizer = normalizers.NFC()  # as Qwen2's tokenizer.json
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=spec.vocab_size - len(SPA_TAG_TOKENS),
+        min_frequency=1,
+        show_progress=False,
+        special_tokens=[AddedToken(t, special=True, normalized=False) for t in QWEN_SPECIAL_TOKENS],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tokenizer.train_from_iterator(corpus_lines(), trainer=trainer)
+    tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in SPA_TAG_TOKENS])
+    return tokenizer
+
+
+def wrap_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
+    """Give a raw `tokenizers.Tokenizer` Qwen2.5-Instruct's HF settings (eos, pad, chat template)."""
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token=IM_END,  # Qwen2.5-Instruct: generation stops at <|im_end|>
+        pad_token=ENDOFTEXT,
+        chat_template=QWEN25_CHAT_TEMPLATE,
+        model_max_length=32768,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def build_tiny(out_dir: Path, spec: TinySpec = TinySpec()) -> Path:
+    """Train the tokenizer, initialise the model from `spec.seed`, save both to `out_dir`."""
+    hf_tokenizer = wrap_tokenizer(train_tiny_tokenizer(spec))
+    config = Qwen2Config(
+        vocab_size=len(hf_tokenizer),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        max_position_embeddings=spec.max_position_embeddings,
+        rope_theta=1_000_000.0,
+        tie_word_embeddings=True,  # as Qwen2.5-0.5B/1.5B
+        bos_token_id=hf_tokenizer.convert_tokens_to_ids(ENDOFTEXT),
+        eos_token_id=hf_tokenizer.convert_tokens_to_ids(IM_END),
+        pad_token_id=hf_tokenizer.convert_tokens_to_ids(ENDOFTEXT),
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(spec.seed)
+        model = Qwen2ForCausalLM(config)
+    model.generation_config.eos_token_id = config.eos_token_id
+    model.generation_config.pad_token_id = config.pad_token_id
+    out_dir.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir, safe_serialization=True)
+    hf_tokenizer.save_pretrained(out_dir)
+    # transformers maps model_type qwen2 to its Qwen2 tokenizer class, which normalises some
+    # settings on load; re-save through it so tokenizer.json is byte-for-byte what Python runs
+    # (the TS generator reads the same file).
+    AutoTokenizer.from_pretrained(out_dir).save_pretrained(out_dir)
+    (out_dir / "tiny_spec.json").write_text(json.dumps(asdict(spec), indent=2), encoding="utf-8")
+    return out_dir
+
+
+def spec_digest(spec: TinySpec) -> str:
+    """Short hash of the spec and corpus, naming the cache folder."""
+    h = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
+    for line in corpus_lines():
+        h.update(line.encode("utf-8"))
+    return h.hexdigest()[:12]
+
+
+def tiny_model_dir(spec: TinySpec = TinySpec(), cache_root: Path | None = None) -> Path:
+    """The cached `tiny` folder, built on first use (atomically: temp folder, then rename).
+
+    Cache root: `$SPA_TINY_CACHE`, else `trainer/.cache/`.
+    """
+    root = cache_root or Path(os.environ.get("SPA_TINY_CACHE", repo_root() / "trainer" / ".cache"))
+    final = root / f"tiny-{spec_digest(spec)}"
+    if (final / "config.json").exists():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tiny-build-", dir=root))
+    try:
+        build_tiny(tmp, spec)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / "config.json").exists():  # lost a race only if the winner finished
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final

@@ -1,0 +1,122 @@
+"""Masking against testcases §6.3: the faithful target, the released placeholders, the ablation."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+
+from spa_trainer.masking import (
+    IGNORE_INDEX,
+    OBS_PLACEHOLDER,
+    PRED_PLACEHOLDER,
+    add_released_placeholders,
+    encode_faithful,
+    encode_released,
+    faithful_texts,
+    prediction_spans,
+    released_texts,
+    strip_leading_think,
+)
+
+from .spa_rows import S1, S2, row
+
+
+def _trained_text(tok: PreTrainedTokenizerBase, labels: list[int]) -> str:
+    return tok.decode([t for t in labels if t != IGNORE_INDEX])
+
+
+def test_faithful_strings_match_testcases_6_3(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    prompt, target = faithful_texts(tiny_tokenizer, row(2))
+    assert prompt.endswith("<|im_end|>\n<|im_start|>assistant\n<think>")
+    assert prompt.startswith("<|im_start|>system\nYou're a helpful assistant. <|im_end|>\n<|im_start|>user\n")
+    expected = (
+        f" <observation>{S1}</observation> Push the box up onto the target. "
+        f"<prediction>{S2}</prediction></think><answer>Up</answer><|im_end|>"
+    )
+    assert target == expected
+
+
+def test_faithful_trains_exactly_the_target(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    ex = encode_faithful(tiny_tokenizer, row(2))
+    prompt, target = faithful_texts(tiny_tokenizer, row(2))
+    assert len(ex.input_ids) == len(ex.labels)
+    assert tiny_tokenizer.decode(ex.input_ids) == prompt + target
+    assert _trained_text(tiny_tokenizer, ex.labels) == target
+    first = next(i for i, t in enumerate(ex.labels) if t != IGNORE_INDEX)
+    assert tiny_tokenizer.decode(ex.input_ids[:first]) == prompt
+    assert all(t != IGNORE_INDEX for t in ex.labels[first:])
+
+
+def test_mask_transitions_drops_only_prediction_contents(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    ex = encode_faithful(tiny_tokenizer, row(2), mask_transitions=True)
+    trained = _trained_text(tiny_tokenizer, ex.labels)
+    assert "<prediction></prediction>" in trained  # tags kept, contents gone
+    assert "#√####" not in trained and S1 in trained
+    full = encode_faithful(tiny_tokenizer, row(2))
+    dropped = [i for i, (a, b) in enumerate(zip(full.labels, ex.labels)) if a != b]
+    assert tiny_tokenizer.decode([full.input_ids[i] for i in dropped]) == S2
+
+
+def test_left_truncation_keeps_labels_aligned(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    full = encode_faithful(tiny_tokenizer, row(2))
+    cut = encode_faithful(tiny_tokenizer, row(2), max_length=200)
+    assert len(cut.input_ids) == 200
+    assert cut.input_ids == full.input_ids[-200:] and cut.labels == full.labels[-200:]
+
+
+def test_released_strings_match_testcases_6_3(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    prompt, response = released_texts(tiny_tokenizer, row(2))
+    assert response == (
+        "</think><think> <obs_content> Push the box up onto the target. "
+        "<pred_content></think><answer>Up</answer><|im_end|>"
+    )
+    fragments = [
+        "Always output: <think> <obs_content> [Your thoughts] <pred_content> </think> <answer> "
+        "[your answer] </answer> with no extra text. ",
+        "<|im_end|>\n<|im_start|>assistant\n<think></think><think> <obs_content> The box is up-left. "
+        "Go Left, then push Up. <pred_content></think><answer>Left || Up</answer><|im_end|>\n"
+        "<|im_start|>user\nReward:\n-0.2\n\nTurn 2:\nState:\n######\n#O####\n#X_###\n#P_###\n#___##\n"
+        "######\nPlayer (P) is at (3,1); box (X) is at (2,1); target (O) is at (1,1).\nYou have 8 "
+        "actions left. Always output: <think> <obs_content> [Your thoughts] <pred_content> </think> ",
+        "<|im_end|>\n<|im_start|>assistant\n<think>",
+    ]
+    position = 0
+    for fragment in fragments:
+        found = prompt.find(fragment, position)
+        assert found >= 0, f"missing in released prompt: {fragment[:60]!r}"
+        position = found + len(fragment)
+    assert prompt.endswith(fragments[-1])
+    assert "<observation>" not in prompt and "<prediction>" not in prompt
+
+
+def test_released_off_by_one_and_vocab(tiny_dir, tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir)
+    before = len(tiny_tokenizer)
+    add_released_placeholders(tiny_tokenizer, model)
+    assert len(tiny_tokenizer) == before + 2
+    assert model.get_input_embeddings().weight.shape[0] == before + 2
+    obs_id, pred_id = tiny_tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER])
+    ex = encode_released(tiny_tokenizer, row(2))
+    prompt, response = released_texts(tiny_tokenizer, row(2))
+    start = len(ex.input_ids) - len(tiny_tokenizer(response, add_special_tokens=False)["input_ids"])
+    assert all(t == IGNORE_INDEX for t in ex.labels[:start])
+    for i in range(start, len(ex.input_ids)):
+        after_placeholder = ex.input_ids[i - 1] in (obs_id, pred_id)
+        assert (ex.labels[i] == IGNORE_INDEX) == after_placeholder, i
+    # the placeholders' own labels are trained (the released code's off-by-one)
+    trained = [t for t in ex.labels if t != IGNORE_INDEX]
+    assert obs_id in trained and pred_id in trained
+    assert sum(t == IGNORE_INDEX for t in ex.labels[start:]) == 2
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [("<think> a</think>", " a</think>"), ("no think", "no think"), (" <think>x", " <think>x")],
+)
+def test_strip_leading_think(response: str, expected: str) -> None:
+    assert strip_leading_think(response) == expected
+
+
+def test_prediction_spans_are_non_greedy() -> None:
+    text = "<prediction>a</prediction> x <prediction>\nb\n</prediction>"
+    assert [text[s:e] for s, e in prediction_spans(text)] == ["a", "\nb\n"]
