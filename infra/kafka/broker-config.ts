@@ -1,0 +1,152 @@
+/**
+ * Where a local broker instance lives (ports, folders) and the server.properties it runs with:
+ * one combined KRaft broker/controller bound to 127.0.0.1 only.
+ */
+import { join } from 'node:path';
+import { kafkaInfraDir } from './jars.js';
+
+/** A SCRAM user written into the cluster's bootstrap metadata when storage is formatted. */
+export interface ScramUser {
+  readonly username: string;
+  readonly password: string;
+  /** Defaults to SCRAM-SHA-256. */
+  readonly mechanism?: 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
+}
+
+/** What a caller may choose about a local broker instance; everything has a default. */
+export interface BrokerInstanceOptions {
+  /** Instance name: data lives in `infra/kafka/data/<name>`. Default `default`. */
+  readonly name?: string;
+  /** PLAINTEXT client port. Default 9092. */
+  readonly port?: number;
+  /** KRaft controller port. Default `port + 1`. */
+  readonly controllerPort?: number;
+  /** When set, a SASL_PLAINTEXT (SCRAM) client listener on this port. */
+  readonly saslPort?: number;
+  /** SCRAM users created when the storage is formatted (first start of a fresh data dir). */
+  readonly scramUsers?: readonly ScramUser[];
+  /** Root of instance data dirs. Default `infra/kafka/data`. */
+  readonly dataRoot?: string;
+}
+
+/** The resolved layout of one instance: every port and path it uses. */
+export interface BrokerInstance {
+  readonly name: string;
+  readonly host: '127.0.0.1';
+  readonly port: number;
+  readonly controllerPort: number;
+  readonly saslPort: number | undefined;
+  readonly scramUsers: readonly ScramUser[];
+  readonly dataDir: string;
+  /** Kafka's log.dirs (the records and the KRaft metadata log). */
+  readonly logDir: string;
+  readonly propertiesFile: string;
+  readonly pidFile: string;
+  /** JVM stdout/stderr (startup failures land here). */
+  readonly consoleFile: string;
+  /** log4j's server.log. */
+  readonly serverLogFile: string;
+}
+
+function checkPort(field: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1 || value > 65535)
+    throw new Error(`broker option ${field}=${value} is not a TCP port (an integer 1..65535)`);
+  return value;
+}
+
+/** Resolves options into an instance layout, checking ports and the instance name. */
+export function brokerInstance(options: BrokerInstanceOptions = {}): BrokerInstance {
+  const name = options.name ?? 'default';
+  if (!/^[A-Za-z0-9._-]+$/.test(name))
+    throw new Error(`broker name "${name}" must be a plain folder name (letters, digits, . _ -)`);
+  const port = checkPort('port', options.port ?? 9092);
+  const controllerPort = checkPort('controllerPort', options.controllerPort ?? port + 1);
+  const saslPort = options.saslPort === undefined ? undefined : checkPort('saslPort', options.saslPort);
+  const ports = [port, controllerPort, ...(saslPort === undefined ? [] : [saslPort])];
+  if (new Set(ports).size !== ports.length)
+    throw new Error(`broker ports must differ, got port/controller/sasl = ${ports.join('/')}`);
+  const dataDir = join(options.dataRoot ?? join(kafkaInfraDir, 'data'), name);
+  return {
+    name,
+    host: '127.0.0.1',
+    port,
+    controllerPort,
+    saslPort,
+    scramUsers: options.scramUsers ?? [],
+    dataDir,
+    logDir: join(dataDir, 'kraft'),
+    propertiesFile: join(dataDir, 'server.properties'),
+    pidFile: join(dataDir, 'broker.pid'),
+    consoleFile: join(dataDir, 'console.log'),
+    serverLogFile: join(dataDir, 'server.log'),
+  };
+}
+
+function listenerLines(instance: BrokerInstance): string[] {
+  const h = instance.host;
+  const listeners = [`PLAINTEXT://${h}:${instance.port}`, `CONTROLLER://${h}:${instance.controllerPort}`];
+  const advertised = [`PLAINTEXT://${h}:${instance.port}`];
+  const protocols = ['PLAINTEXT:PLAINTEXT', 'CONTROLLER:PLAINTEXT'];
+  const lines: string[] = [];
+  if (instance.saslPort !== undefined) {
+    listeners.push(`SASL_PLAINTEXT://${h}:${instance.saslPort}`);
+    advertised.push(`SASL_PLAINTEXT://${h}:${instance.saslPort}`);
+    protocols.push('SASL_PLAINTEXT:SASL_PLAINTEXT');
+    const scram = 'org.apache.kafka.common.security.scram.ScramLoginModule required;';
+    lines.push(
+      'sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512',
+      `listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=${scram}`,
+      `listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=${scram}`,
+    );
+  }
+  return [
+    `listeners=${listeners.join(',')}`,
+    `advertised.listeners=${advertised.join(',')}`,
+    `listener.security.protocol.map=${protocols.join(',')}`,
+    'controller.listener.names=CONTROLLER',
+    // Inter-broker traffic stays on PLAINTEXT so SCRAM only guards client connections.
+    'inter.broker.listener.name=PLAINTEXT',
+    ...lines,
+  ];
+}
+
+/** The server.properties text for a single-node KRaft cluster (broker + controller in one JVM). */
+export function serverProperties(instance: BrokerInstance): string {
+  return [
+    '# Generated by infra/kafka/broker-config.ts on every start; edit that file instead.',
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@${instance.host}:${instance.controllerPort}`,
+    ...listenerLines(instance),
+    `log.dirs=${instance.logDir}`,
+    // Topics are declared in infra/kafka/topics.ts; a typo must fail, not create a topic.
+    'auto.create.topics.enable=false',
+    'num.partitions=1',
+    'default.replication.factor=1',
+    // Single node: internal topics cannot have more than one replica.
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=8',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'transaction.state.log.num.partitions=8',
+    'min.insync.replicas=1',
+    // A lone consumer should not wait 3 s for company before its first assignment.
+    'group.initial.rebalance.delay.ms=0',
+    '',
+  ].join('\n');
+}
+
+/** The `--add-scram` arguments for kafka-storage format (KRaft bootstraps SCRAM users this way). */
+export function scramFormatArgs(users: readonly ScramUser[]): string[] {
+  return users.flatMap((user) => {
+    // kafka-storage parses `[name=…,password=…]` by splitting on these characters.
+    for (const [field, value] of [
+      ['username', user.username],
+      ['password', user.password],
+    ] as const)
+      if (value === '' || /[[\],=\s"]/.test(value))
+        throw new Error(`SCRAM ${field} "${value}" must be non-empty without [ ] , = " or spaces`);
+    const mechanism = user.mechanism ?? 'SCRAM-SHA-256';
+    return ['--add-scram', `${mechanism}=[name=${user.username},password=${user.password}]`];
+  });
+}

@@ -1,0 +1,256 @@
+/**
+ * Lifecycle of a local Apache Kafka broker (KRaft, one JVM acting as broker and controller,
+ * bound to 127.0.0.1): start (provisioning jars and formatting storage on first use), status,
+ * clean stop, and kill -9 for crash tests. `ensureBroker` honours KAFKA_BROKERS: when it is
+ * set, that cluster is used and nothing is started. The npm scripts, the main job and the
+ * tests all go through this module.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseBrokerList } from '../../streams/kafka/config.js';
+import { brokerInstance, scramFormatArgs, serverProperties } from './broker-config.js';
+import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
+import { kafkaClasspath } from './jars.js';
+import { brokerAnswers, waitUntilAnswering } from './probe.js';
+import { javaExecutable, jvmFlags, runKafkaTool } from './tools.js';
+
+export type { BrokerInstance, BrokerInstanceOptions, ScramUser } from './broker-config.js';
+
+/** Options for starting a local instance. */
+export interface BrokerStartOptions extends BrokerInstanceOptions {
+  /** How long to wait for the broker to answer a metadata request. Default 60 s. */
+  readonly startTimeoutMs?: number;
+  /** Delete the instance's data dir first (tests that need a clean cluster). Default false. */
+  readonly fresh?: boolean;
+  /** JVM heap flags. Default `$KAFKA_HEAP_OPTS` or `-Xms256m -Xmx512m`. */
+  readonly heap?: string;
+  /** Progress lines (provisioning, formatting, started). Default: stderr. */
+  readonly log?: (line: string) => void;
+}
+
+/** A broker the caller can talk to. */
+export interface RunningBroker {
+  /** Bootstrap addresses for PLAINTEXT clients. */
+  readonly brokers: readonly string[];
+  /** Bootstrap addresses of the SASL/SCRAM listener, when configured. */
+  readonly saslBrokers: readonly string[];
+  /** True when this is KAFKA_BROKERS' cluster and nothing was started here. */
+  readonly external: boolean;
+  /** The local instance, absent for an external cluster. */
+  readonly instance?: BrokerInstance;
+  readonly pid?: number;
+}
+
+/** What `status` finds. */
+export interface BrokerStatus {
+  readonly instance: BrokerInstance;
+  readonly pid: number | undefined;
+  readonly processAlive: boolean;
+  readonly answering: boolean;
+}
+
+const stderrLog = (line: string): void => console.error(line);
+
+function readPid(instance: BrokerInstance): number | undefined {
+  if (!existsSync(instance.pidFile)) return undefined;
+  const pid = Number(readFileSync(instance.pidFile, 'utf8').trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** Alive and really this instance's JVM (guards against a recycled PID; zombies have no cmdline). */
+function isInstanceProcess(instance: BrokerInstance, pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  const cmdlineFile = `/proc/${pid}/cmdline`;
+  if (!existsSync('/proc/self/cmdline')) return true; // no procfs (macOS): trust the PID file
+  try {
+    return readFileSync(cmdlineFile, 'utf8').includes(instance.propertiesFile);
+  } catch {
+    return false;
+  }
+}
+
+function addresses(instance: BrokerInstance): { brokers: string[]; saslBrokers: string[] } {
+  return {
+    brokers: [`${instance.host}:${instance.port}`],
+    saslBrokers: instance.saslPort === undefined ? [] : [`${instance.host}:${instance.saslPort}`],
+  };
+}
+
+function tail(file: string, lines: number): string {
+  if (!existsSync(file)) return `(no ${file})`;
+  return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+}
+
+function failureReport(instance: BrokerInstance): string {
+  return (
+    `--- ${instance.consoleFile} (tail) ---\n${tail(instance.consoleFile, 20)}\n` +
+    `--- ${instance.serverLogFile} (tail) ---\n${tail(instance.serverLogFile, 30)}`
+  );
+}
+
+/** Formats KRaft storage with a fresh cluster id unless meta.properties is already there. */
+async function formatStorageOnce(instance: BrokerInstance, log: (line: string) => void): Promise<void> {
+  if (existsSync(join(instance.logDir, 'meta.properties'))) return;
+  // A Kafka Uuid is 16 random bytes in URL-safe base64 without padding.
+  const clusterId = randomBytes(16).toString('base64url');
+  log(`[kafka] formatting storage in ${instance.logDir} (cluster ${clusterId})`);
+  const args = [
+    'format',
+    '-t',
+    clusterId,
+    '-c',
+    instance.propertiesFile,
+    ...scramFormatArgs(instance.scramUsers),
+  ];
+  const result = await runKafkaTool('storage', args, { logsDir: instance.dataDir });
+  if (result.exitCode !== 0)
+    throw new Error(
+      `kafka-storage format failed (exit ${result.exitCode}):\n${result.stdout}${result.stderr}`,
+    );
+}
+
+async function launch(instance: BrokerInstance, heap: string): Promise<number> {
+  const classpath = await kafkaClasspath();
+  const out = openSync(instance.consoleFile, 'a');
+  const argv = [
+    ...jvmFlags(instance.dataDir, heap),
+    '-XX:+ExitOnOutOfMemoryError',
+    '-cp',
+    classpath,
+    'kafka.Kafka',
+    instance.propertiesFile,
+  ];
+  // Detached with its own output file, so the broker outlives `npm run kafka:start`.
+  const child = spawn(javaExecutable(), argv, { detached: true, stdio: ['ignore', out, out] });
+  closeSync(out);
+  const pid = await new Promise<number>((resolve, reject) => {
+    child.once('spawn', () => resolve(child.pid ?? -1));
+    child.once('error', (error) => reject(new Error(`cannot launch ${javaExecutable()}: ${error.message}`)));
+  });
+  child.unref();
+  writeFileSync(instance.pidFile, `${pid}\n`);
+  return pid;
+}
+
+function runningBroker(instance: BrokerInstance, pid: number): RunningBroker {
+  return { ...addresses(instance), external: false, instance, pid };
+}
+
+/**
+ * Starts the instance and resolves once it answers a metadata request. Idempotent: an
+ * instance that is already up is returned as is. Throws with the log tails when the broker
+ * dies or does not answer within `startTimeoutMs`.
+ */
+export async function startBroker(options: BrokerStartOptions = {}): Promise<RunningBroker> {
+  const log = options.log ?? stderrLog;
+  const instance = brokerInstance(options);
+  const timeoutMs = options.startTimeoutMs ?? 60_000;
+  const existing = readPid(instance);
+  if (existing !== undefined && isInstanceProcess(instance, existing)) {
+    if (options.fresh)
+      throw new Error(`broker "${instance.name}" is running (pid ${existing}); stop it before a fresh start`);
+    const outcome = await waitUntilAnswering(addresses(instance).brokers, timeoutMs, () =>
+      isInstanceProcess(instance, existing),
+    );
+    if (outcome === 'answering') return runningBroker(instance, existing);
+    throw new Error(
+      `broker "${instance.name}" (pid ${existing}) is up but not answering:\n${failureReport(instance)}`,
+    );
+  }
+  rmSync(instance.pidFile, { force: true });
+  const { brokers } = addresses(instance);
+  if (await brokerAnswers(brokers, 1000))
+    throw new Error(
+      `${brokers[0]} already answers as a Kafka broker that is not instance "${instance.name}"; ` +
+        'set KAFKA_BROKERS to use it, or choose another port',
+    );
+  if (options.fresh) rmSync(instance.dataDir, { recursive: true, force: true });
+  mkdirSync(instance.dataDir, { recursive: true });
+  await kafkaClasspath(log);
+  writeFileSync(instance.propertiesFile, serverProperties(instance));
+  await formatStorageOnce(instance, log);
+  const started = Date.now();
+  const pid = await launch(instance, options.heap ?? process.env.KAFKA_HEAP_OPTS ?? '-Xms256m -Xmx512m');
+  const outcome = await waitUntilAnswering(brokers, timeoutMs, () => isInstanceProcess(instance, pid));
+  if (outcome !== 'answering') {
+    if (outcome === 'timeout') await stopBroker(options);
+    const why = outcome === 'died' ? 'exited during startup' : `did not answer within ${timeoutMs} ms`;
+    throw new Error(`Kafka broker "${instance.name}" on ${brokers[0]} ${why}:\n${failureReport(instance)}`);
+  }
+  log(
+    `[kafka] broker "${instance.name}" answering on ${brokers[0]} (pid ${pid}, ${Date.now() - started} ms)`,
+  );
+  return runningBroker(instance, pid);
+}
+
+async function waitForExit(instance: BrokerInstance, pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (!isInstanceProcess(instance, pid)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return !isInstanceProcess(instance, pid);
+}
+
+/**
+ * Stops the instance cleanly: SIGTERM (Kafka's controlled shutdown), wait up to `timeoutMs`,
+ * SIGKILL as a last resort. Resolves to what was done; a stopped instance is a no-op.
+ */
+export async function stopBroker(
+  options: BrokerInstanceOptions & { timeoutMs?: number } = {},
+): Promise<'stopped' | 'killed' | 'not running'> {
+  const instance = brokerInstance(options);
+  const pid = readPid(instance);
+  if (pid === undefined || !isInstanceProcess(instance, pid)) {
+    rmSync(instance.pidFile, { force: true });
+    return 'not running';
+  }
+  process.kill(pid, 'SIGTERM');
+  let outcome: 'stopped' | 'killed' = 'stopped';
+  if (!(await waitForExit(instance, pid, options.timeoutMs ?? 30_000))) {
+    process.kill(pid, 'SIGKILL');
+    await waitForExit(instance, pid, 10_000);
+    outcome = 'killed';
+  }
+  rmSync(instance.pidFile, { force: true });
+  return outcome;
+}
+
+/** Crash simulation for tests: SIGKILL (kill -9) with no shutdown, then wait until it is gone. */
+export async function killBroker(options: BrokerInstanceOptions = {}): Promise<void> {
+  const instance = brokerInstance(options);
+  const pid = readPid(instance);
+  if (pid === undefined || !isInstanceProcess(instance, pid))
+    throw new Error(`broker "${instance.name}" is not running; nothing to kill`);
+  process.kill(pid, 'SIGKILL');
+  if (!(await waitForExit(instance, pid, 10_000)))
+    throw new Error(`broker "${instance.name}" (pid ${pid}) survived SIGKILL for 10 s`);
+}
+
+/** Reports whether the instance's process is alive and whether it answers metadata requests. */
+export async function brokerStatus(options: BrokerInstanceOptions = {}): Promise<BrokerStatus> {
+  const instance = brokerInstance(options);
+  const pid = readPid(instance);
+  const processAlive = pid !== undefined && isInstanceProcess(instance, pid);
+  const answering = processAlive && (await brokerAnswers(addresses(instance).brokers));
+  return { instance, pid: processAlive ? pid : undefined, processAlive, answering };
+}
+
+/**
+ * The broker the main job talks to: KAFKA_BROKERS' cluster when that is set (nothing is
+ * started), otherwise the local instance, started if needed.
+ */
+export async function ensureBroker(
+  options: BrokerStartOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RunningBroker> {
+  const configured = env.KAFKA_BROKERS?.trim();
+  if (configured) return { brokers: parseBrokerList(configured), saslBrokers: [], external: true };
+  return startBroker(options);
+}

@@ -1,0 +1,85 @@
+/**
+ * kafkajs-specific plumbing shared by the adapter's sink and source: the client built from a
+ * {@link KafkaConnectionConfig}, header/offset conversions, and errors rewritten so they say
+ * what went wrong in our terms.
+ */
+import { Kafka, logLevel } from 'kafkajs';
+import type { IHeaders, KafkaConfig, LogEntry } from 'kafkajs';
+import type { KafkaConnectionConfig } from './config.js';
+import type { RecordHeaders } from './transport.js';
+
+// kafkajs logs retriable errors at ERROR level while it retries them; only warn-level and
+// worse lines that survive the retries are worth a user's attention, and they go to stderr.
+function logCreator(): (entry: LogEntry) => void {
+  return ({ namespace, label, log }) => {
+    if (label === 'WARN' || label === 'ERROR')
+      console.error(`[kafkajs ${label.toLowerCase()}] ${namespace}: ${log.message}`);
+  };
+}
+
+/** The kafkajs client for a connection config. `quiet` silences kafkajs' own logging. */
+export function kafkajsClient(config: KafkaConnectionConfig, quiet = true): Kafka {
+  const kafkaConfig: KafkaConfig = {
+    clientId: config.clientId,
+    brokers: [...config.brokers],
+    ssl: config.ssl,
+    connectionTimeout: config.connectionTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    retry: {
+      retries: config.retry.retries,
+      initialRetryTime: config.retry.initialRetryTimeMs,
+      maxRetryTime: config.retry.maxRetryTimeMs,
+    },
+    logLevel: quiet ? logLevel.NOTHING : logLevel.WARN,
+    logCreator: () => logCreator(),
+  };
+  if (config.sasl) {
+    const { mechanism, username, password } = config.sasl;
+    // kafkajs' SASLOptions is a union keyed by the mechanism literal.
+    kafkaConfig.sasl =
+      mechanism === 'plain'
+        ? { mechanism, username, password }
+        : mechanism === 'scram-sha-256'
+          ? { mechanism, username, password }
+          : { mechanism, username, password };
+  }
+  return new Kafka(kafkaConfig);
+}
+
+/** Our headers as kafkajs headers. */
+export function toKafkajsHeaders(headers: RecordHeaders | undefined): IHeaders | undefined {
+  return headers === undefined ? undefined : { ...headers };
+}
+
+/** kafkajs headers (string, Buffer or repeated) as ours; a repeated header keeps its last value. */
+export function fromKafkajsHeaders(headers: IHeaders | undefined): RecordHeaders {
+  const out: Record<string, Buffer> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    const last = Array.isArray(value) ? value[value.length - 1] : value;
+    if (last !== undefined) out[name] = Buffer.isBuffer(last) ? last : Buffer.from(last);
+  }
+  return out;
+}
+
+/**
+ * Rewrites kafkajs errors whose own message is unhelpful. A SASL failure names the user,
+ * mechanism and brokers and says the credentials were refused; other errors keep their
+ * message, prefixed with what we were doing.
+ */
+export function describeKafkaError(error: unknown, doing: string, config: KafkaConnectionConfig): Error {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  if (cause.name === 'KafkaJSSASLAuthenticationError' && config.sasl) {
+    return new Error(
+      `Kafka refused the credentials of SASL user "${config.sasl.username}" ` +
+        `(${config.sasl.mechanism.toUpperCase()}) on ${config.brokers.join(',')} while ${doing}: ` +
+        'wrong username or password',
+      { cause },
+    );
+  }
+  if (cause.name === 'KafkaJSNumberOfRetriesExceeded' || cause.name === 'KafkaJSConnectionError') {
+    return new Error(`cannot reach Kafka at ${config.brokers.join(',')} while ${doing}: ${cause.message}`, {
+      cause,
+    });
+  }
+  return new Error(`Kafka error while ${doing}: ${cause.message}`, { cause });
+}

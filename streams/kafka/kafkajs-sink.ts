@@ -1,0 +1,118 @@
+/**
+ * The kafkajs implementation of {@link RecordSink}: an idempotent producer (acks=all, one
+ * request in flight so retries keep order and sequence numbers), optionally transactional.
+ */
+import { CompressionTypes } from 'kafkajs';
+import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
+import type { KafkaConnectionConfig } from './config.js';
+import { describeKafkaError, toKafkajsHeaders } from './kafkajs-client.js';
+import type {
+  OutgoingRecord,
+  PartitionWrite,
+  RecordSink,
+  SinkOptions,
+  SinkTransaction,
+  TopicPartitionOffset,
+} from './transport.js';
+
+function toTopicMessages(records: readonly OutgoingRecord[]): TopicMessages[] {
+  const byTopic = new Map<string, Message[]>();
+  for (const record of records) {
+    const message: Message = {
+      key: record.key,
+      value: record.value,
+      headers: toKafkajsHeaders(record.headers),
+      ...(record.timestamp === undefined ? {} : { timestamp: String(record.timestamp) }),
+      ...(record.partition === undefined ? {} : { partition: record.partition }),
+    };
+    const list = byTopic.get(record.topic) ?? [];
+    list.push(message);
+    byTopic.set(record.topic, list);
+  }
+  return [...byTopic].map(([topic, messages]) => ({ topic, messages }));
+}
+
+function toWrites(metadata: readonly RecordMetadata[]): PartitionWrite[] {
+  return metadata.map((m) => ({
+    topic: m.topicName,
+    partition: m.partition,
+    baseOffset: BigInt(m.baseOffset ?? '-1'),
+  }));
+}
+
+function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
+  const byTopic = new Map<string, { partition: number; offset: string }[]>();
+  for (const { topic, partition, offset } of offsets)
+    byTopic.set(topic, [...(byTopic.get(topic) ?? []), { partition, offset: offset.toString() }]);
+  return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
+/** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
+export async function createKafkajsSink(
+  kafka: Kafka,
+  config: KafkaConnectionConfig,
+  options: SinkOptions = {},
+): Promise<RecordSink> {
+  const transactional = options.transactionalId !== undefined;
+  const producer: Producer = kafka.producer({
+    idempotent: true,
+    // Idempotence needs ordered retries: one request in flight per connection.
+    maxInFlightRequests: 1,
+    allowAutoTopicCreation: false,
+    ...(transactional ? { transactionalId: options.transactionalId } : {}),
+  });
+  try {
+    await producer.connect();
+  } catch (error) {
+    throw describeKafkaError(error, 'connecting a producer', config);
+  }
+  const compression = options.compression === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
+  // Transactions on one producer must not interleave; chain them (block, never buffer records).
+  let lane: Promise<unknown> = Promise.resolve();
+
+  const transaction = <T>(work: (tx: SinkTransaction) => Promise<T>): Promise<T> => {
+    if (!transactional)
+      return Promise.reject(
+        new Error('RecordSink.transaction needs SinkOptions.transactionalId; this sink has none'),
+      );
+    const run = async (): Promise<T> => {
+      const tx = await producer.transaction();
+      try {
+        const result = await work({
+          send: async (records) =>
+            toWrites(await tx.sendBatch({ topicMessages: toTopicMessages(records), acks: -1, compression })),
+          sendOffsets: (groupId, offsets) =>
+            tx.sendOffsets({ consumerGroupId: groupId, topics: toKafkajsOffsets(offsets) }),
+        });
+        await tx.commit();
+        return result;
+      } catch (error) {
+        if (tx.isActive()) await tx.abort().catch(() => undefined);
+        throw error;
+      }
+    };
+    const next = lane.then(run, run);
+    lane = next.catch(() => undefined);
+    return next;
+  };
+
+  return {
+    async send(records) {
+      if (records.length === 0) return [];
+      // A transactional producer may only write inside a transaction: make the batch one.
+      if (transactional) return transaction((tx) => tx.send(records));
+      try {
+        return toWrites(
+          await producer.sendBatch({ topicMessages: toTopicMessages(records), acks: -1, compression }),
+        );
+      } catch (error) {
+        throw describeKafkaError(error, `producing ${records.length} records`, config);
+      }
+    },
+    transaction,
+    async close() {
+      await lane;
+      await producer.disconnect();
+    },
+  };
+}

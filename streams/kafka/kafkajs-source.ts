@@ -1,0 +1,146 @@
+/**
+ * The kafkajs implementation of {@link RecordSource}: one consumer-group member reading
+ * read_committed, offsets committed only explicitly, starting positions written to the group
+ * before it joins (like kafka-consumer-groups --reset-offsets) so they hold deterministically.
+ */
+import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
+import type { KafkaConnectionConfig } from './config.js';
+import { describeKafkaError, fromKafkajsHeaders } from './kafkajs-client.js';
+import type {
+  BatchHandler,
+  ConsumedRecord,
+  RecordSource,
+  SourceOptions,
+  StartPosition,
+  TopicPartition,
+  TopicPartitionOffset,
+} from './transport.js';
+
+async function startOffsets(
+  admin: Admin,
+  topic: string,
+  start: StartPosition,
+): Promise<{ partition: number; offset: string }[] | undefined> {
+  switch (start.kind) {
+    case 'committed':
+      return undefined;
+    case 'earliest':
+    case 'latest': {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      return offsets.map((o) => ({
+        partition: o.partition,
+        offset: start.kind === 'earliest' ? o.low : o.high,
+      }));
+    }
+    case 'timestamp':
+      // kafkajs substitutes the high watermark where no record is that recent.
+      return admin.fetchTopicOffsetsByTimestamp(topic, start.timestamp);
+    case 'offsets':
+      return start.offsets
+        .filter((o) => o.topic === topic)
+        .map((o) => ({ partition: o.partition, offset: o.offset.toString() }));
+  }
+}
+
+/** Writes the group's committed offsets for the requested start (the group must be idle). */
+async function applyStart(kafka: Kafka, options: SourceOptions, start: StartPosition): Promise<void> {
+  if (start.kind === 'committed') return;
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    for (const topic of options.topics) {
+      const partitions = await startOffsets(admin, topic, start);
+      if (partitions && partitions.length > 0)
+        await admin.setOffsets({ groupId: options.groupId, topic, partitions });
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+function toRecord(topic: string, partition: number, message: KafkaMessage): ConsumedRecord {
+  return {
+    topic,
+    partition,
+    offset: BigInt(message.offset),
+    key: message.key,
+    value: message.value,
+    headers: fromKafkajsHeaders(message.headers),
+    timestamp: Number(message.timestamp),
+  };
+}
+
+function byTopic(partitions: readonly TopicPartition[]): { topic: string; partitions: number[] }[] {
+  const grouped = new Map<string, number[]>();
+  for (const { topic, partition } of partitions)
+    grouped.set(topic, [...(grouped.get(topic) ?? []), partition]);
+  return [...grouped].map(([topic, list]) => ({ topic, partitions: list }));
+}
+
+async function deliver(payload: EachBatchPayload, handler: BatchHandler): Promise<void> {
+  const { batch } = payload;
+  const records = batch.messages.map((m) => toRecord(batch.topic, batch.partition, m));
+  const outcome = await handler({
+    topic: batch.topic,
+    partition: batch.partition,
+    records,
+    highWatermark: BigInt(batch.highWatermark),
+  });
+  const taken = outcome === undefined ? records.length : outcome.taken;
+  if (!Number.isInteger(taken) || taken < 0 || taken > records.length)
+    throw new Error(
+      `batch handler took ${taken} of ${records.length} records; expected 0..${records.length}`,
+    );
+  // Only taken records are resolved: kafkajs fetches again from the first untaken one.
+  const last = records[taken - 1];
+  if (taken === records.length && records.length > 0) payload.resolveOffset(batch.lastOffset());
+  else if (last) payload.resolveOffset(last.offset.toString());
+  await payload.heartbeat();
+}
+
+/** Creates a source; it joins the group when `run` is called. */
+export async function createKafkajsSource(
+  kafka: Kafka,
+  config: KafkaConnectionConfig,
+  options: SourceOptions,
+): Promise<RecordSource> {
+  if (options.topics.length === 0) throw new Error(`source for group "${options.groupId}" names no topics`);
+  const start = options.start ?? { kind: 'committed', fallback: 'earliest' };
+  const consumer: Consumer = kafka.consumer({
+    groupId: options.groupId,
+    readUncommitted: false,
+    allowAutoTopicCreation: false,
+    maxBytesPerPartition: options.maxBytesPerPartition ?? 1 << 20,
+    maxWaitTimeInMs: 250,
+  });
+  try {
+    await applyStart(kafka, options, start);
+    await consumer.connect();
+    await consumer.subscribe({
+      topics: [...options.topics],
+      fromBeginning: start.kind !== 'committed' || start.fallback === 'earliest',
+    });
+  } catch (error) {
+    await consumer.disconnect().catch(() => undefined);
+    throw describeKafkaError(error, `starting consumer group "${options.groupId}"`, config);
+  }
+  return {
+    async run(handler, onFatal) {
+      consumer.on(consumer.events.CRASH, (event) => {
+        if (!event.payload.restart) onFatal?.(describeKafkaError(event.payload.error, 'consuming', config));
+      });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: (payload) => deliver(payload, handler),
+      });
+    },
+    pause: (partitions) => consumer.pause(byTopic(partitions)),
+    resume: (partitions) => consumer.resume(byTopic(partitions)),
+    seek: ({ topic, partition, offset }) => consumer.seek({ topic, partition, offset: offset.toString() }),
+    async commit(offsets: readonly TopicPartitionOffset[]) {
+      await consumer.commitOffsets(offsets.map((o) => ({ ...o, offset: o.offset.toString() })));
+    },
+    close: () => consumer.disconnect(),
+  };
+}

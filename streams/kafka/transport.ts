@@ -1,0 +1,145 @@
+/**
+ * The Kafka transport port: what the pipeline needs from a Kafka client, and nothing about
+ * which client provides it. kafkajs is the default adapter (kafkajs-adapter.ts); kafkajs has
+ * had no release since 2023, so a librdkafka-based adapter must be able to slot in behind
+ * these interfaces. Keys and values are opaque Buffers here: Avro framing lives in schemas/.
+ */
+
+/** Record headers; a name that occurs twice on the wire keeps its last value. */
+export type RecordHeaders = Readonly<Record<string, Buffer>>;
+
+/** One partition of one topic. */
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+/** A position in a partition; for commits it is the offset of the next record to read. */
+export interface TopicPartitionOffset extends TopicPartition {
+  readonly offset: bigint;
+}
+
+/** A record to produce. Records with the same key land in the same partition. */
+export interface OutgoingRecord {
+  readonly topic: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: RecordHeaders;
+  /** Create time in epoch ms; default: now. */
+  readonly timestamp?: number;
+  /** Explicit partition; default: chosen from the key. */
+  readonly partition?: number;
+}
+
+/** Where a produced batch landed: the first offset written to one partition. */
+export interface PartitionWrite extends TopicPartition {
+  readonly baseOffset: bigint;
+}
+
+/** A record as read from a partition. */
+export interface ConsumedRecord extends TopicPartitionOffset {
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: RecordHeaders;
+  /** Record timestamp in epoch ms. */
+  readonly timestamp: number;
+}
+
+/** Records handed over from one partition, in offset order. */
+export interface ConsumedBatch extends TopicPartition {
+  readonly records: readonly ConsumedRecord[];
+  /** The partition's high watermark when fetched (offset of the next record to be written). */
+  readonly highWatermark: bigint;
+}
+
+/**
+ * What a batch handler took: `void` means the whole batch; `{ taken: n }` means the first n
+ * records, and the rest are delivered again once the partition is resumed or re-fetched —
+ * the way to stop mid-batch after pausing the partition (backpressure without buffering).
+ */
+export type BatchOutcome = void | { readonly taken: number };
+
+/** Consumes batches; the source does not fetch more for the partition until it resolves. */
+export type BatchHandler = (batch: ConsumedBatch) => Promise<BatchOutcome>;
+
+/** Inside a transaction: writes and consumer offsets become visible together or not at all. */
+export interface SinkTransaction {
+  send(records: readonly OutgoingRecord[]): Promise<readonly PartitionWrite[]>;
+  /** Commits a consumer group's offsets as part of the transaction (consume-transform-produce). */
+  sendOffsets(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void>;
+}
+
+/**
+ * Produces records with an idempotent producer and acks=all, so a retried request after a
+ * broker failure never writes a record twice. Each `send` call is one batch request.
+ */
+export interface RecordSink {
+  /** Writes the records (grouped per topic/partition into one request) and resolves when all are acknowledged. */
+  send(records: readonly OutgoingRecord[]): Promise<readonly PartitionWrite[]>;
+  /**
+   * Runs `work` in a transaction: commit when it resolves, abort when it throws (and rethrow).
+   * Transactions on one sink run one at a time. Needs `transactionalId` in the sink options.
+   */
+  transaction<T>(work: (tx: SinkTransaction) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Where a consumer group begins reading. */
+export type StartPosition =
+  /** The group's committed offsets; partitions without one start at `fallback`. */
+  | { readonly kind: 'committed'; readonly fallback: 'earliest' | 'latest' }
+  /** Replay from the first retained record (rewrites the group's committed offsets). */
+  | { readonly kind: 'earliest' }
+  /** Only records written from now on (rewrites the group's committed offsets). */
+  | { readonly kind: 'latest' }
+  /** First record with timestamp >= `timestamp` ms (rewrites the group's committed offsets). */
+  | { readonly kind: 'timestamp'; readonly timestamp: number }
+  /** Exactly these positions (rewrites the group's committed offsets for them). */
+  | { readonly kind: 'offsets'; readonly offsets: readonly TopicPartitionOffset[] };
+
+/**
+ * Reads topics as one member of a consumer group, read_committed (aborted transactional
+ * records are never delivered). Offsets are committed only when the caller says so.
+ */
+export interface RecordSource {
+  /**
+   * Joins the group and starts delivering batches to `handler`; resolves once running.
+   * `onFatal` receives an error that stopped consumption for good.
+   */
+  run(handler: BatchHandler, onFatal?: (error: Error) => void): Promise<void>;
+  /** Stops fetching these partitions; already delivered records are unaffected. */
+  pause(partitions: readonly TopicPartition[]): void;
+  resume(partitions: readonly TopicPartition[]): void;
+  /** Moves a running source's position in an assigned partition. */
+  seek(position: TopicPartitionOffset): void;
+  /** Commits explicit offsets (each the next offset to read) for the group. */
+  commit(offsets: readonly TopicPartitionOffset[]): Promise<void>;
+  /** Leaves the group and disconnects. */
+  close(): Promise<void>;
+}
+
+/** Options for a sink. */
+export interface SinkOptions {
+  /** Enables transactions; must be stable across restarts of the same logical producer. */
+  readonly transactionalId?: string;
+  /** Batch compression; gzip is the only codec kafkajs reads without plugins. Default gzip. */
+  readonly compression?: 'none' | 'gzip';
+}
+
+/** Options for a source. */
+export interface SourceOptions {
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  /** Default: committed offsets, earliest for new partitions. */
+  readonly start?: StartPosition;
+  /** Upper bound on bytes fetched per partition per request (bounds memory). Default 1 MiB. */
+  readonly maxBytesPerPartition?: number;
+}
+
+/** A connection to a Kafka cluster that hands out sinks and sources. */
+export interface KafkaTransport {
+  sink(options?: SinkOptions): Promise<RecordSink>;
+  source(options: SourceOptions): Promise<RecordSource>;
+  /** Closes every sink and source handed out. */
+  close(): Promise<void>;
+}
