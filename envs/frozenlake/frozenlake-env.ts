@@ -1,5 +1,4 @@
-import type { Rng } from '../internal/rng.js';
-import { rngForSeed } from './seeding.js';
+import { Rng } from '../internal/rng.js';
 import type { EnvAction, Environment, Position, StepOutcome } from '../types.js';
 import { generateLakeMap } from './generator.js';
 import { findTiles, parseLakeDesc, tileAt, type LakeMap } from './lake-map.js';
@@ -142,7 +141,7 @@ export class FrozenLakeEnv implements Environment {
     const copy = new FrozenLakeEnv(this.config);
     const episode = this.episode;
     if (episode !== null) {
-      const rng = rngForSeed(episode.slipSeed);
+      const rng = new Rng(episode.slipSeed);
       for (let i = 0; i < episode.draws; i++) rng.float();
       copy.episode = { ...episode, rng };
     }
@@ -151,7 +150,7 @@ export class FrozenLakeEnv implements Environment {
 
   private begin(map: LakeMap, player: Position | undefined, slipSeed: number): void {
     const start = player ?? (findTiles(map, 'S')[0] as Position);
-    this.episode = { map, player: start, rng: rngForSeed(slipSeed), slipSeed, draws: 0 };
+    this.episode = { map, player: start, rng: new Rng(slipSeed), slipSeed, draws: 0 };
     // gymnasium's reset draws once to pick the initial state among the S cells.
     this.draw();
   }

@@ -1,4 +1,4 @@
-import { rngForSeed } from './seeding.js';
+import { Rng } from '../internal/rng.js';
 import { isGoalReachable, type LakeMap, type LakeTile } from './lake-map.js';
 
 /** Map-generation parameters (RAGEN `FrozenLakeEnvConfig`, reference §2.3). */
@@ -22,7 +22,7 @@ export function generateLakeMap(options: LakeMapOptions, seed: number): LakeMap 
     throw new Error(`FrozenLake size must be an integer ≥ 2 (start and goal differ), got ${size}`);
   }
   if (!(p >= 0 && p <= 1)) throw new Error(`FrozenLake p must be in [0, 1], got ${p}`);
-  const rng = rngForSeed(seed);
+  const rng = new Rng(seed);
   for (;;) {
     const tiles: LakeTile[][] = Array.from({ length: size }, () =>
       Array.from({ length: size }, (): LakeTile => (rng.chance(p) ? 'F' : 'H')),

@@ -11,7 +11,7 @@ export class Rng {
   private readonly generator: ReturnType<typeof xoroshiro128plus>;
 
   constructor(seed: number) {
-    this.generator = xoroshiro128plus(seed | 0);
+    this.generator = xoroshiro128plus(scrambleSeed(seed));
   }
 
   /** Uniform integer in [min, max] (both inclusive). */
@@ -43,4 +43,19 @@ export class Rng {
     }
     return out;
   }
+}
+
+/**
+ * MurmurHash3's 32-bit finaliser (fmix32). xoroshiro128+ seeded with raw consecutive seeds
+ * (SPA's group seeds are 10000 + g) starts with nearly identical draws (the first float is
+ * ≈ 0.99999 for every small seed); scrambling first makes neighbouring streams unrelated.
+ */
+function scrambleSeed(seed: number): number {
+  let h = seed | 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h;
 }

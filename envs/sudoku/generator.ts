@@ -1,5 +1,4 @@
-import { rngForSeed } from './seeding.js';
-import type { Rng } from '../internal/rng.js';
+import { Rng } from '../internal/rng.js';
 import { countSolutions } from './solver.js';
 import { boxSize, cellAt, copyGrid, type SudokuGrid } from './sudoku-grid.js';
 
@@ -36,7 +35,7 @@ export function cluesFor(size: number, difficulty: SudokuDifficulty): number {
  * (the paper's puzzles ship as data in `envs/puzzles/sudoku-4x4.jsonl`).
  */
 export function generateSudoku(options: SudokuGenerationOptions, seed: number): GeneratedSudoku {
-  const rng = rngForSeed(seed);
+  const rng = new Rng(seed);
   const solution = fullBoard(options.size, rng);
   const puzzle = digHoles(solution, rng, cluesFor(options.size, options.difficulty));
   return { puzzle, solution };
