@@ -28,7 +28,8 @@ export function frameSingleObject(fingerprint: Uint8Array, body: Uint8Array): Bu
 
 /**
  * Splits a frame into fingerprint and body. Throws `FrameDecodeError` with code `bad-magic`
- * when the marker is wrong and `truncated` when the header is incomplete.
+ * when the marker is wrong and `truncated` when the header is incomplete (an empty payload
+ * included: it is a frame cut off before its first byte).
  */
 export function splitSingleObject(frame: Uint8Array): SingleObjectParts {
   const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
