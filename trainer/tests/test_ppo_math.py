@@ -1,0 +1,195 @@
+"""PPO math against the worked numbers of testcases §7 (masks, scores, GAE, losses, group filter)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from spa_trainer.ppo_math import (
+    dual_clip_token_losses,
+    entropy_from_logits,
+    gae_advantages_returns,
+    loss_mask,
+    masked_mean,
+    masked_var,
+    masked_whiten,
+    policy_loss,
+    score_tensor,
+    select_groups_by_std,
+    turn_indicators,
+    value_loss,
+)
+
+# testcases §7.1 toy sequence: P P S sys E n S usr E n S a1 a2 E n
+P, S, E, N, SYS, USR, A1, A2 = 0, 1, 2, 3, 4, 5, 6, 7
+TOY = torch.tensor([[P, P, S, SYS, E, N, S, USR, E, N, S, A1, A2, E, N]])
+
+
+def test_turn_indicators_are_the_cumsum_of_im_start() -> None:
+    expected = [0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3]
+    assert turn_indicators(TOY, S).tolist() == [expected]
+
+
+def test_all_after_system_mask_matches_testcases_7_1() -> None:
+    mask = loss_mask(turn_indicators(TOY, S), "all-after-system")
+    assert mask.int().tolist() == [[0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]]
+
+
+def test_response_only_mask_matches_testcases_7_1() -> None:
+    mask = loss_mask(turn_indicators(TOY, S), "response-only")
+    assert mask.int().tolist() == [[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1]]
+
+
+def test_unknown_mask_mode_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="response-only"):
+        loss_mask(turn_indicators(TOY, S), "assistant")  # type: ignore[arg-type]
+
+
+def test_score_sits_at_response_index_13() -> None:
+    r = -0.2 + 10.9
+    scores = score_tensor(torch.tensor([r - 0.1], dtype=torch.float64), seq_len=15)
+    assert scores.shape == (1, 14)
+    assert scores[0, 13].item() == pytest.approx(10.6, abs=1e-12)
+    assert scores[0, :13].abs().sum().item() == 0.0
+
+
+GAE_MASK = torch.tensor([[1, 1, 0, 1, 1, 1]], dtype=torch.bool)
+GAE_VALUES = torch.tensor([[0.5, 0.6, 0.7, 0.7, 0.8, 0.9]], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_gae_and_whitening_match_testcases_7_2(dtype: torch.dtype) -> None:
+    r = -0.2 + 10.9
+    assert r == 10.700000000000001
+    rewards = torch.zeros(1, 6, dtype=dtype)
+    rewards[0, -1] = r
+    values = (GAE_VALUES * GAE_MASK).to(dtype)
+    advantages, returns = gae_advantages_returns(rewards, values, GAE_MASK)
+    assert returns[0].tolist() == pytest.approx([10.7] * 6, abs=1e-5)
+    expected = [1.264911, 0.632456, 4.427188, 0.0, -0.632455, -1.264911]
+    assert advantages[0].tolist() == pytest.approx(expected, abs=1e-5)
+
+
+def test_raw_gae_is_r_minus_v() -> None:
+    # Undo the whitening by whitening the expected raw advantages the same way.
+    rewards = torch.zeros(1, 6, dtype=torch.float64)
+    rewards[0, -1] = 10.7
+    values = GAE_VALUES * GAE_MASK
+    raw = torch.tensor([[10.2, 10.1, 10.7, 10.0, 9.9, 9.8]], dtype=torch.float64)
+    advantages, _ = gae_advantages_returns(rewards, values, GAE_MASK)
+    assert torch.allclose(advantages, masked_whiten(raw, GAE_MASK), atol=1e-9)
+
+
+def test_gae_discounts_when_gamma_below_one() -> None:
+    rewards = torch.tensor([[0.0, 0.0, 1.0]], dtype=torch.float64)
+    values = torch.zeros(1, 3, dtype=torch.float64)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    _, returns = gae_advantages_returns(rewards, values, mask, gamma=0.5, lam=1.0)
+    assert returns[0].tolist() == pytest.approx([0.25, 0.5, 1.0])
+
+
+def test_masked_var_is_unbiased_and_needs_two_entries() -> None:
+    x = torch.tensor([1.0, 3.0, 100.0], dtype=torch.float64)
+    mask = torch.tensor([True, True, False])
+    assert masked_mean(x, mask).item() == 2.0
+    assert masked_var(x, mask).item() == pytest.approx(2.0)  # ((1)^2 + (1)^2) / (2 − 1)
+    with pytest.raises(ValueError, match="at least 2"):
+        masked_var(x, torch.tensor([True, False, False]))
+
+
+# testcases §7.3: (logp, old_logp, A, ratio, loss)
+DUAL_CLIP_TABLE = [
+    (-1.0, -1.0, 1.0, 1.000000, -1.000000),
+    (-0.5, -1.0, 1.0, 1.648721, -1.280000),
+    (-0.5, -1.0, -1.0, 1.648721, 1.648721),
+    (-2.0, -1.0, -1.0, 0.367879, 0.800000),
+    (0.5, -1.0, -1.0, 4.481689, 3.000000),
+]
+
+
+def test_dual_clip_losses_match_testcases_7_3() -> None:
+    logp, old, adv, ratio, expected = (torch.tensor(col, dtype=torch.float64) for col in zip(*DUAL_CLIP_TABLE))
+    assert torch.exp(logp - old).tolist() == pytest.approx(ratio.tolist(), abs=1e-6)
+    losses, clip_active, dual_active = dual_clip_token_losses(logp, old, adv)
+    assert losses.tolist() == pytest.approx(expected.tolist(), abs=1e-6)
+    assert clip_active.tolist() == [False, True, False, True, False]
+    assert dual_active.tolist() == [False, False, False, False, True]
+
+
+def test_policy_loss_is_a_token_mean_over_the_mask() -> None:
+    logp, old, adv, _, expected = (torch.tensor([col], dtype=torch.float64) for col in zip(*DUAL_CLIP_TABLE))
+    mask = torch.tensor([[True, True, False, True, False]])
+    out = policy_loss(logp, old, adv, mask)
+    assert out.loss.item() == pytest.approx((-1.0 - 1.28 + 0.8) / 3, abs=1e-6)
+    assert out.clipfrac.item() == pytest.approx(2 / 3)
+    assert out.clipfrac_lower.item() == 0.0
+    assert out.approx_kl.item() == pytest.approx((0.0 - 0.5 + 1.0) / 3)
+    assert out.token_losses[0].tolist() == pytest.approx(expected[0].tolist(), abs=1e-6)
+
+
+def test_policy_loss_gradient_only_reaches_masked_tokens() -> None:
+    logp = torch.zeros(1, 4, dtype=torch.float64, requires_grad=True)
+    mask = torch.tensor([[False, True, True, False]])
+    policy_loss(logp, torch.zeros(1, 4, dtype=torch.float64), torch.ones(1, 4, dtype=torch.float64), mask).loss.backward()
+    assert logp.grad is not None
+    assert logp.grad[0].tolist() == [0.0, -0.5, -0.5, 0.0]
+
+
+def test_entropy_of_uniform_and_peaked_logits() -> None:
+    logits = torch.tensor([[0.0, 0.0, 0.0, 0.0], [100.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    assert entropy_from_logits(logits).tolist() == pytest.approx([math.log(4), 0.0], abs=1e-9)
+
+
+def test_value_loss_takes_the_larger_error_and_halves_the_token_mean() -> None:
+    v = torch.tensor([1.0, 3.0, 3.0], dtype=torch.float64)
+    old = torch.tensor([2.0, 2.0, 2.0], dtype=torch.float64)
+    ret = torch.tensor([2.0, 0.0, 4.0], dtype=torch.float64)
+    mask = torch.tensor([True, True, True])
+    # per token: max(1, 0.25)=1; max(9, 6.25)=9; clip(3)=2.5 → max(1, 2.25)=2.25 (clipped wins)
+    loss, clipfrac = value_loss(v, old, ret, mask, cliprange_value=0.5)
+    assert loss.item() == pytest.approx(0.5 * (1 + 9 + 2.25) / 3)
+    assert clipfrac.item() == pytest.approx(1 / 3)
+    masked_loss, _ = value_loss(v, old, ret, torch.tensor([True, False, False]))
+    assert masked_loss.item() == pytest.approx(0.5)
+
+
+def _groups(positive: int, total: int = 32) -> list[tuple[str, list[float]]]:
+    """`positive` groups with spread (std grows with the index), the rest all-equal scores."""
+    groups = []
+    for g in range(total):
+        if g < positive:
+            groups.append((f"g{g}", [0.0] * 7 + [float(g + 1)]))
+        else:
+            groups.append((f"g{g}", [-0.1] * 8))
+    # Interleave so input order differs from std order.
+    return groups[::2] + groups[1::2]
+
+
+def test_group_filter_keeps_the_8_largest_std_of_32() -> None:
+    kept = select_groups_by_std(_groups(positive=20), keep_ratio=0.25)
+    assert kept == [f"g{g}" for g in range(19, 11, -1)]
+
+
+def test_std_zero_groups_fill_up_only_when_fewer_than_8_have_spread() -> None:
+    groups = _groups(positive=5)
+    kept = select_groups_by_std(groups, keep_ratio=0.25)
+    spread = [f"g{g}" for g in range(4, -1, -1)]
+    assert kept[:5] == spread
+    # Ties among std-0 groups: the earliest in input order.
+    zero_std_in_input_order = [gid for gid, s in groups if len(set(s)) == 1]
+    assert kept[5:] == zero_std_in_input_order[:3]
+
+
+def test_group_std_is_torch_unbiased() -> None:
+    kept = select_groups_by_std([("a", [0.0, 1.0]), ("b", [0.0, 0.0, 0.0, 1.2])], keep_ratio=0.5)
+    # unbiased: std([0,1]) = 0.7071 > std([0,0,0,1.2]) = 0.6; the biased std would flip them (0.5 < 0.52).
+    assert kept == ["a"]
+
+
+def test_group_filter_rejects_bad_ratio_and_duplicate_ids() -> None:
+    with pytest.raises(ValueError, match="keep_ratio"):
+        select_groups_by_std([("a", [1.0, 2.0])], keep_ratio=0.0)
+    with pytest.raises(ValueError, match="unique"):
+        select_groups_by_std([("a", [1.0]), ("a", [2.0])], keep_ratio=1.0)
