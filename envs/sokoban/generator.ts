@@ -55,12 +55,13 @@ const P_CHANGE_DIRECTIONS = 0.35;
 const TOPOLOGY_TRIES = 4;
 
 /**
- * The `Rng` seed for retry `attempt` of `seed`: murmur3's 32-bit finalizer over seed and
- * attempt. Attempt 0 is mixed too, because the shared `Rng` seeds xoroshiro128+ with the raw
- * value and neighbouring seeds (SPA's are consecutive) would share their first draws. Retries
- * stand in for RAGEN's `abs(hash(str(seed))) % 2**32`, which depends on PYTHONHASHSEED.
+ * The seed for retry `attempt` of `seed` (attempt 0 is `seed` itself; `Rng` scrambles its
+ * seed, so neighbouring seeds already give unrelated streams). Stands in for RAGEN's
+ * `abs(hash(str(seed))) % 2**32` retry, which depends on PYTHONHASHSEED: murmur3's 32-bit
+ * finalizer over seed and attempt, the same on every machine.
  */
 export function deriveSeed(seed: number, attempt: number): number {
+  if (attempt === 0) return seed;
   let h = (seed ^ Math.imul(attempt, 0x9e3779b9)) >>> 0;
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0;
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0;

@@ -106,8 +106,7 @@ describe('generateRoom', () => {
   });
 
   it('derives retry seeds deterministically as unsigned 32-bit values', () => {
-    expect(deriveSeed(42, 0)).toBe(deriveSeed(42, 0));
-    expect(deriveSeed(42, 0)).not.toBe(deriveSeed(43, 0));
+    expect(deriveSeed(42, 0)).toBe(42);
     expect(deriveSeed(42, 1)).toBe(deriveSeed(42, 1));
     expect(deriveSeed(42, 1)).not.toBe(deriveSeed(42, 2));
     expect(deriveSeed(42, 1)).not.toBe(deriveSeed(43, 1));
