@@ -1,0 +1,57 @@
+"""Load a policy: `tiny` or any local Hugging Face causal-LM folder (e.g. Qwen2.5-1.5B-Instruct).
+
+Weights load from safetensors only (design.md Conventions); nothing is fetched from a hub.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from .tiny_model import tiny_model_dir
+
+
+def pick_device() -> torch.device:
+    """CUDA when present, CPU otherwise (design.md Conventions)."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def resolve_model_dir(model: str) -> Path:
+    """`tiny` → the cached tiny folder (built on first use); anything else must be a local folder."""
+    if model == "tiny":
+        return tiny_model_dir()
+    folder = Path(model)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(
+            f"--model {model!r}: expected 'tiny' or a local Hugging Face folder with config.json "
+            "(e.g. a downloaded Qwen/Qwen2.5-1.5B-Instruct)"
+        )
+    if not any(folder.glob("*.safetensors")):
+        raise FileNotFoundError(f"--model {model!r}: no *.safetensors weights (pickled .bin is not loaded)")
+    return folder
+
+
+def load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
+    """The folder's tokenizer; it must carry a chat template (reference §3.2 uses Qwen2.5's)."""
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if not tokenizer.chat_template:
+        raise ValueError(f"tokenizer in {folder} has no chat_template (an -Instruct model is expected)")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_policy(
+    model: str, device: torch.device | None = None, attn_implementation: str | None = None
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path]:
+    """(model in fp32 on `device`, tokenizer, resolved folder). fp32 master weights; bf16 autocast
+    is applied by the training loop on CUDA only (reference §8.2)."""
+    folder = resolve_model_dir(model)
+    tokenizer = load_tokenizer(folder)
+    kwargs: dict[str, object] = {"use_safetensors": True, "dtype": torch.float32}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
+    policy = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
+    return policy.to(device or pick_device()), tokenizer, folder

@@ -1,0 +1,251 @@
+"""World-model SFT (reference §8), read top to bottom: config, data, model, loop, checkpoints, metrics.
+
+    python -m spa_trainer.sft --model tiny --input jsonl:rows.jsonl --epochs 5 --out runs/sft
+
+Defaults are the paper-faithful recipe of reference §8.3 (AdamW lr 1e-4, betas (0.9, 0.95),
+wd 0.01, cosine with 10% warmup, grad clip 1.0, global batch 16 of micro-batches of 1, max
+length 2048, 5 epochs, bf16 autocast on CUDA). `--released-masking` trains SPA's released
+placeholder variant (§8.2); `--mask-transitions` is the prediction-masking ablation.
+Re-running the same command with the same `--out` resumes from the latest checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import get_cosine_schedule_with_warmup
+from transformers.utils import logging as hf_logging
+
+from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from .data import Offsets, RowSource, SftRow, SourcedRow, open_source
+from .masking import OBS_PLACEHOLDER, Example, add_released_placeholders, encode_faithful, encode_released
+from .models import load_policy, pick_device
+from .sft_metrics import evaluate
+
+
+@dataclass
+class SftConfig:
+    """Hyperparameters (reference §8.2/§8.3) and run options."""
+
+    model: str = "tiny"
+    input: str = ""
+    out: str = "runs/sft"
+    epochs: int = 5
+    batch_size: int = 16  # rows per optimizer step (SPA: global batch 16, micro-batch 1)
+    lr: float = 1e-4
+    betas: tuple[float, float] = (0.9, 0.95)
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    max_length: int = 2048
+    val_fraction: float = 0.2  # held out by trajectory id, so no trajectory straddles the split
+    val_input: str | None = None  # a separate held-out source instead of the split
+    released_masking: bool = False
+    mask_transitions: bool = False
+    checkpoint_every: int = 50  # optimizer steps; one more at the end of every epoch
+    max_steps: int | None = None  # stop (with a checkpoint) after this global step
+    eval_rows: int = 32  # rows for greedy next-state exact match
+    seed: int = 0
+    brokers: str | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+StepHook = Callable[[int, list[SourcedRow], float], None]
+"""Called after every optimizer step with (global step, rows trained in it, loss)."""
+
+
+def is_held_out(row: SftRow, fraction: float) -> bool:
+    """Deterministic split on a hash of the trajectory id (reference §6 splits rows at random,
+    which leaks turns of one trajectory into both sides; we keep trajectories whole)."""
+    key = row.trajectory_id or json.dumps(row.messages()[:2], sort_keys=True)
+    bucket = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") / 2**64
+    return bucket < fraction
+
+
+def make_encoder(cfg: SftConfig, tokenizer) -> Callable[[SftRow], Example]:  # noqa: ANN001
+    """The row → example function for the configured masking variant."""
+    if cfg.released_masking:
+        return lambda row: encode_released(tokenizer, row, cfg.max_length)
+    return lambda row: encode_faithful(
+        tokenizer, row, cfg.max_length, mask_transitions=cfg.mask_transitions or row.mask_transitions
+    )
+
+
+def scan_range(source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig) -> tuple[int, list[SftRow]]:
+    """One pass over the epoch range: (number of training rows, held-out rows)."""
+    n_train, held_out = 0, []
+    for sourced in source.read(start, end):
+        if cfg.val_input is None and is_held_out(sourced.row, cfg.val_fraction):
+            held_out.append(sourced.row)
+        else:
+            n_train += 1
+    if cfg.val_input is not None:
+        val_source = open_source(cfg.val_input, brokers=cfg.brokers)
+        held_out = [s.row for s in val_source.read({}, val_source.end_offsets())]
+    return n_train, held_out
+
+
+def train_step(model, batch: list[Example], optimizer, scheduler, cfg: SftConfig) -> tuple[float, float]:  # noqa: ANN001
+    """One optimizer step over micro-batches of one row; loss normalised as SPA (per micro-batch
+    token mean, divided by the number of micro-batches, reference §8.2). Returns (loss, grad norm)."""
+    device = next(model.parameters()).device
+    model.train()
+    optimizer.zero_grad(set_to_none=True)
+    usable = [ex for ex in batch if any(t != -100 for t in ex.labels[1:])]
+    total = 0.0
+    for ex in usable:
+        autocast = (
+            torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
+        )
+        with autocast:
+            out = model(
+                input_ids=torch.tensor([ex.input_ids], device=device),
+                labels=torch.tensor([ex.labels], device=device),
+            )
+        (out.loss / len(usable)).backward()
+        total += float(out.loss.detach()) / len(usable)
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm))
+    if math.isfinite(grad_norm):  # SPA skips the update on a non-finite grad norm
+        optimizer.step()
+    scheduler.step()
+    return total, grad_norm
+
+
+def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object]:
+    """Train (or resume) and evaluate; returns the final metrics dict (also in `<out>/metrics.json`)."""
+    hf_logging.disable_progress_bar()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    device = pick_device()
+    source = open_source(cfg.input, brokers=cfg.brokers)
+    resume = latest_checkpoint(out)
+
+    # ---- model (from the checkpoint when resuming: its folder is a normal HF folder) ----
+    model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, device)
+    if cfg.released_masking and OBS_PLACEHOLDER not in tokenizer.get_vocab():
+        add_released_placeholders(tokenizer, model)
+    encode = make_encoder(cfg, tokenizer)
+
+    # ---- data range: fixed at the first start, restored from the checkpoint afterwards ----
+    state = TrainerState(source=source.describe(), extra={"config": asdict(cfg)})
+    if resume is None:
+        state.range_end = source.end_offsets()
+        state.range_start = {p: 0 for p in state.range_end}
+    else:
+        state = TrainerState.from_json(json.loads((resume / "trainer_state.json").read_text()))
+    n_train, held_out = scan_range(source, state.range_start, state.range_end, cfg)
+    if n_train == 0:
+        raise ValueError(f"no training rows in {source.describe()} range {state.range_start}..{state.range_end}")
+    steps_per_epoch = math.ceil(n_train / cfg.batch_size)
+
+    # ---- optimizer and schedule (reference §8.2) ----
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    total_steps = state.total_steps or steps_per_epoch * cfg.epochs
+    scheduler = get_cosine_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
+    if resume is not None:
+        state = restore_checkpoint(resume, optimizer, scheduler)
+        print(f"[sft] resumed {resume.name}: epoch {state.epoch} step {state.step} offsets {state.offsets}")
+    state.total_steps = total_steps
+    print(f"[sft] {source.describe()}: {n_train} train rows, {len(held_out)} held out; "
+          f"{steps_per_epoch} steps/epoch × {cfg.epochs} epochs on {device}", flush=True)
+
+    def checkpoint() -> None:
+        save_checkpoint(out, model, tokenizer, optimizer, scheduler, state)
+        commit = getattr(source, "commit", None)
+        if commit is not None:  # Kafka: offsets reach the group only with a checkpoint
+            commit(state.offsets or state.range_end)
+
+    # ---- the loop ----
+    stopped = False
+    while state.epoch < cfg.epochs and not stopped:
+        start = state.offsets or state.range_start
+        pending: list[SourcedRow] = []
+        next_offsets = dict(start)
+        rows = iter(source.read(start, state.range_end))
+        while True:
+            sourced = next(rows, None)
+            if sourced is not None:
+                next_offsets[sourced.partition] = sourced.offset + 1
+                if cfg.val_input is None and is_held_out(sourced.row, cfg.val_fraction):
+                    continue
+                pending.append(sourced)
+            if pending and (len(pending) == cfg.batch_size or sourced is None):
+                t0 = time.perf_counter()
+                examples = [encode(s.row) for s in pending]
+                loss, grad_norm = train_step(model, examples, optimizer, scheduler, cfg)
+                tokens = sum(len(e.input_ids) for e in examples)
+                state.step += 1
+                state.rows_trained += len(pending)
+                state.offsets = dict(next_offsets)
+                if on_step is not None:
+                    on_step(state.step, pending, loss)
+                print(f"[sft] epoch {state.epoch} step {state.step}/{total_steps} loss {loss:.4f} "
+                      f"grad {grad_norm:.3f} lr {scheduler.get_last_lr()[0]:.2e} "
+                      f"tok/s {tokens / (time.perf_counter() - t0):.0f}", flush=True)
+                pending = []
+                if cfg.max_steps is not None and state.step >= cfg.max_steps:
+                    stopped = True
+                    break
+                if state.step % cfg.checkpoint_every == 0:
+                    checkpoint()
+            if sourced is None:
+                break
+        if not stopped:
+            state.epoch += 1
+            state.offsets = {}
+        checkpoint()  # end of epoch (SPA saves every epoch) or the requested stop
+
+    # ---- metrics on held-out rows ----
+    metrics = evaluate(model, tokenizer, held_out, encode, cfg.eval_rows)
+    result = {"step": state.step, "epoch": state.epoch, "rows_trained": state.rows_trained,
+              "model_dir": str(model_dir), **asdict(metrics)}
+    (out / "metrics.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(f"[sft] metrics {json.dumps(result)}", flush=True)
+    return result
+
+
+def parse_args(argv: list[str]) -> SftConfig:
+    """CLI flags → SftConfig."""
+    d = SftConfig()
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.sft", description=__doc__.split("\n")[0])
+    p.add_argument("--model", default=d.model, help="'tiny' or a local HF causal-LM folder")
+    p.add_argument("--input", required=True, help="jsonl:<path> or kafka:<topic>")
+    p.add_argument("--out", default=d.out, help="run folder (checkpoints, metrics); resumes if present")
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--max-length", type=int, default=d.max_length)
+    p.add_argument("--val-fraction", type=float, default=d.val_fraction)
+    p.add_argument("--val-input", default=None, help="separate held-out source (jsonl:/kafka:)")
+    p.add_argument("--released-masking", action="store_true", help="SPA's released placeholder variant (§8.2)")
+    p.add_argument("--mask-transitions", action="store_true", help="exclude <prediction> contents from the loss")
+    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--eval-rows", type=int, default=d.eval_rows)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS)")
+    a = p.parse_args(argv)
+    return SftConfig(
+        model=a.model, input=a.input, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
+        max_length=a.max_length, val_fraction=a.val_fraction, val_input=a.val_input,
+        released_masking=a.released_masking, mask_transitions=a.mask_transitions,
+        checkpoint_every=a.checkpoint_every, max_steps=a.max_steps, eval_rows=a.eval_rows,
+        seed=a.seed, brokers=a.brokers,
+    )
+
+
+if __name__ == "__main__":
+    run_sft(parse_args(sys.argv[1:]))
