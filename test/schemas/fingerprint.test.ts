@@ -71,6 +71,12 @@ describe('Parsing Canonical Form via avsc Type#schema()', () => {
     expect(() => avro.Type.forSchema(JSON.parse(vector?.input ?? '') as Schema)).toThrow(reason);
   });
 
+  it('canonicalises vector 026 once its default is a real boolean (aliases, order, doc dropped)', () => {
+    const vector = spec.vectors.find((v) => v.id === '026');
+    const input = (vector?.input ?? '').replace('"default":"true"', '"default":true');
+    expect(parsingCanonicalForm(avro.Type.forSchema(JSON.parse(input) as Schema))).toBe(vector?.canonical);
+  });
+
   it('writes the fingerprint little-endian, as single-object headers need', () => {
     const type = avro.Type.forSchema('null');
     // spec vector 000: 7195948357588979594 = 0x63dd24e7cc258f8a
