@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerEnvCommand } from './commands/env.js';
+import { registerGenerateCommand } from './commands/generate.js';
 import { registerParseCommand } from './commands/parse.js';
 import { registerRunCommand } from './commands/run.js';
 
@@ -11,6 +12,7 @@ export function buildProgram(): Command {
   registerRunCommand(program);
   registerEnvCommand(program);
   registerParseCommand(program);
+  registerGenerateCommand(program);
   return program;
 }
 

@@ -1,0 +1,130 @@
+import type { Command } from 'commander';
+import { tap } from 'rxjs';
+import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
+import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import { episodeConfig } from '../../streams/episodes/episode-config.js';
+import { jsonlPathsBeside, writeJsonl } from '../../streams/files/jsonl-sink.js';
+import { generatorPipeline } from '../../streams/generator-pipeline.js';
+import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
+import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
+import { Progress } from '../progress.js';
+
+interface GenerateOptions {
+  env: string;
+  variant?: string;
+  policy: BuiltinPolicyName;
+  groups: number;
+  groupSize: number;
+  batches: number;
+  split: 'train' | 'val';
+  puzzles: PuzzleSource;
+  target: 'sft' | 'rollouts';
+  annotation: Annotation;
+  maskTransitions: boolean;
+  seedBase?: number;
+  policySeed: number;
+  spaFallbackBug: boolean;
+  runId: string;
+  out: string;
+}
+
+/** `spa generate`: self-play data generation into JSON Lines files (Kafka output: `--out kafka`, later). */
+export function registerGenerateCommand(program: Command): void {
+  program
+    .command('generate')
+    .description('play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines')
+    .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
+    .option('--variant <name>', "puzzle variant (default: SPA's)")
+    .option(
+      '--policy <name>',
+      `generator policy: ${BUILTIN_POLICIES.join(' | ')}`,
+      oneOf('--policy', BUILTIN_POLICIES),
+      'random',
+    )
+    .option('--groups <n>', 'env groups per batch (one puzzle each)', positiveInt('--groups'), 32)
+    .option('--group-size <n>', 'episodes per group (same puzzle)', positiveInt('--group-size'), 8)
+    .option('--batches <n>', 'rollout batches', positiveInt('--batches'), 5)
+    .option(
+      '--split <split>',
+      'train (seeds from 10000) | val (seeds from 123)',
+      oneOf('--split', ['train', 'val'] as const),
+      'train',
+    )
+    .option(
+      '--puzzles <source>',
+      "generated | spa (the paper's own puzzles)",
+      oneOf('--puzzles', ['generated', 'spa'] as const),
+      'generated',
+    )
+    .option(
+      '--target <target>',
+      'sft (world-model rows) | rollouts (PPO episodes, base mode)',
+      oneOf('--target', ['sft', 'rollouts'] as const),
+      'sft',
+    )
+    .option(
+      '--annotation <kind>',
+      'gt | self-belief | random-coords',
+      oneOf('--annotation', ['gt', 'self-belief', 'random-coords'] as const),
+      'gt',
+    )
+    .option(
+      '--mask-transitions',
+      'flag rows so the trainer masks observation/prediction spans (ablation)',
+      false,
+    )
+    .option(
+      '--seed-base <n>',
+      "first puzzle seed (default: SPA's 10000 train / 123 val)",
+      nonNegativeInt('--seed-base'),
+    )
+    .option('--policy-seed <n>', 'seed of the random policy', nonNegativeInt('--policy-seed'), 0)
+    .option('--spa-fallback-bug', "reproduce SPA's string-fallback parser bug (reference §4.1)", false)
+    .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
+    .requiredOption(
+      '--out <file.jsonl>',
+      'output file; rejects go to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl',
+    )
+    .action(async (options: GenerateOptions) => {
+      const env = parseEnvName(options.env);
+      const mode = options.target === 'sft' ? 'wm' : 'base';
+      const config = episodeConfig({
+        env,
+        variant: options.variant,
+        runId: options.runId,
+        split: options.split,
+        mode,
+        puzzles: options.puzzles,
+        groups: options.groups,
+        groupSize: options.groupSize,
+        batches: options.batches,
+        seedBase: options.seedBase,
+        reproduceSpaFallbackBug: options.spaFallbackBug,
+      });
+      const policy = builtinPolicy(options.policy, { mode, seed: options.policySeed });
+      const total = config.groups * config.groupSize * config.batches;
+      const progress = new Progress('generate', { key: 'trajectories', value: total });
+      const outputs = generatorPipeline(
+        config,
+        envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
+        policy,
+        {
+          target: options.target,
+          annotation: options.annotation,
+          maskTransitions: options.maskTransitions,
+        },
+      ).pipe(tap((o) => progress.add(o.topic)));
+      const paths = jsonlPathsBeside(options.out, options.target);
+      const counts = await writeJsonl(outputs, paths);
+      progress.done();
+      console.log(
+        JSON.stringify({
+          out: options.out,
+          trajectories: counts.trajectories,
+          [options.target]: counts[options.target],
+          rejected: counts.dlq,
+          files: paths,
+        }),
+      );
+    });
+}

@@ -1,0 +1,29 @@
+import { InvalidArgumentError } from 'commander';
+
+/** A commander parser for positive integers whose error names the option. */
+export function positiveInt(name: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1)
+      throw new InvalidArgumentError(`${name} must be a positive integer, got "${value}"`);
+    return n;
+  };
+}
+
+/** A commander parser for non-negative integers whose error names the option. */
+export function nonNegativeInt(name: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0)
+      throw new InvalidArgumentError(`${name} must be an integer ≥ 0, got "${value}"`);
+    return n;
+  };
+}
+
+/** A commander parser for one of a fixed set of words. */
+export function oneOf<T extends string>(name: string, choices: readonly T[]): (value: string) => T {
+  return (value) => {
+    if ((choices as readonly string[]).includes(value)) return value as T;
+    throw new InvalidArgumentError(`${name} must be one of ${choices.join(', ')}, got "${value}"`);
+  };
+}

@@ -1,0 +1,70 @@
+import { map, type OperatorFunction } from 'rxjs';
+import type { Message, Trajectory } from '../schemas/index.js';
+import { randomizeCoordinates } from './internal/randomize-coordinates.js';
+
+/**
+ * How `<observation>`/`<prediction>` contents are filled:
+ * - `gt`: the true env states (SPA, reference §6 step 4);
+ * - `self-belief`: the model's own text is kept (paper ablation);
+ * - `random-coords`: true grids but every coordinate pair replaced by a random in-range one (ablation).
+ */
+export type Annotation = 'gt' | 'self-belief' | 'random-coords';
+
+/** A trajectory whose assistant messages were annotated; `annotation` says how. */
+export interface AnnotatedTrajectory extends Trajectory {
+  readonly annotation: Annotation;
+}
+
+const OBSERVATION = /(<observation>)(.*?)(<\/observation>)/gs;
+const PREDICTION = /(<prediction>)(.*?)(<\/prediction>)/gs;
+
+/**
+ * SPA's `replace_states_in_message` (reference §6 step 4): every observation span gets `obs`,
+ * every prediction span gets `pred`. Function replacers on purpose: a template string would
+ * interpret `$1`/`$&` inside a state, the JS twin of Python's `\\13` misparse (testcases §6.1).
+ */
+export function replaceStates(message: string, obs: string, pred: string): string {
+  return message
+    .replace(OBSERVATION, (_m, open: string, _old: string, close: string) => open + obs + close)
+    .replace(PREDICTION, (_m, open: string, _old: string, close: string) => open + pred + close);
+}
+
+/**
+ * Annotates every assistant turn t: observation ← states[t] (the state shown before turn t),
+ * prediction ← states[t+1] (the state after all actions executed in turn t). Applied to the
+ * conversation in place, so later prompts contain the annotated earlier turns (reference §6).
+ */
+export function annotateGroundTruth(
+  options: { annotation?: Annotation } = {},
+): OperatorFunction<Trajectory, AnnotatedTrajectory> {
+  const annotation = options.annotation ?? 'gt';
+  return map((trajectory) => ({
+    ...trajectory,
+    messages: annotateMessages(trajectory, annotation),
+    annotation,
+  }));
+}
+
+function annotateMessages(trajectory: Trajectory, annotation: Annotation): Message[] {
+  if (annotation === 'self-belief') return [...trajectory.messages];
+  const stateFor =
+    annotation === 'gt'
+      ? (s: string) => s
+      : (s: string, salt: string) => randomizeCoordinates(s, `${trajectory.trajectory_id}/${salt}`);
+  let assistantTurn = 0;
+  return trajectory.messages.map((message) => {
+    if (message.role !== 'assistant') return message;
+    const t = assistantTurn++;
+    const obs = trajectory.states[t];
+    const pred = trajectory.states[t + 1];
+    if (obs === undefined || pred === undefined) {
+      throw new Error(
+        `trajectory ${trajectory.trajectory_id}: assistant turn ${t} has no ground-truth state (states has ${trajectory.states.length})`,
+      );
+    }
+    return {
+      ...message,
+      content: replaceStates(message.content, stateFor(obs, `o${t}`), stateFor(pred, `p${t}`)),
+    };
+  });
+}

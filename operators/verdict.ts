@@ -1,0 +1,32 @@
+/**
+ * The output of a filtering stage: every input comes out either accepted or rejected with a
+ * reason, so nothing is dropped silently (rejects go to the dead-letter topic / file).
+ */
+export type Verdict<T> =
+  | { readonly accepted: true; readonly value: T }
+  | { readonly accepted: false; readonly rejection: Rejection<T> };
+
+/** Why a stage refused an input, with the input itself. */
+export interface Rejection<T> {
+  /** The record's key (trajectory id). */
+  readonly key: string;
+  /** The stage that refused it, e.g. `filterMalformed`. */
+  readonly source: string;
+  /** Machine-readable reason code. */
+  readonly reason: string;
+  /** Human-readable explanation naming the bad part. */
+  readonly detail: string;
+  readonly value: T;
+}
+
+export function isAccepted<T>(
+  verdict: Verdict<T>,
+): verdict is { readonly accepted: true; readonly value: T } {
+  return verdict.accepted;
+}
+
+export function isRejected<T>(
+  verdict: Verdict<T>,
+): verdict is { readonly accepted: false; readonly rejection: Rejection<T> } {
+  return !verdict.accepted;
+}

@@ -1,0 +1,67 @@
+import type { EnvName } from '../../envs/types.js';
+import type { PromptMode } from '../../envs/protocol/index.js';
+import { SPA_VARIANT, type PuzzleSource } from '../../envs/registry.js';
+
+/** Everything the env × policy loop needs to know; defaults are SPA's (reference §2.1, §9.1). */
+export interface EpisodeConfig {
+  readonly runId: string;
+  readonly env: EnvName;
+  readonly variant: string;
+  readonly split: 'train' | 'val';
+  readonly mode: PromptMode;
+  readonly puzzles: PuzzleSource;
+  readonly groups: number;
+  readonly groupSize: number;
+  /** Rollout batches; each batch plays `groups × groupSize` slots. */
+  readonly batches: number;
+  /** First seed: SPA uses 10000 for train and 123 for val. */
+  readonly seedBase: number;
+  readonly maxTurns: number;
+  readonly maxActionsPerTurn: number;
+  readonly maxActionsPerTraj: number;
+  readonly formatPenalty: number;
+  /** Only printed in the prompt ("Max response length: N words"). */
+  readonly maxTokens: number;
+  /** Reproduce SPA's string-fallback parser bug (reference §4.1); off by default. */
+  readonly reproduceSpaFallbackBug: boolean;
+}
+
+/** SPA's per-trajectory action budgets (`max_actions_per_traj`, reference §2.1). */
+export const ACTION_BUDGET: Readonly<Record<EnvName, number>> = { sokoban: 10, frozenlake: 10, sudoku: 50 };
+
+/** Fill SPA's defaults around the few fields a caller usually sets. */
+export function episodeConfig(partial: Partial<EpisodeConfig> & Pick<EpisodeConfig, 'env'>): EpisodeConfig {
+  const split = partial.split ?? 'train';
+  const config: EpisodeConfig = {
+    runId: partial.runId ?? 'run',
+    variant: partial.variant ?? SPA_VARIANT[partial.env],
+    split,
+    mode: partial.mode ?? 'wm',
+    puzzles: partial.puzzles ?? 'generated',
+    groups: partial.groups ?? 4,
+    groupSize: partial.groupSize ?? 2,
+    batches: partial.batches ?? 1,
+    seedBase: partial.seedBase ?? (split === 'train' ? 10000 : 123),
+    maxTurns: partial.maxTurns ?? 5,
+    maxActionsPerTurn: partial.maxActionsPerTurn ?? 5,
+    maxActionsPerTraj: partial.maxActionsPerTraj ?? ACTION_BUDGET[partial.env],
+    formatPenalty: partial.formatPenalty ?? -0.1,
+    maxTokens: partial.maxTokens ?? 100,
+    reproduceSpaFallbackBug: partial.reproduceSpaFallbackBug ?? false,
+    env: partial.env,
+  };
+  for (const field of [
+    'groups',
+    'groupSize',
+    'batches',
+    'maxTurns',
+    'maxActionsPerTurn',
+    'maxActionsPerTraj',
+  ] as const) {
+    const value = config[field];
+    if (!Number.isInteger(value) || value < 1) {
+      throw new Error(`episode config: "${field}" must be a positive integer, got ${String(value)}`);
+    }
+  }
+  return config;
+}

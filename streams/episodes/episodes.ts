@@ -1,0 +1,198 @@
+import { Observable, concatMap, range } from 'rxjs';
+import type { Environment } from '../../envs/types.js';
+import {
+  buildMessages,
+  generationPrompt,
+  instructionPrefix,
+  parseResponse,
+  turnRewardText,
+  type HistoryEntry,
+} from '../../envs/protocol/index.js';
+import type { Policy } from '../policies/policy.js';
+import type { EpisodeConfig } from './episode-config.js';
+import type { StepRecord } from './types.js';
+
+/** Creates the environment for a seed (a generated puzzle or one of the paper's). */
+export type EnvFactory = (seed: number) => Environment;
+
+/** A policy, or a function returning the policy to use for the next batch (live swap point). */
+export type PolicySource = Policy | (() => Policy | Promise<Policy>);
+
+interface Slot {
+  readonly env: Environment;
+  readonly seed: number;
+  readonly group: number;
+  readonly member: number;
+  readonly history: HistoryEntry[];
+  numActions: number;
+  done: boolean;
+}
+
+/**
+ * The env × policy loop of SPA's es_manager (reference §2.1) as a cold Observable of
+ * StepRecords. Batches run one after another (concatMap: a batch starts only when the
+ * previous one completed), so at most one batch of records is ever in flight — the
+ * producer blocks rather than buffering. The policy is resolved once per batch, so no
+ * episode mixes policy versions.
+ */
+export function episodes(
+  config: EpisodeConfig,
+  makeEnv: EnvFactory,
+  policy: PolicySource,
+): Observable<StepRecord> {
+  return range(0, config.batches).pipe(concatMap((batch) => runBatch(config, makeEnv, policy, batch)));
+}
+
+function runBatch(
+  config: EpisodeConfig,
+  makeEnv: EnvFactory,
+  policySource: PolicySource,
+  batch: number,
+): Observable<StepRecord> {
+  return new Observable<StepRecord>((subscriber) => {
+    let cancelled = false;
+    const play = async () => {
+      const policy = typeof policySource === 'function' ? await policySource() : policySource;
+      const slots = createSlots(config, makeEnv, batch);
+      const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
+      for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
+        const active = slots.filter((slot) => !slot.done);
+        if (active.length === 0) break;
+        const requests = active.map((slot) => {
+          const messages = buildMessages(prefix, slot.history, {
+            mode: config.mode,
+            maxTokens: config.maxTokens,
+          });
+          return {
+            env: config.env,
+            messages,
+            prompt: generationPrompt(messages),
+            actionsLeft: config.maxActionsPerTraj - slot.numActions,
+            view: slot.env.clone(),
+          };
+        });
+        const continuations = await policy.act(requests);
+        if (continuations.length !== active.length) {
+          throw new Error(
+            `policy "${policy.name}" answered ${continuations.length} of ${active.length} requests`,
+          );
+        }
+        active.forEach((slot, i) => {
+          if (cancelled) return;
+          const record = playTurn(config, policy, slot, turn, prefix, continuations[i] ?? '', batch);
+          subscriber.next(record);
+        });
+      }
+    };
+    play().then(
+      () => subscriber.complete(),
+      (error: unknown) => subscriber.error(error),
+    );
+    return () => {
+      cancelled = true;
+    };
+  });
+}
+
+function createSlots(config: EpisodeConfig, makeEnv: EnvFactory, batch: number): Slot[] {
+  const slots: Slot[] = [];
+  // SPA seeding (reference §2.1): train seeds advance by env_groups per reset; val always restarts at its base.
+  const batchSeed = config.split === 'train' ? config.seedBase + batch * config.groups : config.seedBase;
+  for (let group = 0; group < config.groups; group++) {
+    for (let member = 0; member < config.groupSize; member++) {
+      const seed = batchSeed + group;
+      const env = makeEnv(seed);
+      slots.push({
+        env,
+        seed,
+        group,
+        member,
+        history: [{ state: env.state(), actionsLeft: config.maxActionsPerTraj }],
+        numActions: 0,
+        done: false,
+      });
+    }
+  }
+  return slots;
+}
+
+function playTurn(
+  config: EpisodeConfig,
+  policy: Policy,
+  slot: Slot,
+  turn: number,
+  prefix: string,
+  continuation: string,
+  batch: number,
+): StepRecord {
+  const state = slot.env.state();
+  const actionsLeft = config.maxActionsPerTraj - slot.numActions;
+  const parse = parseResponse(continuation, {
+    mode: config.mode,
+    env: slot.env,
+    maxActionsPerTurn: config.maxActionsPerTurn,
+    reproduceSpaFallbackBug: config.reproduceSpaFallbackBug,
+  });
+  // reference §2.1: truncate mapped actions to the remaining budget, execute in order, stop at done.
+  const planned = parse.validActions.slice(0, actionsLeft);
+  const executed: string[] = [];
+  const rewards: number[] = [];
+  let envDone = false;
+  let success = false;
+  for (const action of planned) {
+    const outcome = slot.env.step(action);
+    executed.push(actionName(slot.env, action));
+    rewards.push(outcome.reward);
+    if (outcome.done) {
+      envDone = true;
+      success = outcome.success;
+      break;
+    }
+  }
+  slot.numActions += executed.length;
+  const rewardText = turnRewardText(rewards, slot.env.rewardIsFloat);
+  const llmResponse = parse.canonical ?? parse.raw;
+  const current = slot.history[slot.history.length - 1]!;
+  current.llmResponse = llmResponse;
+  current.rewardText = rewardText;
+  const outOfBudget = slot.numActions >= config.maxActionsPerTraj;
+  slot.done = envDone || outOfBudget || turn >= config.maxTurns;
+  if (!slot.done) {
+    slot.history.push({ state: slot.env.state(), actionsLeft: config.maxActionsPerTraj - slot.numActions });
+  }
+  const groupId = `${config.runId}/${config.split}/b${batch}/g${slot.group}`;
+  return {
+    runId: config.runId,
+    trajectoryId: `${groupId}/m${slot.member}`,
+    groupId,
+    env: config.env,
+    variant: config.variant,
+    seed: slot.seed,
+    slot: slot.member,
+    split: config.split,
+    mode: config.mode,
+    policy: policy.name,
+    policyVersion: policy.version,
+    turn,
+    state,
+    actionsLeft,
+    responseRaw: parse.raw,
+    parse,
+    llmResponse,
+    executed,
+    rewards,
+    rewardText,
+    stateAfter: slot.env.state(),
+    penalty: parse.penalty ? config.formatPenalty : 0,
+    done: envDone,
+    // reference §2.1: success = terminated and not truncated; a done env is truncated unless solved.
+    success: envDone && success,
+    final: slot.done,
+    prefix,
+  };
+}
+
+function actionName(env: Environment, action: number | string): string {
+  if (typeof action === 'string') return action;
+  return env.actionNames?.[action - 1] ?? String(action);
+}

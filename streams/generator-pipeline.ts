@@ -1,0 +1,80 @@
+import { filter, map, merge, share, type Observable } from 'rxjs';
+import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
+import { filterMalformed } from '../operators/filter-malformed.js';
+import { toRollout } from '../operators/to-rollout.js';
+import { toSftRows } from '../operators/to-sft-rows.js';
+import { toTrajectory } from '../operators/to-trajectory.js';
+import { isAccepted, isRejected, type Rejection } from '../operators/verdict.js';
+import type { Rejected, Trajectory } from '../schemas/index.js';
+import type { EpisodeConfig } from './episodes/episode-config.js';
+import { episodes, type EnvFactory, type PolicySource } from './episodes/episodes.js';
+import type { Outbound } from './outbound.js';
+
+export interface GeneratorOptions {
+  /** `sft`: world-model SFT rows (data generation); `rollouts`: PPO episodes. */
+  readonly target: 'sft' | 'rollouts';
+  readonly annotation?: Annotation;
+  readonly maskTransitions?: boolean;
+  readonly now?: () => number;
+}
+
+/**
+ * The whole generator side in one place (design.md, Data flow):
+ *
+ *   episodes ─► toTrajectory ─┬─► spa.trajectories            (every raw trajectory)
+ *                             ├─► annotateGroundTruth ─► filterMalformed ─┬─► toSftRows ─► spa.sft
+ *                             │                                           └─► spa.dlq (with reason)
+ *                             └─► toRollout ─► spa.rollouts   (PPO target instead of SFT)
+ *
+ * The trajectory stream is shared, so each episode is played once and fans out.
+ */
+export function generatorPipeline(
+  config: EpisodeConfig,
+  makeEnv: EnvFactory,
+  policy: PolicySource,
+  options: GeneratorOptions,
+): Observable<Outbound> {
+  const now = options.now ?? Date.now;
+  const trajectories = episodes(config, makeEnv, policy).pipe(toTrajectory(now), share());
+  const raw = trajectories.pipe(
+    map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t })),
+  );
+  if (options.target === 'rollouts') {
+    return merge(
+      raw,
+      trajectories.pipe(
+        toRollout(),
+        map((r): Outbound => ({ topic: 'rollouts', key: r.group_id, record: r })),
+      ),
+    );
+  }
+  const verdicts = trajectories.pipe(
+    annotateGroundTruth({ annotation: options.annotation ?? 'gt' }),
+    filterMalformed(),
+    share(),
+  );
+  const rows = verdicts.pipe(
+    filter(isAccepted),
+    map((v) => v.value),
+    toSftRows({ maskTransitions: options.maskTransitions ?? false }),
+    map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
+  );
+  const rejects = verdicts.pipe(
+    filter(isRejected),
+    map((v): Outbound => ({ topic: 'dlq', key: v.rejection.key, record: toRejected(v.rejection, now()) })),
+  );
+  return merge(raw, rows, rejects);
+}
+
+/** A filter rejection as a dead-letter record; the payload is the trajectory as JSON. */
+export function toRejected(rejection: Rejection<Trajectory>, createdAt: number): Rejected {
+  return {
+    key: rejection.key,
+    source: rejection.source,
+    reason: rejection.reason,
+    detail: rejection.detail,
+    payload: Buffer.from(JSON.stringify(rejection.value), 'utf8'),
+    payload_fingerprint: null,
+    created_at: createdAt,
+  };
+}

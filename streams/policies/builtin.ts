@@ -1,0 +1,12 @@
+import type { PromptMode } from '../../envs/protocol/index.js';
+import { oraclePolicy } from './oracle-policy.js';
+import type { Policy } from './policy.js';
+import { randomPolicy } from './random-policy.js';
+
+/** Policies that need no model: `random` (SPA's random generator) and `oracle` (a solver). */
+export const BUILTIN_POLICIES = ['random', 'oracle'] as const;
+export type BuiltinPolicyName = (typeof BUILTIN_POLICIES)[number];
+
+export function builtinPolicy(name: BuiltinPolicyName, options: { mode: PromptMode; seed?: number }): Policy {
+  return name === 'random' ? randomPolicy(options) : oraclePolicy(options);
+}

@@ -1,0 +1,35 @@
+import type { PromptMode } from '../../envs/protocol/index.js';
+import { Rng } from '../../envs/internal/rng.js';
+import type { Policy, PolicyRequest } from './policy.js';
+
+/** SPA's fixed thought for the random generator (`RandomActionWrapperWg`, reference §6). */
+export const RANDOM_POLICY_THOUGHT = 'I will push the box to the target.';
+
+/**
+ * SPA's random-action generator (reference §6, paper's random-generator ablation): three
+ * uniformly random actions joined by " || ". Unlike SPA it writes the world-model format with
+ * empty observation/prediction, so ground-truth annotation turns its episodes into valid SFT
+ * data. Sudoku has no action vocabulary; a random move is `r,c,v` with each part in 1..4.
+ */
+export function randomPolicy(
+  options: { seed?: number; mode?: PromptMode; actionsPerTurn?: number } = {},
+): Policy {
+  const rng = new Rng(options.seed ?? 0);
+  const mode = options.mode ?? 'wm';
+  const count = options.actionsPerTurn ?? 3;
+  return {
+    name: 'random',
+    version: 0,
+    act: async (requests: readonly PolicyRequest[]) =>
+      requests.map((request) => {
+        const names = request.view.actionNames;
+        const actions = Array.from({ length: count }, () =>
+          names ? rng.pick(names) : `${rng.int(1, 4)},${rng.int(1, 4)},${rng.int(1, 4)}`,
+        );
+        const answer = `<answer>${actions.join(' || ')}</answer>`;
+        return mode === 'wm'
+          ? ` <observation></observation> ${RANDOM_POLICY_THOUGHT} <prediction></prediction></think>${answer}`
+          : ` ${RANDOM_POLICY_THOUGHT}</think>${answer}`;
+      }),
+  };
+}
