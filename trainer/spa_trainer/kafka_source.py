@@ -30,10 +30,9 @@ SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 def decode_value(value: bytes) -> dict[str, Any]:
     """Avro single-object frame (via `avro_records`) or, for hand-made topics, a JSON object."""
     if value.startswith(SINGLE_OBJECT_MAGIC):
-        from . import avro_records  # written by the schemas engineer
+        from .avro_records import spa_schemas  # resolves older writer schemas too
 
-        decoded = avro_records.decode(value)
-        return dict(decoded[1] if isinstance(decoded, tuple) else decoded)
+        return dict(spa_schemas().decode("SftRow", value))
     parsed = json.loads(value)
     if not isinstance(parsed, dict):
         raise ValueError(f"record value is JSON but not an object: {value[:60]!r}")

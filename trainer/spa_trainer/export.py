@@ -1,0 +1,233 @@
+"""Export a policy to ONNX with KV-cache inputs/outputs, check it against PyTorch, version it.
+
+Graph interface (what the TS generator feeds, batch-first, fp32):
+  inputs   input_ids [b, s] int64, attention_mask [b, past+s] int64, position_ids [b, s] int64,
+           past_key_values.{i}.key / .value [b, kv_heads, past, head_dim] (past may be 0)
+  outputs  logits [b, s, vocab], present.{i}.key / .value [b, kv_heads, past+s, head_dim]
+Decoding: call once with the prompt and empty pasts, then once per token feeding `present.*`
+back as `past_key_values.*`.
+
+Artifact folder `<root>/v<version>/`: model.onnx, the tokenizer files, config.json and
+manifest.json (version, stage, step, model, sha256 of model.onnx, parity diffs). Written to a
+temporary folder and renamed, so a reader never sees half an artifact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import torch
+from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
+
+from .models import load_tokenizer, resolve_model_dir
+
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "chat_template.jinja",
+    "special_tokens_map.json",
+    "config.json",
+    "generation_config.json",
+)
+
+
+class KvCacheLM(torch.nn.Module):
+    """Flat-tensor facade over a HF causal LM: (ids, mask, positions, *past) → (logits, *present)."""
+
+    def __init__(self, model: PreTrainedModel) -> None:
+        super().__init__()
+        self.model = model
+        self.num_layers = int(model.config.num_hidden_layers)
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor, *past: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        cache = DynamicCache()
+        for i in range(self.num_layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        present: list[torch.Tensor] = []
+        for layer in out.past_key_values.layers:
+            present += [layer.keys, layer.values]
+        return (out.logits, *present)
+
+
+def io_names(num_layers: int) -> tuple[list[str], list[str]]:
+    """(input names, output names) of the exported graph."""
+    past = [f"past_key_values.{i}.{kv}" for i in range(num_layers) for kv in ("key", "value")]
+    present = [f"present.{i}.{kv}" for i in range(num_layers) for kv in ("key", "value")]
+    return ["input_ids", "attention_mask", "position_ids", *past], ["logits", *present]
+
+
+def kv_shape(model: PreTrainedModel) -> tuple[int, int]:
+    """(kv heads, head dim) of the model's cache tensors."""
+    cfg = model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    return int(cfg.num_key_value_heads), int(head_dim)
+
+
+def export_onnx(model: PreTrainedModel, path: Path, opset: int = 17) -> None:
+    """Trace `model` (eager attention, fp32) into `path` with dynamic batch/sequence/past axes."""
+    wrapper = KvCacheLM(model.eval())
+    heads, head_dim = kv_shape(model)
+    inputs, outputs = io_names(wrapper.num_layers)
+    past_len, seq = 3, 4  # dummy sizes; every axis below is dynamic
+    dummy = (
+        torch.ones(1, seq, dtype=torch.long),
+        torch.ones(1, past_len + seq, dtype=torch.long),
+        torch.arange(past_len, past_len + seq).unsqueeze(0),
+        *[torch.zeros(1, heads, past_len, head_dim) for _ in range(2 * wrapper.num_layers)],
+    )
+    axes: dict[str, dict[int, str]] = {
+        "input_ids": {0: "batch", 1: "sequence"},
+        "attention_mask": {0: "batch", 1: "total_sequence"},
+        "position_ids": {0: "batch", 1: "sequence"},
+        "logits": {0: "batch", 1: "sequence"},
+    }
+    axes.update({n: {0: "batch", 2: "past_sequence"} for n in inputs[3:]})
+    axes.update({n: {0: "batch", 2: "total_sequence"} for n in outputs[1:]})
+    with torch.no_grad():
+        torch.onnx.export(
+            wrapper, dummy, str(path), input_names=inputs, output_names=outputs,
+            dynamic_axes=axes, opset_version=opset, dynamo=False,  # TorchScript exporter
+        )
+
+
+@dataclass(frozen=True)
+class Parity:
+    """Max |onnxruntime − PyTorch| over logits (and present KV) for a prompt."""
+
+    no_cache: float
+    with_cache: float
+
+
+def check_parity(model: PreTrainedModel, onnx_path: Path, input_ids: list[int], split: int | None = None) -> Parity:
+    """Run the prompt whole with empty pasts, and as prefix + continuation through the cache."""
+    wrapper = KvCacheLM(model.eval())
+    heads, head_dim = kv_shape(model)
+    names, _ = io_names(wrapper.num_layers)
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    empty = [torch.zeros(1, heads, 0, head_dim) for _ in range(2 * wrapper.num_layers)]
+
+    def both(ids: list[int], past: list[torch.Tensor]) -> tuple[float, list[torch.Tensor]]:
+        start = past[0].shape[2]
+        feeds = (
+            torch.tensor([ids]),
+            torch.ones(1, start + len(ids), dtype=torch.long),
+            torch.arange(start, start + len(ids)).unsqueeze(0),
+            *past,
+        )
+        with torch.no_grad():
+            ref = wrapper(*feeds)
+        got = session.run(None, {n: t.numpy() for n, t in zip(names, feeds)})
+        diff = max(float(np.abs(g - r.numpy()).max()) for g, r in zip(got, ref))
+        return diff, [torch.from_numpy(g) for g in got[1:]]
+
+    whole, _ = both(input_ids, empty)
+    cut = split if split is not None else max(1, len(input_ids) // 2)
+    first, present = both(input_ids[:cut], empty)
+    second, _ = both(input_ids[cut:], present)
+    return Parity(no_cache=whole, with_cache=max(first, second))
+
+
+def sha256_file(path: Path) -> str:
+    """Lower-case hex SHA-256 of a file (streamed)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def next_version(root: Path) -> int:
+    """One more than the highest `v<n>` folder under `root` (1 for an empty root)."""
+    versions = [int(p.name[1:]) for p in root.glob("v*") if p.name[1:].isdigit()]
+    return max(versions, default=0) + 1
+
+
+def export_policy(
+    model_dir: Path, root: Path, stage: str, step: int, model_name: str,
+    version: int | None = None, parity_prompt: str = "<|im_start|>user\nTurn 1:\nState:\n#P_X#<|im_end|>\n",
+    tolerance: float = 1e-3,
+) -> Path:
+    """Export `model_dir` to `root/v<version>/` (atomic), check parity, write manifest.json."""
+    if stage not in ("init", "sft", "ppo"):
+        raise ValueError(f"stage {stage!r}: expected init, sft or ppo")
+    model = AutoModelForCausalLM.from_pretrained(
+        model_dir, use_safetensors=True, dtype=torch.float32, attn_implementation="eager"
+    )
+    tokenizer = load_tokenizer(model_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    version = version if version is not None else next_version(root)
+    final = root / f"v{version:06d}"
+    if final.exists():
+        raise FileExistsError(f"artifact {final} already exists (versions are immutable)")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    try:
+        export_onnx(model, tmp / "model.onnx")
+        ids = tokenizer(parity_prompt, add_special_tokens=False)["input_ids"]
+        parity = check_parity(model, tmp / "model.onnx", ids)
+        if max(parity.no_cache, parity.with_cache) > tolerance:
+            raise ValueError(f"ONNX/PyTorch mismatch {parity} exceeds {tolerance}")
+        for name in TOKENIZER_FILES:
+            if (model_dir / name).is_file():
+                shutil.copy2(model_dir / name, tmp / name)
+        heads, head_dim = kv_shape(model)
+        inputs, outputs = io_names(int(model.config.num_hidden_layers))
+        manifest = {
+            "version": version, "stage": stage, "step": step, "model": model_name, "format": "onnx",
+            "sha256": sha256_file(tmp / "model.onnx"), "file": "model.onnx",
+            "created_at": int(time.time() * 1000), "num_layers": int(model.config.num_hidden_layers),
+            "num_key_value_heads": heads, "head_dim": head_dim, "vocab_size": int(model.config.vocab_size),
+            "eos_token_id": tokenizer.eos_token_id, "inputs": inputs, "outputs": outputs,
+            "parity_max_abs_diff": asdict(parity),
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return final
+
+
+def main(argv: list[str]) -> None:
+    """CLI: `python -m spa_trainer.export --model <tiny|folder> --out <root> --stage sft --step N [--publish]`."""
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.export")
+    p.add_argument("--model", required=True, help="'tiny', a HF folder, or a checkpoint's model/ folder")
+    p.add_argument("--out", required=True, help="artifact root; the export goes to <out>/v<version>/")
+    p.add_argument("--stage", default="sft", choices=["init", "sft", "ppo"])
+    p.add_argument("--step", type=int, default=0)
+    p.add_argument("--name", default=None, help="model name for the manifest (default: the folder)")
+    p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate to this topic")
+    p.add_argument("--brokers", default=None)
+    a = p.parse_args(argv)
+    folder = resolve_model_dir(a.model)
+    artifact = export_policy(folder, Path(a.out), a.stage, a.step, a.name or a.model)
+    print(f"[export] {artifact}: {(artifact / 'manifest.json').read_text()}")
+    if a.publish:
+        from .policy_publish import publish_policy_update, policy_update_from_manifest
+
+        record = policy_update_from_manifest(artifact)
+        publish_policy_update(record, topic=a.publish, brokers=a.brokers)
+        print(f"[export] published version {record['version']} to {a.publish}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
