@@ -131,6 +131,31 @@ export function planTopicChanges(
   return changes;
 }
 
+/**
+ * Waits until every partition of `topics` has a leader. Hand-written because kafkajs'
+ * `waitForLeaders` gives up on the UNKNOWN_TOPIC_OR_PARTITION a fresh KRaft broker answers
+ * for a moment after CreateTopics returns.
+ */
+export async function waitForLeaders(
+  admin: Admin,
+  topics: readonly string[],
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { topics: found } = await admin.fetchTopicMetadata({ topics: [...topics] });
+      if (found.length === topics.length && found.every((t) => t.partitions.every((p) => p.leader >= 0)))
+        return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`topics ${topics.join(', ')} have no leaders after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** What an apply did, with a one-line summary for logs. */
 export interface TopicReport {
   readonly changes: readonly TopicChange[];
@@ -189,7 +214,7 @@ export async function applyTopics(
   const creates = changes.flatMap((c) => (c.kind === 'create' ? [c.topic] : []));
   if (creates.length > 0) {
     await admin.createTopics({
-      waitForLeaders: true,
+      waitForLeaders: false,
       topics: creates.map((t) => ({
         topic: t.name,
         numPartitions: t.partitions,
@@ -197,6 +222,10 @@ export async function applyTopics(
         configEntries: Object.entries(t.configs).map(([name, value]) => ({ name, value })),
       })),
     });
+    await waitForLeaders(
+      admin,
+      creates.map((t) => t.name),
+    );
   }
   const alters = changes.flatMap((c) => (c.kind === 'alter-configs' ? [c.topic] : []));
   if (alters.length > 0) {

@@ -47,6 +47,13 @@ function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
   return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
 }
 
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** kafkajs marks broker errors that may succeed on retry (KafkaJSProtocolError.retriable). */
+function isRetriable(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { retriable?: unknown }).retriable === true;
+}
+
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
 export async function createKafkajsSink(
   kafka: Kafka,
@@ -75,7 +82,7 @@ export async function createKafkajsSink(
       return Promise.reject(
         new Error('RecordSink.transaction needs SinkOptions.transactionalId; this sink has none'),
       );
-    const run = async (): Promise<T> => {
+    const attempt = async (): Promise<T> => {
       const tx = await producer.transaction();
       try {
         const result = await work({
@@ -89,6 +96,21 @@ export async function createKafkajsSink(
       } catch (error) {
         if (tx.isActive()) await tx.abort().catch(() => undefined);
         throw error;
+      }
+    };
+    const run = async (): Promise<T> => {
+      // An aborted transaction left nothing visible, so a retriable broker error (e.g. a
+      // coordinator moving or still loading) is handled by running `work` again.
+      for (let attemptNo = 0; ; attemptNo += 1) {
+        try {
+          return await attempt();
+        } catch (error) {
+          if (!isRetriable(error) || attemptNo >= config.retry.retries)
+            throw describeKafkaError(error, 'running a transaction', config);
+          await sleep(
+            Math.min(config.retry.initialRetryTimeMs * 2 ** attemptNo, config.retry.maxRetryTimeMs),
+          );
+        }
       }
     };
     const next = lane.then(run, run);

@@ -1,0 +1,41 @@
+/**
+ * Test brokers: real KRaft brokers from infra/kafka on their own ports and data dirs
+ * (infra/kafka/data/test-<name>), so tests never touch a user's broker on 9092.
+ */
+import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
+import type { BrokerStartOptions, RunningBroker } from '../../infra/kafka/broker.js';
+import { kafkaConnectionConfig } from '../../streams/kafka/config.js';
+import type { KafkaConnectionConfig } from '../../streams/kafka/config.js';
+
+/** Starts a fresh instance `test-<name>` (wiping its data) with a generous timeout for a busy CI box. */
+export function startTestBroker(name: string, options: BrokerStartOptions): Promise<RunningBroker> {
+  return startBroker({
+    startTimeoutMs: 180_000,
+    log: () => {},
+    ...options,
+    name: `test-${name}`,
+    fresh: true,
+  });
+}
+
+/** Stops `test-<name>`. */
+export async function stopTestBroker(name: string, options: BrokerStartOptions): Promise<void> {
+  await stopBroker({ ...options, name: `test-${name}` });
+}
+
+/** A connection config for tests: quick to fail on connect, patient with retries. */
+export function testConnection(
+  brokers: readonly string[],
+  extra: Partial<KafkaConnectionConfig> = {},
+): KafkaConnectionConfig {
+  return kafkaConnectionConfig({ clientId: 'spa-test', brokers, ...extra });
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes. */
+export async function eventually(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
