@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+// Provisions the trainer's Python environment: a venv at trainer/.venv with the packages of
+// trainer/requirements.txt, the trainer source on its path, and a Kafka client. Plain Node, no
+// dependencies (it runs on a fresh clone). Idempotent: a stamp over the requirements, the
+// pyproject and this script skips the work when nothing changed.
+//   node scripts/setup-python.mjs        (or: node scripts/setup.mjs python)
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const trainer = join(root, 'trainer');
+const venv = join(trainer, '.venv');
+const python = join(venv, 'bin', 'python');
+const stampFile = join(root, '.setup', 'python');
+const log = (msg) => console.error(`[setup:python] ${msg}`);
+
+function run(cmd, args) {
+  execFileSync(cmd, args, { cwd: root, stdio: 'inherit' });
+}
+
+function quiet(cmd, args) {
+  const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8' });
+  return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}`.trim() };
+}
+
+function digest() {
+  const h = createHash('sha256');
+  for (const f of ['trainer/requirements.txt', 'trainer/pyproject.toml', 'scripts/setup-python.mjs']) {
+    const p = join(root, f);
+    h.update(existsSync(p) ? readFileSync(p) : '');
+  }
+  return h.digest('hex');
+}
+
+function basePython() {
+  const candidate = process.env.SPA_PYTHON ?? 'python3';
+  const r = quiet(candidate, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])']);
+  if (!r.ok) throw new Error(`no Python found as "${candidate}" (set SPA_PYTHON to a Python ≥ 3.10)`);
+  const [major, minor] = r.out.split('.').map(Number);
+  if (major !== 3 || minor < 10) throw new Error(`${candidate} is Python ${r.out}; the trainer needs ≥ 3.10`);
+  return candidate;
+}
+
+function sitePackages() {
+  return quiet(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])']).out;
+}
+
+// The Kafka client. Normal route: `pip install confluent-kafka`. Debian machines (this
+// project's) have no PyPI, but Debian's python3-confluent-kafka imports from a same-minor
+// Python: link only that package into the venv (not all of dist-packages, whose numpy etc.
+// would shadow the venv's).
+function ensureKafkaClient() {
+  if (quiet(python, ['-c', 'import confluent_kafka']).ok) return;
+  const debian = '/usr/lib/python3/dist-packages/confluent_kafka';
+  if (!existsSync(debian) && existsSync('/usr/bin/apt-get')) {
+    log('installing python3-confluent-kafka from Debian (apt-get)…');
+    const update = quiet('apt-get', ['update']);
+    const install = update.ok && quiet('apt-get', ['install', '-y', 'python3-confluent-kafka']);
+    if (!install || !install.ok) log(`apt-get failed: ${(install || update).out.slice(-400)}`);
+  }
+  if (existsSync(debian)) {
+    const linkDir = join(venv, 'debian-kafka');
+    rmSync(linkDir, { recursive: true, force: true });
+    mkdirSync(linkDir, { recursive: true });
+    symlinkSync(debian, join(linkDir, 'confluent_kafka'));
+    writeFileSync(join(sitePackages(), 'spa_debian_kafka.pth'), `${linkDir}\n`);
+  }
+  if (quiet(python, ['-c', 'import confluent_kafka']).ok) return;
+  log('trying pip install confluent-kafka…');
+  if (quiet(python, ['-m', 'pip', 'install', '--retries', '1', 'confluent-kafka']).ok) return;
+  log('WARNING: no Kafka client; kafka: inputs and PolicyUpdate publishing will fail (file inputs work)');
+}
+
+function setup() {
+  if (!existsSync(python)) {
+    const base = basePython();
+    log(`creating venv at trainer/.venv with ${base}…`);
+    run(base, ['-m', 'venv', venv]);
+  }
+  const want = digest();
+  const have = existsSync(stampFile) ? readFileSync(stampFile, 'utf8') : '';
+  if (have === want && quiet(python, ['-c', 'import torch, transformers, spa_trainer']).ok) {
+    log('trainer/.venv is up to date');
+    return;
+  }
+  log('installing trainer/requirements.txt (torch, transformers, onnx, …) — first time takes minutes…');
+  run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--retries', '1', '-r', join(trainer, 'requirements.txt')]);
+  // The trainer source on the venv's path (no build step: the package is plain sources).
+  writeFileSync(join(sitePackages(), 'spa_trainer_src.pth'), `${trainer}\n`);
+  ensureKafkaClient();
+  const check = quiet(python, ['-c', 'import torch, transformers, onnxruntime, fastavro, spa_trainer; print(torch.__version__)']);
+  if (!check.ok) throw new Error(`trainer venv is broken after install:\n${check.out}`);
+  log(`ready: torch ${check.out.split('\n').pop()}, kafka client ${quiet(python, ['-c', 'import confluent_kafka']).ok ? 'yes' : 'no'}`);
+  mkdirSync(dirname(stampFile), { recursive: true });
+  writeFileSync(stampFile, want);
+}
+
+setup();
