@@ -132,7 +132,9 @@ def test_policy_loss_is_a_token_mean_over_the_mask() -> None:
 def test_policy_loss_gradient_only_reaches_masked_tokens() -> None:
     logp = torch.zeros(1, 4, dtype=torch.float64, requires_grad=True)
     mask = torch.tensor([[False, True, True, False]])
-    policy_loss(logp, torch.zeros(1, 4, dtype=torch.float64), torch.ones(1, 4, dtype=torch.float64), mask).loss.backward()
+    policy_loss(
+        logp, torch.zeros(1, 4, dtype=torch.float64), torch.ones(1, 4, dtype=torch.float64), mask
+    ).loss.backward()
     assert logp.grad is not None
     assert logp.grad[0].tolist() == [0.0, -0.5, -0.5, 0.0]
 

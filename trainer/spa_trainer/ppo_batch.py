@@ -1,0 +1,157 @@
+"""From Rollout records to one left-padded token batch with masks and scores (reference §9.2).
+
+A Rollout (schemas/Rollout.avsc) is one multi-turn PPO episode: the whole conversation
+(system, user, assistant, …, last assistant) becomes **one** token sequence through the chat
+template with `add_generation_prompt=False`, exactly as RAGEN's `get_lm_inputs(prepare_for_update=True)`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from .ppo_math import MaskMode, loss_mask, score_tensor, select_groups_by_std, turn_indicators
+
+IM_START = "<|im_start|>"
+Rollout = Mapping[str, Any]
+"""A decoded `spa.v1.Rollout` record: trajectory_id, group_id, env, seed, policy_version,
+messages [{role, content}], turn_rewards, penalty, score, success, num_turns."""
+
+_REQUIRED = ("trajectory_id", "group_id", "policy_version", "messages", "turn_rewards", "penalty", "success")
+
+
+def total_score(record: Rollout) -> float:
+    """`Σ turn_rewards + penalty`, the scalar on the last token (reference §9.2). When the record
+    carries `score` too, the two must agree: a mismatch means the producer and the trainer
+    disagree about the reward, which would silently train on the wrong signal."""
+    missing = [k for k in _REQUIRED if k not in record]
+    if missing:
+        raise ValueError(f"rollout {record.get('trajectory_id', '?')!r} lacks fields {missing}")
+    total = float(sum(record["turn_rewards"])) + float(record["penalty"])
+    stated = record.get("score")
+    if stated is not None and not math.isclose(total, float(stated), rel_tol=1e-9, abs_tol=1e-9):
+        raise ValueError(f"rollout {record['trajectory_id']!r}: score {stated} != Σ turn_rewards + penalty = {total}")
+    return total
+
+
+def staleness_histogram(records: Sequence[Rollout], trainer_version: int) -> dict[int, int]:
+    """`{trainer_version − record.policy_version: count}`, sorted by lag (0 = on-policy)."""
+    lags = Counter(trainer_version - int(r["policy_version"]) for r in records)
+    return dict(sorted(lags.items()))
+
+
+def filter_groups(records: Sequence[Rollout], keep_ratio: float) -> list[Rollout]:
+    """Records of the groups with the largest in-group std of total score (reference §9.1), in
+    input order. Ties are broken by the group's first appearance (see `select_groups_by_std`)."""
+    by_group: dict[str, list[float]] = {}
+    for r in records:
+        by_group.setdefault(str(r["group_id"]), []).append(total_score(r))
+    kept = set(select_groups_by_std(list(by_group.items()), keep_ratio))
+    return [r for r in records if str(r["group_id"]) in kept]
+
+
+@dataclass(frozen=True)
+class RolloutBatch:
+    """Tensors of one batch. `(B, T)`: input_ids, attention_mask, position_ids. Response axis
+    `(B, T − 1)`: response_mask (loss mask of the chosen mode), token_rewards, and `extras`
+    computed later (old log-probs, values, advantages, returns). `(B,)`: scores."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    position_ids: torch.Tensor
+    response_mask: torch.Tensor
+    token_rewards: torch.Tensor
+    scores: torch.Tensor
+    extras: Mapping[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        """Number of sequences."""
+        return int(self.input_ids.shape[0])
+
+    def select(self, rows: slice | torch.Tensor) -> RolloutBatch:
+        """The given rows, with left padding shared by all of them trimmed (cheaper forward
+        passes; positions come from `position_ids`, so trimming changes no result)."""
+        attention = self.attention_mask[rows]
+        start = int(attention.any(dim=0).nonzero()[0])
+        return RolloutBatch(
+            input_ids=self.input_ids[rows][:, start:],
+            attention_mask=attention[:, start:],
+            position_ids=self.position_ids[rows][:, start:],
+            response_mask=self.response_mask[rows][:, start:],
+            token_rewards=self.token_rewards[rows][:, start:],
+            scores=self.scores[rows],
+            extras={k: v[rows][:, start:] for k, v in self.extras.items()},
+        )
+
+    def with_extras(self, **tensors: torch.Tensor) -> RolloutBatch:
+        """A copy carrying more response-axis tensors `(B, T − 1)`."""
+        for name, t in tensors.items():
+            if t.shape != self.response_mask.shape:
+                raise ValueError(
+                    f"extra {name!r} has shape {tuple(t.shape)}, expected {tuple(self.response_mask.shape)}"
+                )
+        return replace(self, extras={**self.extras, **tensors})
+
+    def to(self, device: torch.device) -> RolloutBatch:
+        """The same batch on `device`."""
+        return RolloutBatch(
+            input_ids=self.input_ids.to(device),
+            attention_mask=self.attention_mask.to(device),
+            position_ids=self.position_ids.to(device),
+            response_mask=self.response_mask.to(device),
+            token_rewards=self.token_rewards.to(device),
+            scores=self.scores.to(device),
+            extras={k: v.to(device) for k, v in self.extras.items()},
+        )
+
+
+def render_conversation(record: Rollout, tokenizer: PreTrainedTokenizerBase) -> str:
+    """The chat-template text of the whole episode; it must end with an assistant message
+    (the trailing reward message is not part of a training sequence, reference §3.2)."""
+    messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
+    if not messages or messages[-1]["role"] != "assistant":
+        last = messages[-1]["role"] if messages else "nothing"
+        raise ValueError(f"rollout {record['trajectory_id']!r} ends with {last}; expected the last assistant message")
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False)
+    assert isinstance(text, str)
+    return text
+
+
+def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, mask_mode: MaskMode) -> RolloutBatch:
+    """Tokenise, left pad, and derive masks and scores for every record (reference §9.2)."""
+    if not records:
+        raise ValueError("build_batch needs at least one rollout")
+    im_start_id = tokenizer.convert_tokens_to_ids(IM_START)
+    if not isinstance(im_start_id, int) or im_start_id == tokenizer.unk_token_id:
+        raise ValueError(f"tokenizer has no {IM_START} token; a Qwen-style chat tokenizer is expected")
+    texts = [render_conversation(r, tokenizer) for r in records]
+    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    seq_len = max(len(ids) for ids in encoded)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    input_ids = torch.full((len(records), seq_len), int(pad_id), dtype=torch.long)
+    attention_mask = torch.zeros((len(records), seq_len), dtype=torch.long)
+    for row, ids in enumerate(encoded):
+        input_ids[row, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        attention_mask[row, seq_len - len(ids) :] = 1
+    # Positions count real tokens only, so a left-padded row sees the same RoPE positions as
+    # the unpadded sequence (verl computes position_ids the same way).
+    position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
+    # Pad ids are masked out of the indicator count so a pad id that equals <|im_start|> can't
+    # shift turns.
+    indicators = turn_indicators(input_ids.masked_fill(attention_mask == 0, -1), im_start_id)
+    scores = torch.tensor([total_score(r) for r in records], dtype=torch.float32)
+    return RolloutBatch(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        response_mask=loss_mask(indicators, mask_mode),
+        token_rewards=score_tensor(scores, seq_len),
+        scores=scores,
+    )

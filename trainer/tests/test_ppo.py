@@ -1,0 +1,113 @@
+"""One PPO step on the tiny Qwen2 model: it runs, it learns in the right direction, masks matter."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+
+from spa_trainer.ppo import PpoConfig, init_ppo, ppo_step, token_log_probs
+from spa_trainer.ppo_batch import build_batch
+from spa_trainer.ppo_math import policy_loss, turn_indicators
+from spa_trainer.value_head import critic_from_actor
+
+from .ppo_rollouts import rollout
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture()
+def actor(tiny_dir: Path) -> PreTrainedModel:
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+
+
+def _round(groups: int = 4) -> list[dict[str, object]]:
+    """`groups` groups of 2; group k's winner scores 10 + 0.1·k, so std grows with k."""
+    records = []
+    for k in range(groups):
+        records.append(rollout(f"w{k}", f"g{k}", ["Right"], [10.0 + 0.1 * k], success=True, policy_version=3))
+        records.append(rollout(f"l{k}", f"g{k}", ["Left", "Up"], [-0.1, -0.1], penalty=-0.1, policy_version=2))
+    return records
+
+
+def _sequence_log_prob(actor: PreTrainedModel, tok: PreTrainedTokenizerBase, record: dict[str, object]) -> float:
+    batch = build_batch([record], tok, "response-only")
+    with torch.no_grad():
+        log_probs, _ = token_log_probs(actor, batch, temperature=1.0, with_entropy=False)
+    return float(log_probs[batch.response_mask].sum())
+
+
+def test_ppo_step_runs_with_spa_defaults_and_updates_both_models(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    state = init_ppo(actor, version=3, device=CPU)
+    actor_before = {k: v.clone() for k, v in actor.state_dict().items()}
+    head_before = state.critic.value_head.weight.clone()
+    report = ppo_step(state, _round(groups=4), tiny_tokenizer)
+    m = report.metrics
+    assert report.staleness == {0: 4, 1: 4}
+    assert state.version == 4 and state.step == 1
+    assert m["filter/kept_groups"] == 1.0 and m["filter/kept_trajectories"] == 2.0  # int(0.25 · 4)
+    assert m["score/kept_mean"] == pytest.approx((10.3 - 0.3) / 2)  # g3 has the largest spread
+    assert m["score/success_rate"] == 0.5
+    for key in ("actor/pg_loss", "actor/entropy", "actor/ppo_kl", "critic/vf_loss", "perf/tokens_per_s"):
+        assert math.isfinite(m[key]), key
+    # Old log-probs come from the same weights, so the first minibatch is exactly on-policy.
+    assert m["actor/ppo_kl"] == pytest.approx(0.0, abs=1e-6)
+    assert m["actor/pg_clipfrac"] == 0.0
+    assert m["actor/entropy"] > 0.0
+    changed = [k for k, v in actor.state_dict().items() if not torch.equal(v, actor_before[k])]
+    assert changed, "the actor's weights did not move"
+    assert not torch.equal(state.critic.value_head.weight, head_before)
+
+
+def test_positive_advantage_sequence_gains_log_prob(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    winner = rollout("w", "g", ["Right"], [10.9], success=True)
+    loser = rollout("l", "g", ["Left"], [-0.1], penalty=-0.1)
+    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2)
+    state = init_ppo(actor, config, device=CPU)
+    before = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser)]
+    report = ppo_step(state, [winner, loser], tiny_tokenizer, config)
+    after = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser)]
+    assert report.metrics["critic/returns_mean"] > 0
+    assert after[0] > before[0], "the winning (positive-advantage) episode should become likelier"
+    assert after[1] < before[1], "the losing (negative-advantage) episode should become less likely"
+
+
+@pytest.mark.parametrize("mode", ["response-only", "all-after-system"])
+def test_mask_choice_decides_which_tokens_get_gradient(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase, mode: str
+) -> None:
+    record = rollout("b", "g", ["Left", "Right"], [-0.1, 10.9])
+    batch = build_batch([record], tiny_tokenizer, mode)  # type: ignore[arg-type]
+    log_probs, _ = token_log_probs(actor, batch, temperature=1.0, with_entropy=False)
+    log_probs.retain_grad()
+    advantages = torch.ones_like(log_probs)
+    policy_loss(log_probs, log_probs.detach(), advantages, batch.response_mask).loss.backward()
+    assert log_probs.grad is not None
+    has_grad = log_probs.grad[0] != 0
+    assert torch.equal(has_grad, batch.response_mask[0])
+    im_start = tiny_tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert isinstance(im_start, int)
+    indicators = turn_indicators(batch.input_ids, im_start)[0, :-1]
+    user_positions = (indicators % 2 == 0) & (indicators >= 2)
+    assert bool(has_grad[user_positions].any()) == (mode == "all-after-system")
+    assert not has_grad[indicators <= 1].any(), "system prompt and padding never get gradient"
+
+
+def test_critic_is_a_separate_copy_with_a_fresh_scalar_head(actor: PreTrainedModel) -> None:
+    critic = critic_from_actor(actor)
+    actor_ids = {id(p) for p in actor.parameters()}
+    assert not any(id(p) in actor_ids for p in critic.parameters())
+    assert critic.value_head.out_features == 1
+    assert critic.value_head.bias.abs().sum() == 0
+    ids = torch.tensor([[5, 6, 7, 8]])
+    mask = torch.tensor([[True, False, True]])
+    values = critic.response_values(ids, torch.ones_like(ids), torch.arange(4).unsqueeze(0), mask)
+    assert values.shape == (1, 3) and values[0, 1] == 0
