@@ -63,9 +63,11 @@ class PpoConfig:
 
 @dataclass
 class PpoState:
-    """Everything an update mutates. `version` is the trainer's policy version: it starts at the
-    version of the loaded checkpoint and grows by one per `ppo_step`."""
+    """Everything an update uses or mutates. `version` is the trainer's policy version: it starts
+    at the version of the loaded checkpoint and grows by one per `ppo_step`. `config` lives here
+    because the optimizers were built from its learning rates."""
 
+    config: PpoConfig
     actor: PreTrainedModel
     critic: ValueModel
     actor_optimizer: torch.optim.Optimizer
@@ -102,6 +104,7 @@ def init_ppo(
     torch.nn.Module.to(actor, device)  # transformers' decorated `.to` confuses type checkers
     critic = (critic or critic_from_actor(actor)).to(device)
     return PpoState(
+        config=config,
         actor=actor,
         critic=critic,
         actor_optimizer=torch.optim.AdamW(
@@ -238,12 +241,12 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     return {k: sum(v) / len(v) for k, v in collected.items()}
 
 
-def ppo_step(
-    state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, config: PpoConfig | None = None
-) -> PpoStepReport:
-    """One PPO iteration over `records` (all groups of one rollout round). Advances `state.version`.
-    `config` must be the one given to `init_ppo` (the optimizers hold its learning rates)."""
-    config = config or PpoConfig()
+def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase) -> PpoStepReport:
+    """One PPO iteration over `records` (all groups of one rollout round, e.g. 32 groups × 8)
+    with `state.config`. Advances `state.version` by one."""
+    if not records:
+        raise ValueError("ppo_step needs at least one rollout record")
+    config = state.config
     started = time.perf_counter()
     staleness = staleness_histogram(records, state.version)
     kept = filter_groups(records, config.group_keep_ratio)
@@ -270,6 +273,8 @@ def ppo_step(
             "perf/tokens_per_s": float(batch.attention_mask.sum()) / max(elapsed, 1e-9),
             "perf/step_seconds": elapsed,
             "trainer/version": float(state.version),
+            "staleness/mean": sum(lag * n for lag, n in staleness.items()) / len(records),
+            "staleness/max": float(max(staleness)),
         }
     )
     state.version += 1

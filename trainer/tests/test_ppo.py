@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from spa_trainer.ppo import PpoConfig, init_ppo, ppo_step, token_log_probs
+from spa_trainer.ppo import PpoConfig, add_advantages, init_ppo, ppo_step, token_log_probs
 from spa_trainer.ppo_batch import build_batch
 from spa_trainer.ppo_math import policy_loss, turn_indicators
 from spa_trainer.value_head import critic_from_actor
@@ -50,6 +50,7 @@ def test_ppo_step_runs_with_spa_defaults_and_updates_both_models(
     report = ppo_step(state, _round(groups=4), tiny_tokenizer)
     m = report.metrics
     assert report.staleness == {0: 4, 1: 4}
+    assert m["staleness/mean"] == 0.5 and m["staleness/max"] == 1.0
     assert state.version == 4 and state.step == 1
     assert m["filter/kept_groups"] == 1.0 and m["filter/kept_trajectories"] == 2.0  # int(0.25 · 4)
     assert m["score/kept_mean"] == pytest.approx((10.3 - 0.3) / 2)  # g3 has the largest spread
@@ -73,11 +74,38 @@ def test_positive_advantage_sequence_gains_log_prob(
     config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2)
     state = init_ppo(actor, config, device=CPU)
     before = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser)]
-    report = ppo_step(state, [winner, loser], tiny_tokenizer, config)
+    report = ppo_step(state, [winner, loser], tiny_tokenizer)
     after = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser)]
     assert report.metrics["critic/returns_mean"] > 0
     assert after[0] > before[0], "the winning (positive-advantage) episode should become likelier"
     assert after[1] < before[1], "the losing (negative-advantage) episode should become less likely"
+
+
+def test_left_padding_and_micro_batching_do_not_change_log_probs_or_values(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    records = _round(groups=2)  # one- and two-turn episodes: different lengths, real padding
+    whole = init_ppo(actor, PpoConfig(micro_batch_size=4), device=CPU)
+    batch = build_batch(records, tiny_tokenizer, "response-only")
+    together = add_advantages(whole, batch, whole.config)
+    one_by_one = add_advantages(whole, batch, PpoConfig(micro_batch_size=1))
+    mask = batch.response_mask
+    for key in ("old_log_probs", "old_values", "advantages"):
+        assert torch.allclose(together.extras[key][mask], one_by_one.extras[key][mask], atol=1e-5), key
+    alone = _sequence_log_prob(actor, tiny_tokenizer, records[0])
+    assert float(together.extras["old_log_probs"][0][mask[0]].sum()) == pytest.approx(alone, abs=1e-3)
+
+
+def test_several_minibatches_and_epochs_go_off_policy(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, mini_batch_size=2, micro_batch_size=2, ppo_epochs=2)
+    state = init_ppo(actor, config, device=CPU)
+    report = ppo_step(state, _round(groups=2), tiny_tokenizer)
+    # 4 optimizer steps: every minibatch after the first sees weights that moved since the
+    # old log-probs were taken.
+    assert report.metrics["actor/ppo_kl"] != 0.0
+    assert report.metrics["filter/kept_trajectories"] == 4.0
 
 
 @pytest.mark.parametrize("mode", ["response-only", "all-after-system"])
