@@ -140,8 +140,8 @@ def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, 
     for row, ids in enumerate(encoded):
         input_ids[row, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
         attention_mask[row, seq_len - len(ids) :] = 1
-    # Positions count real tokens only, so a left-padded row sees the same RoPE positions as
-    # the unpadded sequence (verl computes position_ids the same way).
+    # Positions count real tokens only, as verl computes them: a left-padded row sees the same
+    # positions as the unpadded sequence (RoPE would not mind a shift; absolute embeddings would).
     position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
     # Pad ids are masked out of the indicator count so a pad id that equals <|im_start|> can't
     # shift turns.
