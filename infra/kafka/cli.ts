@@ -1,5 +1,5 @@
 /**
- * `npx tsx infra/kafka/cli.ts start|stop|status|topics` — the user's handle on the local
+ * `npx tsx infra/kafka/cli.ts start|stop|status|topics|jars` — the user's handle on the local
  * broker (npm run kafka:start / kafka:stop). Ports and names come from the environment:
  * KAFKA_PORT (default 9092), KAFKA_INSTANCE (default "default"); with KAFKA_BROKERS set,
  * `start` and `topics` use that cluster and start nothing.
@@ -7,6 +7,7 @@
 import { Command } from 'commander';
 import { brokerStatus, ensureBroker, stopBroker } from './broker.js';
 import type { BrokerInstanceOptions } from './broker-config.js';
+import { ensureJars } from './jars.js';
 import { applyTopicsTo, spaTopics } from './topics.js';
 
 function instanceFromEnv(): BrokerInstanceOptions {
@@ -37,6 +38,13 @@ program
   .description('stop the broker cleanly (SIGTERM, SIGKILL after 30 s)')
   .action(async () => {
     console.error(`[kafka] ${await stopBroker(instanceFromEnv())}`);
+  });
+
+program
+  .command('jars')
+  .description('provision the Kafka jars from Maven Central into infra/kafka/dist/libs (idempotent)')
+  .action(async () => {
+    console.log(await ensureJars((line) => console.error(line)));
   });
 
 program

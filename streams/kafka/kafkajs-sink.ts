@@ -61,6 +61,10 @@ export async function createKafkajsSink(
   options: SinkOptions = {},
 ): Promise<RecordSink> {
   const transactional = options.transactionalId !== undefined;
+  if (config.retry.retries < 1)
+    throw new Error(
+      'retry.retries=0: an idempotent sink needs retries >= 1 to resend with the same sequence numbers',
+    );
   const producer: Producer = kafka.producer({
     idempotent: true,
     // Idempotence needs ordered retries: one request in flight per connection.

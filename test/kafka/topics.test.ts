@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { brokerInstance, scramFormatArgs, serverProperties } from '../../infra/kafka/broker-config.js';
+import { planTopicChanges, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
+import type { ExistingTopic } from '../../infra/kafka/topics.js';
+
+describe('SPA topic definitions', () => {
+  it('names topics from a prefix or per role, and compacts only spa.policy', () => {
+    expect(spaTopicNames()).toEqual({
+      trajectories: 'spa.trajectories',
+      sft: 'spa.sft',
+      rollouts: 'spa.rollouts',
+      dlq: 'spa.dlq',
+      policy: 'spa.policy',
+    });
+    expect(spaTopicNames({ prefix: 'run7.', names: { dlq: 'dead-letters' } }).dlq).toBe('dead-letters');
+    const compacted = spaTopics().filter((t) => t.configs['cleanup.policy'] === 'compact');
+    expect(compacted.map((t) => t.name)).toEqual(['spa.policy']);
+    expect(() => spaTopics({ names: { sft: 'bad name' } })).toThrow('topic name "bad name" for sft');
+    expect(() => spaTopics({ partitions: { sft: 0 } })).toThrow('partitions.sft=0');
+  });
+
+  it('plans creates for missing topics, config alignment for drift, and never repartitions', () => {
+    const definitions = spaTopics();
+    const asDefined = (name: string): ExistingTopic => {
+      const t = definitions.find((d) => d.name === name)!;
+      return { partitions: t.partitions, configs: { ...t.configs, 'segment.bytes': '1073741824' } };
+    };
+    const existing = new Map<string, ExistingTopic>([
+      ['spa.trajectories', asDefined('spa.trajectories')],
+      [
+        'spa.sft',
+        { ...asDefined('spa.sft'), configs: { ...asDefined('spa.sft').configs, 'retention.ms': '1000' } },
+      ],
+      ['spa.rollouts', { ...asDefined('spa.rollouts'), partitions: 2 }],
+      ['spa.policy', asDefined('spa.policy')],
+    ]);
+    const plan = planTopicChanges(definitions, existing);
+    expect(plan.map((c) => [c.kind, c.topic.name])).toEqual([
+      ['alter-configs', 'spa.sft'],
+      ['partition-mismatch', 'spa.rollouts'],
+      ['create', 'spa.dlq'],
+    ]);
+    expect(plan[0]).toMatchObject({ differences: [{ name: 'retention.ms', actual: '1000', wanted: '-1' }] });
+    const allThere = new Map(definitions.map((d) => [d.name, asDefined(d.name)]));
+    expect(planTopicChanges(definitions, allThere)).toEqual([]);
+  });
+});
+
+describe('local broker layout', () => {
+  it('binds every listener to 127.0.0.1 and adds a SCRAM listener only when asked', () => {
+    const plain = serverProperties(brokerInstance({ name: 'x', port: 29092, dataRoot: '/tmp/k' }));
+    expect(plain).toContain('listeners=PLAINTEXT://127.0.0.1:29092,CONTROLLER://127.0.0.1:29093\n');
+    expect(plain).toContain('log.dirs=/tmp/k/x/kraft');
+    expect(plain).not.toContain('SASL');
+    const sasl = serverProperties(brokerInstance({ name: 'x', port: 29092, saslPort: 29094 }));
+    expect(sasl).toContain('SASL_PLAINTEXT://127.0.0.1:29094');
+    expect(sasl).toContain('sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512');
+  });
+
+  it('rejects clashing ports, odd names and SCRAM values kafka-storage cannot parse', () => {
+    expect(() => brokerInstance({ port: 9092, controllerPort: 9092 })).toThrow('ports must differ');
+    expect(() => brokerInstance({ name: '../etc' })).toThrow('broker name "../etc"');
+    expect(() => brokerInstance({ port: 70000 })).toThrow('port=70000');
+    expect(scramFormatArgs([{ username: 'alice', password: 'pw' }])).toEqual([
+      '--add-scram',
+      'SCRAM-SHA-256=[name=alice,password=pw]',
+    ]);
+    expect(() => scramFormatArgs([{ username: 'a,b', password: 'pw' }])).toThrow('SCRAM username "a,b"');
+  });
+});
