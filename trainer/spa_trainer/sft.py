@@ -19,12 +19,12 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-from transformers import get_cosine_schedule_with_warmup
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
@@ -58,6 +58,8 @@ class SftConfig:
     eval_rows: int = 32  # rows for greedy next-state exact match
     seed: int = 0
     brokers: str | None = None
+    export_dir: str | None = None  # after training: ONNX artifact under <export_dir>/v<n>/
+    publish_topic: str | None = None  # and a PolicyUpdate on this topic (e.g. spa.policy)
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -73,7 +75,7 @@ def is_held_out(row: SftRow, fraction: float) -> bool:
     return bucket < fraction
 
 
-def make_encoder(cfg: SftConfig, tokenizer) -> Callable[[SftRow], Example]:  # noqa: ANN001
+def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable[[SftRow], Example]:
     """The row → example function for the configured masking variant."""
     if cfg.released_masking:
         return lambda row: encode_released(tokenizer, row, cfg.max_length)
@@ -96,7 +98,13 @@ def scan_range(source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig) 
     return n_train, held_out
 
 
-def train_step(model, batch: list[Example], optimizer, scheduler, cfg: SftConfig) -> tuple[float, float]:  # noqa: ANN001
+def train_step(
+    model: PreTrainedModel,
+    batch: list[Example],
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    cfg: SftConfig,
+) -> tuple[float, float]:
     """One optimizer step over micro-batches of one row; loss normalised as SPA (per micro-batch
     token mean, divided by the number of micro-batches, reference §8.2). Returns (loss, grad norm)."""
     device = next(model.parameters()).device
@@ -122,24 +130,52 @@ def train_step(model, batch: list[Example], optimizer, scheduler, cfg: SftConfig
     return total, grad_norm
 
 
-def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object]:
-    """Train (or resume) and evaluate; returns the final metrics dict (also in `<out>/metrics.json`)."""
-    hf_logging.disable_progress_bar()
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+def batches(source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig) -> Iterator[tuple[list[SourcedRow], Offsets]]:
+    """Training batches of one epoch's range with the offsets to resume from after each.
+
+    Held-out rows are read and skipped (their offsets advance too); the last batch may be short.
+    """
+    pending: list[SourcedRow] = []
+    next_offsets = dict(start)
+    for sourced in source.read(start, end):
+        next_offsets[sourced.partition] = sourced.offset + 1
+        if cfg.val_input is None and is_held_out(sourced.row, cfg.val_fraction):
+            continue
+        pending.append(sourced)
+        if len(pending) == cfg.batch_size:
+            yield pending, dict(next_offsets)
+            pending = []
+    if pending:
+        yield pending, dict(next_offsets)
+
+
+@dataclass
+class SftRun:
+    """Everything a run holds: source, model, optimizer, schedule, position, held-out rows."""
+
+    source: RowSource
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    model_dir: Path
+    encode: Callable[[SftRow], Example]
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    state: TrainerState
+    held_out: list[SftRow]
+
+
+def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
+    """Fresh start, or resume from `<out>`'s latest checkpoint (model, optimizer, schedule, RNG,
+    offsets and the epoch range all come from it)."""
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
-    device = pick_device()
     source = open_source(cfg.input, brokers=cfg.brokers)
     resume = latest_checkpoint(out)
-
-    # ---- model (from the checkpoint when resuming: its folder is a normal HF folder) ----
-    model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, device)
+    # the checkpoint's model/ is a normal HF folder
+    model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, pick_device())
     if cfg.released_masking and OBS_PLACEHOLDER not in tokenizer.get_vocab():
         add_released_placeholders(tokenizer, model)
-    encode = make_encoder(cfg, tokenizer)
-
-    # ---- data range: fixed at the first start, restored from the checkpoint afterwards ----
+    # the range is fixed at the first start (reference §8.2: epochs over a fixed dataset)
     state = TrainerState(source=source.describe(), extra={"config": asdict(cfg)})
     if resume is None:
         state.range_end = source.end_offsets()
@@ -149,72 +185,82 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     n_train, held_out = scan_range(source, state.range_start, state.range_end, cfg)
     if n_train == 0:
         raise ValueError(f"no training rows in {source.describe()} range {state.range_start}..{state.range_end}")
-    steps_per_epoch = math.ceil(n_train / cfg.batch_size)
-
-    # ---- optimizer and schedule (reference §8.2) ----
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-    total_steps = state.total_steps or steps_per_epoch * cfg.epochs
+    total_steps = state.total_steps or math.ceil(n_train / cfg.batch_size) * cfg.epochs
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
     if resume is not None:
         state = restore_checkpoint(resume, optimizer, scheduler)
         print(f"[sft] resumed {resume.name}: epoch {state.epoch} step {state.step} offsets {state.offsets}")
     state.total_steps = total_steps
     print(f"[sft] {source.describe()}: {n_train} train rows, {len(held_out)} held out; "
-          f"{steps_per_epoch} steps/epoch × {cfg.epochs} epochs on {device}", flush=True)
+          f"{total_steps} steps over {cfg.epochs} epochs on {pick_device()}", flush=True)
+    encode = make_encoder(cfg, tokenizer)
+    return SftRun(source, model, tokenizer, model_dir, encode, optimizer, scheduler, state, held_out)
+
+
+def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object]:
+    """Train (or resume) and evaluate; returns the final metrics dict (also in `<out>/metrics.json`)."""
+    hf_logging.disable_progress_bar()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    run = prepare_run(cfg, out)
+    state = run.state
 
     def checkpoint() -> None:
-        save_checkpoint(out, model, tokenizer, optimizer, scheduler, state)
-        commit = getattr(source, "commit", None)
+        save_checkpoint(out, run.model, run.tokenizer, run.optimizer, run.scheduler, state)
+        commit = getattr(run.source, "commit", None)
         if commit is not None:  # Kafka: offsets reach the group only with a checkpoint
             commit(state.offsets or state.range_end)
 
-    # ---- the loop ----
     stopped = False
     while state.epoch < cfg.epochs and not stopped:
-        start = state.offsets or state.range_start
-        pending: list[SourcedRow] = []
-        next_offsets = dict(start)
-        rows = iter(source.read(start, state.range_end))
-        while True:
-            sourced = next(rows, None)
-            if sourced is not None:
-                next_offsets[sourced.partition] = sourced.offset + 1
-                if cfg.val_input is None and is_held_out(sourced.row, cfg.val_fraction):
-                    continue
-                pending.append(sourced)
-            if pending and (len(pending) == cfg.batch_size or sourced is None):
-                t0 = time.perf_counter()
-                examples = [encode(s.row) for s in pending]
-                loss, grad_norm = train_step(model, examples, optimizer, scheduler, cfg)
-                tokens = sum(len(e.input_ids) for e in examples)
-                state.step += 1
-                state.rows_trained += len(pending)
-                state.offsets = dict(next_offsets)
-                if on_step is not None:
-                    on_step(state.step, pending, loss)
-                print(f"[sft] epoch {state.epoch} step {state.step}/{total_steps} loss {loss:.4f} "
-                      f"grad {grad_norm:.3f} lr {scheduler.get_last_lr()[0]:.2e} "
-                      f"tok/s {tokens / (time.perf_counter() - t0):.0f}", flush=True)
-                pending = []
-                if cfg.max_steps is not None and state.step >= cfg.max_steps:
-                    stopped = True
-                    break
-                if state.step % cfg.checkpoint_every == 0:
-                    checkpoint()
-            if sourced is None:
+        for rows, next_offsets in batches(run.source, state.offsets or state.range_start, state.range_end, cfg):
+            t0 = time.perf_counter()
+            examples = [run.encode(r.row) for r in rows]
+            loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
+            state.step += 1
+            state.rows_trained += len(rows)
+            state.offsets = next_offsets
+            if on_step is not None:
+                on_step(state.step, rows, loss)
+            tokens = sum(len(e.input_ids) for e in examples)
+            print(f"[sft] epoch {state.epoch} step {state.step}/{state.total_steps} loss {loss:.4f} "
+                  f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
+                  f"tok/s {tokens / (time.perf_counter() - t0):.0f}", flush=True)
+            if cfg.max_steps is not None and state.step >= cfg.max_steps:
+                stopped = True
                 break
+            if state.step % cfg.checkpoint_every == 0:
+                checkpoint()
         if not stopped:
             state.epoch += 1
             state.offsets = {}
         checkpoint()  # end of epoch (SPA saves every epoch) or the requested stop
 
-    # ---- metrics on held-out rows ----
-    metrics = evaluate(model, tokenizer, held_out, encode, cfg.eval_rows)
+    metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows)
     result = {"step": state.step, "epoch": state.epoch, "rows_trained": state.rows_trained,
-              "model_dir": str(model_dir), **asdict(metrics)}
+              "model_dir": str(run.model_dir), **asdict(metrics)}
     (out / "metrics.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(f"[sft] metrics {json.dumps(result)}", flush=True)
+    if cfg.export_dir and not stopped:
+        publish_artifact(cfg, latest_checkpoint(out), state.step)
     return result
+
+
+def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int) -> Path:
+    """Export the final SFT policy to ONNX (and announce it on `publish_topic` if set)."""
+    from .export import export_policy
+
+    if checkpoint_dir is None:
+        raise FileNotFoundError(f"no checkpoint in {cfg.out} to export")
+    artifact = export_policy(checkpoint_dir / "model", Path(cfg.export_dir or ""), "sft", step, cfg.model)
+    print(f"[sft] exported {artifact}", flush=True)
+    if cfg.publish_topic:
+        from .policy_publish import policy_update_from_manifest, publish_policy_update
+
+        publish_policy_update(policy_update_from_manifest(artifact), cfg.publish_topic, cfg.brokers)
+        print(f"[sft] published {artifact.name} to {cfg.publish_topic}", flush=True)
+    return artifact
 
 
 def parse_args(argv: list[str]) -> SftConfig:
@@ -237,13 +283,17 @@ def parse_args(argv: list[str]) -> SftConfig:
     p.add_argument("--eval-rows", type=int, default=d.eval_rows)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS)")
+    p.add_argument("--export", default=None, metavar="DIR", help="export ONNX to DIR/v<n>/ after training")
+    p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate (needs --export)")
     a = p.parse_args(argv)
+    if a.publish and not a.export:
+        p.error("--publish needs --export DIR (the PolicyUpdate points at the exported artifact)")
     return SftConfig(
         model=a.model, input=a.input, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
         max_length=a.max_length, val_fraction=a.val_fraction, val_input=a.val_input,
         released_masking=a.released_masking, mask_transitions=a.mask_transitions,
         checkpoint_every=a.checkpoint_every, max_steps=a.max_steps, eval_rows=a.eval_rows,
-        seed=a.seed, brokers=a.brokers,
+        seed=a.seed, brokers=a.brokers, export_dir=a.export, publish_topic=a.publish,
     )
 
 

@@ -95,3 +95,19 @@ def test_held_out_split_is_by_trajectory() -> None:
     assert 0 < sum(held) < len(rows)
     twin = SftRow.from_dict({**sokoban_rows(1)[0], "turn": 2})
     assert is_held_out(twin, 0.25) == held[0]
+
+
+def test_cli_trains_and_exports(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(3))
+    cmd = [sys.executable, "-m", "spa_trainer.sft", "--model", "tiny", "--input", f"jsonl:{data}",
+           "--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "2", "--val-fraction", "0",
+           "--eval-rows", "0", "--export", str(tmp_path / "artifacts")]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[sft] epoch 0 step 2/2 loss" in done.stdout
+    manifest = json.loads((tmp_path / "artifacts" / "v000001" / "manifest.json").read_text())
+    assert manifest["stage"] == "sft" and manifest["step"] == 2
