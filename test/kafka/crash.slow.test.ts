@@ -61,6 +61,9 @@ describe('idempotent producer across a kill -9 of the broker', () => {
     await startBroker({ ...ports, name: 'test-crash', startTimeoutMs: 180_000, log: () => {} });
     await production;
     expect(killedAt).toBeLessThan(total); // the kill really happened mid-production
+    console.info(
+      `[crash] killed after ${killedAt} acknowledged records; ${failedAttempts} batch sends failed and were retried`,
+    );
 
     const source = await transport.source({
       groupId: 'crash-check',
