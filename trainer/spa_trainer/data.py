@@ -49,10 +49,10 @@ class SftRow:
         if isinstance(prompt, str):
             prompt = json.loads(prompt)
         if not isinstance(prompt, list) or not prompt:
-            raise ValueError(f"SftRow.prompt must be a non-empty list of messages, got {prompt!r:.80}")
+            raise TypeError(f"SftRow.prompt must be a non-empty list of messages, got {prompt!r:.80}")
         response = raw.get("response")
         if not isinstance(response, str):
-            raise ValueError(f"SftRow.response must be a string, got {type(response).__name__}")
+            raise TypeError(f"SftRow.response must be a string, got {type(response).__name__}")
         messages = tuple(Message(str(m["role"]), str(m["content"])) for m in prompt)
         known = {"prompt", "response", "trajectory_id", "turn", "data_source", "mask_transitions"}
         return SftRow(
@@ -120,7 +120,7 @@ class JsonlRowSource:
                     continue
                 try:
                     row = SftRow.from_dict(json.loads(line))
-                except (ValueError, KeyError) as err:
+                except (ValueError, TypeError, KeyError) as err:
                     raise ValueError(f"{self.path}:{index + 1}: not an SftRow: {err}") from err
                 yield SourcedRow(0, index, row)
 

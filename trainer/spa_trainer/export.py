@@ -105,8 +105,14 @@ def export_onnx(model: PreTrainedModel, path: Path, opset: int = 17) -> None:
     axes.update({n: {0: "batch", 2: "total_sequence"} for n in outputs[1:]})
     with torch.no_grad():
         torch.onnx.export(
-            wrapper, dummy, str(path), input_names=inputs, output_names=outputs,
-            dynamic_axes=axes, opset_version=opset, dynamo=False,  # TorchScript exporter
+            wrapper,
+            dummy,
+            str(path),
+            input_names=inputs,
+            output_names=outputs,
+            dynamic_axes=axes,
+            opset_version=opset,
+            dynamo=False,  # TorchScript exporter
         )
 
 
@@ -163,8 +169,13 @@ def next_version(root: Path) -> int:
 
 
 def export_policy(
-    model_dir: Path, root: Path, stage: str, step: int, model_name: str,
-    version: int | None = None, parity_prompt: str = "<|im_start|>user\nTurn 1:\nState:\n#P_X#<|im_end|>\n",
+    model_dir: Path,
+    root: Path,
+    stage: str,
+    step: int,
+    model_name: str,
+    version: int | None = None,
+    parity_prompt: str = "<|im_start|>user\nTurn 1:\nState:\n#P_X#<|im_end|>\n",
     tolerance: float = 1e-3,
 ) -> Path:
     """Export `model_dir` to `root/v<version>/` (atomic), check parity, write manifest.json."""
@@ -192,11 +203,21 @@ def export_policy(
         heads, head_dim = kv_shape(model)
         inputs, outputs = io_names(int(model.config.num_hidden_layers))
         manifest = {
-            "version": version, "stage": stage, "step": step, "model": model_name, "format": "onnx",
-            "sha256": sha256_file(tmp / "model.onnx"), "file": "model.onnx",
-            "created_at": int(time.time() * 1000), "num_layers": int(model.config.num_hidden_layers),
-            "num_key_value_heads": heads, "head_dim": head_dim, "vocab_size": int(model.config.vocab_size),
-            "eos_token_id": tokenizer.eos_token_id, "inputs": inputs, "outputs": outputs,
+            "version": version,
+            "stage": stage,
+            "step": step,
+            "model": model_name,
+            "format": "onnx",
+            "sha256": sha256_file(tmp / "model.onnx"),
+            "file": "model.onnx",
+            "created_at": int(time.time() * 1000),
+            "num_layers": int(model.config.num_hidden_layers),
+            "num_key_value_heads": heads,
+            "head_dim": head_dim,
+            "vocab_size": int(model.config.vocab_size),
+            "eos_token_id": tokenizer.eos_token_id,
+            "inputs": inputs,
+            "outputs": outputs,
             "parity_max_abs_diff": asdict(parity),
         }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
@@ -222,7 +243,7 @@ def main(argv: list[str]) -> None:
     artifact = export_policy(folder, Path(a.out), a.stage, a.step, a.name or a.model)
     print(f"[export] {artifact}: {(artifact / 'manifest.json').read_text()}")
     if a.publish:
-        from .policy_publish import publish_policy_update, policy_update_from_manifest
+        from .policy_publish import policy_update_from_manifest, publish_policy_update
 
         record = policy_update_from_manifest(artifact)
         publish_policy_update(record, topic=a.publish, brokers=a.brokers)

@@ -35,7 +35,7 @@ def decode_value(value: bytes) -> dict[str, Any]:
         return dict(spa_schemas().decode("SftRow", value))
     parsed = json.loads(value)
     if not isinstance(parsed, dict):
-        raise ValueError(f"record value is JSON but not an object: {value[:60]!r}")
+        raise TypeError(f"record value is JSON but not an object: {value[:60]!r}")
     return parsed
 
 

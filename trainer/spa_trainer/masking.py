@@ -42,7 +42,7 @@ class Example:
 
 def strip_leading_think(response: str) -> str:
     """The response without its leading `<think>` (the prompt ends with it, reference §3.2)."""
-    return response[len("<think>") :] if response.startswith("<think>") else response
+    return response.removeprefix("<think>")
 
 
 def content_spans(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
@@ -128,8 +128,7 @@ def encode_released(tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length:
     # verl's loss mask entry j (for predicting token j+1) is 0 when input token j is a
     # placeholder: so label j+1 is dropped and the placeholder's own label is kept.
     labels = [
-        tok if i >= len(prompt_ids) and ids[i - 1] not in placeholders else IGNORE_INDEX
-        for i, tok in enumerate(ids)
+        tok if i >= len(prompt_ids) and ids[i - 1] not in placeholders else IGNORE_INDEX for i, tok in enumerate(ids)
     ]
     return _left_truncate(Example(ids, labels), max_length)
 

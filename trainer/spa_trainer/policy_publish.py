@@ -40,9 +40,7 @@ def encode_policy_update(record: dict[str, Any]) -> bytes:
 
 def publish_policy_update(record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None) -> None:
     """Produce the record (idempotent producer, acks=all) and wait until the broker has it."""
-    producer = ck.Producer(
-        {"bootstrap.servers": default_brokers(brokers), "enable.idempotence": True, "acks": "all"}
-    )
+    producer = ck.Producer({"bootstrap.servers": default_brokers(brokers), "enable.idempotence": True, "acks": "all"})
     errors: list[str] = []
 
     def delivered(err: object, _msg: object) -> None:

@@ -113,9 +113,7 @@ def train_step(
     usable = [ex for ex in batch if any(t != -100 for t in ex.labels[1:])]
     total = 0.0
     for ex in usable:
-        autocast = (
-            torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
-        )
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
         with autocast:
             out = model(
                 input_ids=torch.tensor([ex.input_ids], device=device),
@@ -130,7 +128,9 @@ def train_step(
     return total, grad_norm
 
 
-def batches(source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig) -> Iterator[tuple[list[SourcedRow], Offsets]]:
+def batches(
+    source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig
+) -> Iterator[tuple[list[SourcedRow], Offsets]]:
     """Training batches of one epoch's range with the offsets to resume from after each.
 
     Held-out rows are read and skipped (their offsets advance too); the last batch may be short.
@@ -192,8 +192,11 @@ def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
         state = restore_checkpoint(resume, optimizer, scheduler)
         print(f"[sft] resumed {resume.name}: epoch {state.epoch} step {state.step} offsets {state.offsets}")
     state.total_steps = total_steps
-    print(f"[sft] {source.describe()}: {n_train} train rows, {len(held_out)} held out; "
-          f"{total_steps} steps over {cfg.epochs} epochs on {pick_device()}", flush=True)
+    print(
+        f"[sft] {source.describe()}: {n_train} train rows, {len(held_out)} held out; "
+        f"{total_steps} steps over {cfg.epochs} epochs on {pick_device()}",
+        flush=True,
+    )
     encode = make_encoder(cfg, tokenizer)
     return SftRun(source, model, tokenizer, model_dir, encode, optimizer, scheduler, state, held_out)
 
@@ -224,9 +227,12 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
             if on_step is not None:
                 on_step(state.step, rows, loss)
             tokens = sum(len(e.input_ids) for e in examples)
-            print(f"[sft] epoch {state.epoch} step {state.step}/{state.total_steps} loss {loss:.4f} "
-                  f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
-                  f"tok/s {tokens / (time.perf_counter() - t0):.0f}", flush=True)
+            print(
+                f"[sft] epoch {state.epoch} step {state.step}/{state.total_steps} loss {loss:.4f} "
+                f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
+                f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
+                flush=True,
+            )
             if cfg.max_steps is not None and state.step >= cfg.max_steps:
                 stopped = True
                 break
@@ -238,8 +244,13 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
         checkpoint()  # end of epoch (SPA saves every epoch) or the requested stop
 
     metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows)
-    result = {"step": state.step, "epoch": state.epoch, "rows_trained": state.rows_trained,
-              "model_dir": str(run.model_dir), **asdict(metrics)}
+    result = {
+        "step": state.step,
+        "epoch": state.epoch,
+        "rows_trained": state.rows_trained,
+        "model_dir": str(run.model_dir),
+        **asdict(metrics),
+    }
     (out / "metrics.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(f"[sft] metrics {json.dumps(result)}", flush=True)
     if cfg.export_dir and not stopped:
@@ -289,11 +300,24 @@ def parse_args(argv: list[str]) -> SftConfig:
     if a.publish and not a.export:
         p.error("--publish needs --export DIR (the PolicyUpdate points at the exported artifact)")
     return SftConfig(
-        model=a.model, input=a.input, out=a.out, epochs=a.epochs, batch_size=a.batch_size, lr=a.lr,
-        max_length=a.max_length, val_fraction=a.val_fraction, val_input=a.val_input,
-        released_masking=a.released_masking, mask_transitions=a.mask_transitions,
-        checkpoint_every=a.checkpoint_every, max_steps=a.max_steps, eval_rows=a.eval_rows,
-        seed=a.seed, brokers=a.brokers, export_dir=a.export, publish_topic=a.publish,
+        model=a.model,
+        input=a.input,
+        out=a.out,
+        epochs=a.epochs,
+        batch_size=a.batch_size,
+        lr=a.lr,
+        max_length=a.max_length,
+        val_fraction=a.val_fraction,
+        val_input=a.val_input,
+        released_masking=a.released_masking,
+        mask_transitions=a.mask_transitions,
+        checkpoint_every=a.checkpoint_every,
+        max_steps=a.max_steps,
+        eval_rows=a.eval_rows,
+        seed=a.seed,
+        brokers=a.brokers,
+        export_dir=a.export,
+        publish_topic=a.publish,
     )
 
 

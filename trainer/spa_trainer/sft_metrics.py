@@ -59,7 +59,9 @@ def validation_loss(model: PreTrainedModel, examples: Sequence[Example]) -> floa
     for ex in examples:
         if all(t == IGNORE_INDEX for t in ex.labels):
             continue
-        out = model(input_ids=torch.tensor([ex.input_ids], device=device), labels=torch.tensor([ex.labels], device=device))
+        out = model(
+            input_ids=torch.tensor([ex.input_ids], device=device), labels=torch.tensor([ex.labels], device=device)
+        )
         losses.append(float(out.loss))
     return sum(losses) / len(losses) if losses else math.nan
 

@@ -24,12 +24,7 @@ def repo_root() -> Path:
 
 
 def _cells(grid: str, symbols: str) -> list[tuple[int, int]]:
-    return [
-        (r, c)
-        for r, line in enumerate(grid.split("\n"))
-        for c, ch in enumerate(line)
-        if ch in symbols
-    ]
+    return [(r, c) for r, line in enumerate(grid.split("\n")) for c, ch in enumerate(line) if ch in symbols]
 
 
 def _coords(cells: list[tuple[int, int]]) -> str:

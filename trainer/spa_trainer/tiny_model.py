@@ -56,7 +56,11 @@ class TinySpec:
     builder_version: int = 1
 
 
-def train_tiny_tokenizer(spec: TinySpec = TinySpec()) -> Tokenizer:
+DEFAULT_SPEC = TinySpec()
+"""The spec of the `tiny` model every test and default run uses."""
+
+
+def train_tiny_tokenizer(spec: TinySpec = DEFAULT_SPEC) -> Tokenizer:
     """Byte-level BPE with Qwen2's pre-tokenizer, trained on the deterministic SPA corpus.
 
     Byte-level means every string (`√`, `–`, `\\n`) round-trips exactly; Qwen's control tokens
@@ -95,7 +99,7 @@ def wrap_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
     )
 
 
-def build_tiny(out_dir: Path, spec: TinySpec = TinySpec()) -> Path:
+def build_tiny(out_dir: Path, spec: TinySpec = DEFAULT_SPEC) -> Path:
     """Train the tokenizer, initialise the model from `spec.seed`, save both to `out_dir`."""
     hf_tokenizer = wrap_tokenizer(train_tiny_tokenizer(spec))
     config = Qwen2Config(
@@ -136,7 +140,7 @@ def spec_digest(spec: TinySpec) -> str:
     return h.hexdigest()[:12]
 
 
-def tiny_model_dir(spec: TinySpec = TinySpec(), cache_root: Path | None = None) -> Path:
+def tiny_model_dir(spec: TinySpec = DEFAULT_SPEC, cache_root: Path | None = None) -> Path:
     """The cached `tiny` folder, built on first use (atomically: temp folder, then rename).
 
     Cache root: `$SPA_TINY_CACHE`, else `trainer/.cache/`.

@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_schedul
 from spa_trainer.checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 
 
-def _setup(tiny_dir: Path):  # noqa: ANN202
+def _setup(tiny_dir: Path):
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.01)
     sched = get_cosine_schedule_with_warmup(opt, 2, 20)
@@ -30,7 +30,12 @@ def test_round_trip_is_exact(tiny_dir: Path, tmp_path: Path) -> None:
     folder = save_checkpoint(tmp_path, model, tok, opt, sched, state)
     expected_torch, expected_py = torch.rand(3), random.random()
     assert sorted(p.name for p in folder.iterdir()) == [
-        "model", "optimizer.json", "optimizer.safetensors", "rng.safetensors", "scheduler.json", "trainer_state.json"
+        "model",
+        "optimizer.json",
+        "optimizer.safetensors",
+        "rng.safetensors",
+        "scheduler.json",
+        "trainer_state.json",
     ]
     assert not list(folder.rglob("*.pt")) and not list(folder.rglob("*.bin")) and not list(folder.rglob("*.pkl"))
 

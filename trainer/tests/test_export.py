@@ -42,7 +42,9 @@ def test_graph_names(artifact: Path, tiny_dir: Path) -> None:
 def test_parity_on_a_chat_prompt(artifact: Path, tiny_dir: Path) -> None:
     model = AutoModelForCausalLM.from_pretrained(tiny_dir, attn_implementation="eager")
     tok = AutoTokenizer.from_pretrained(tiny_dir)
-    text = tok.apply_chat_template([{"role": "user", "content": "State:\n#√P_#"}], add_generation_prompt=True, tokenize=False)
+    text = tok.apply_chat_template(
+        [{"role": "user", "content": "State:\n#√P_#"}], add_generation_prompt=True, tokenize=False
+    )
     ids = tok(text + "<think>", add_special_tokens=False)["input_ids"]
     parity = check_parity(model, artifact / "model.onnx", ids, split=len(ids) - 1)
     assert parity.no_cache < 1e-4 and parity.with_cache < 1e-4
@@ -54,15 +56,22 @@ def test_incremental_greedy_matches_pytorch_generate(artifact: Path, tiny_dir: P
     manifest = json.loads((artifact / "manifest.json").read_text())
     prompt = [1, 40, 41, 42, 43]
     with torch.no_grad():
-        ref = model.generate(torch.tensor([prompt]), max_new_tokens=8, do_sample=False, eos_token_id=None,
-                             pad_token_id=0)[0, len(prompt):].tolist()
-    past = {n: np.zeros((1, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-            for n in manifest["inputs"][3:]}
+        ref = model.generate(
+            torch.tensor([prompt]), max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0
+        )[0, len(prompt) :].tolist()
+    past = {
+        n: np.zeros((1, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
+        for n in manifest["inputs"][3:]
+    }
     ids, got = prompt, []
     for _ in range(8):
         start = next(iter(past.values())).shape[2]
-        feeds = {"input_ids": np.array([ids], np.int64), "attention_mask": np.ones((1, start + len(ids)), np.int64),
-                 "position_ids": np.arange(start, start + len(ids), dtype=np.int64)[None], **past}
+        feeds = {
+            "input_ids": np.array([ids], np.int64),
+            "attention_mask": np.ones((1, start + len(ids)), np.int64),
+            "position_ids": np.arange(start, start + len(ids), dtype=np.int64)[None],
+            **past,
+        }
         out = session.run(None, feeds)
         token = int(out[0][0, -1].argmax())
         got.append(token)
@@ -81,9 +90,13 @@ def test_left_padded_batch(artifact: Path, tiny_dir: Path) -> None:
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     with torch.no_grad():
         ref = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.numpy()
-    past = {n: np.zeros((2, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-            for n in manifest["inputs"][3:]}
-    got = session.run(["logits"], {"input_ids": ids.numpy(), "attention_mask": mask.numpy(),
-                                   "position_ids": positions.numpy(), **past})[0]
+    past = {
+        n: np.zeros((2, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
+        for n in manifest["inputs"][3:]
+    }
+    got = session.run(
+        ["logits"],
+        {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy(), **past},
+    )[0]
     real = mask.numpy().astype(bool)
     assert np.abs(got[real] - ref[real]).max() < 1e-4

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 
 ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from spa_trainer.avro_records import spa_schemas  # noqa: E402
-from spa_trainer.checkpoint import latest_checkpoint  # noqa: E402
-from spa_trainer.export import export_policy  # noqa: E402
-from spa_trainer.kafka_source import KafkaRowSource, default_brokers  # noqa: E402
-from spa_trainer.policy_publish import policy_update_from_manifest, publish_policy_update  # noqa: E402
-from spa_trainer.sft import SftConfig, run_sft  # noqa: E402
+from spa_trainer.avro_records import spa_schemas
+from spa_trainer.checkpoint import latest_checkpoint
+from spa_trainer.export import export_policy
+from spa_trainer.kafka_source import KafkaRowSource, default_brokers
+from spa_trainer.policy_publish import policy_update_from_manifest, publish_policy_update
+from spa_trainer.sft import SftConfig, run_sft
 
-from .synthetic import sokoban_rows  # noqa: E402
+from .synthetic import sokoban_rows
 
 BROKERS = default_brokers(None)
 
@@ -63,8 +63,9 @@ def _produce_sft_rows(topic: str, count: int) -> None:
     producer = ck.Producer({"bootstrap.servers": BROKERS, "enable.idempotence": True})
     for i, row in enumerate(sokoban_rows(count)):
         record = {**row, "env": "sokoban", "policy_version": 0, "annotation": "gt", "mask_transitions": False}
-        producer.produce(topic, key=str(row["trajectory_id"]).encode(), value=spa_schemas().encode("SftRow", record),
-                         partition=i % 2)
+        producer.produce(
+            topic, key=str(row["trajectory_id"]).encode(), value=spa_schemas().encode("SftRow", record), partition=i % 2
+        )
     assert producer.flush(30) == 0
 
 
@@ -78,8 +79,16 @@ def test_sft_from_kafka_resumes_at_checkpoint_offsets(tmp_path: Path, new_topic:
     source.close()
 
     seen: list[tuple[int, int]] = []
-    cfg = SftConfig(input=f"kafka:{topic}", brokers=BROKERS, out=str(tmp_path / "run"), epochs=1, batch_size=2,
-                    val_fraction=0.0, eval_rows=0, max_steps=2)
+    cfg = SftConfig(
+        input=f"kafka:{topic}",
+        brokers=BROKERS,
+        out=str(tmp_path / "run"),
+        epochs=1,
+        batch_size=2,
+        val_fraction=0.0,
+        eval_rows=0,
+        max_steps=2,
+    )
     run_sft(cfg, on_step=lambda _s, batch, _l: seen.extend((r.partition, r.offset) for r in batch))
     checkpoint = latest_checkpoint(Path(cfg.out))
     assert checkpoint is not None and checkpoint.name == "step_00000002"

@@ -71,13 +71,17 @@ def test_released_strings_match_testcases_6_3(tiny_tokenizer: PreTrainedTokenize
         "<pred_content></think><answer>Up</answer><|im_end|>"
     )
     fragments = [
-        "Always output: <think> <obs_content> [Your thoughts] <pred_content> </think> <answer> "
-        "[your answer] </answer> with no extra text. ",
-        "<|im_end|>\n<|im_start|>assistant\n<think></think><think> <obs_content> The box is up-left. "
-        "Go Left, then push Up. <pred_content></think><answer>Left || Up</answer><|im_end|>\n"
-        "<|im_start|>user\nReward:\n-0.2\n\nTurn 2:\nState:\n######\n#O####\n#X_###\n#P_###\n#___##\n"
-        "######\nPlayer (P) is at (3,1); box (X) is at (2,1); target (O) is at (1,1).\nYou have 8 "
-        "actions left. Always output: <think> <obs_content> [Your thoughts] <pred_content> </think> ",
+        (
+            "Always output: <think> <obs_content> [Your thoughts] <pred_content> </think> <answer> "
+            "[your answer] </answer> with no extra text. "
+        ),
+        (
+            "<|im_end|>\n<|im_start|>assistant\n<think></think><think> <obs_content> The box is up-left. "
+            "Go Left, then push Up. <pred_content></think><answer>Left || Up</answer><|im_end|>\n"
+            "<|im_start|>user\nReward:\n-0.2\n\nTurn 2:\nState:\n######\n#O####\n#X_###\n#P_###\n#___##\n"
+            "######\nPlayer (P) is at (3,1); box (X) is at (2,1); target (O) is at (1,1).\nYou have 8 "
+            "actions left. Always output: <think> <obs_content> [Your thoughts] <pred_content> </think> "
+        ),
         "<|im_end|>\n<|im_start|>assistant\n<think>",
     ]
     position = 0
@@ -97,7 +101,7 @@ def test_released_off_by_one_and_vocab(tiny_dir, tiny_tokenizer: PreTrainedToken
     assert model.get_input_embeddings().weight.shape[0] == before + 2
     obs_id, pred_id = tiny_tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER])
     ex = encode_released(tiny_tokenizer, row(2))
-    prompt, response = released_texts(tiny_tokenizer, row(2))
+    _prompt, response = released_texts(tiny_tokenizer, row(2))
     start = len(ex.input_ids) - len(tiny_tokenizer(response, add_special_tokens=False)["input_ids"])
     assert all(t == IGNORE_INDEX for t in ex.labels[:start])
     for i in range(start, len(ex.input_ids)):

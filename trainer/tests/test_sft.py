@@ -23,7 +23,7 @@ class Crash(RuntimeError):
 
 def _config(tmp_path: Path, rows: int, **overrides: object) -> SftConfig:
     data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(rows))
-    base = dict(input=f"jsonl:{data}", out=str(tmp_path / "run"), epochs=2, batch_size=2, eval_rows=2)
+    base = {"input": f"jsonl:{data}", "out": str(tmp_path / "run"), "epochs": 2, "batch_size": 2, "eval_rows": 2}
     return SftConfig(**{**base, **overrides})  # type: ignore[arg-type]
 
 
@@ -44,7 +44,7 @@ def _trained(log: list[tuple[int, list[tuple[int, int]]]]) -> list[tuple[int, in
 
 
 def test_crash_and_resume_neither_skips_nor_repeats(tmp_path: Path) -> None:
-    settings = dict(epochs=2, checkpoint_every=2, eval_rows=0, val_fraction=0.25)
+    settings = {"epochs": 2, "checkpoint_every": 2, "eval_rows": 0, "val_fraction": 0.25}
     # reference run, uninterrupted
     full: list[tuple[int, list[tuple[int, int]]]] = []
     (tmp_path / "a").mkdir()
@@ -103,10 +103,28 @@ def test_cli_trains_and_exports(tmp_path: Path) -> None:
     import sys
 
     data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(3))
-    cmd = [sys.executable, "-m", "spa_trainer.sft", "--model", "tiny", "--input", f"jsonl:{data}",
-           "--out", str(tmp_path / "run"), "--epochs", "1", "--batch-size", "2", "--val-fraction", "0",
-           "--eval-rows", "0", "--export", str(tmp_path / "artifacts")]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    cmd = [
+        sys.executable,
+        "-m",
+        "spa_trainer.sft",
+        "--model",
+        "tiny",
+        "--input",
+        f"jsonl:{data}",
+        "--out",
+        str(tmp_path / "run"),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "2",
+        "--val-fraction",
+        "0",
+        "--eval-rows",
+        "0",
+        "--export",
+        str(tmp_path / "artifacts"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
     assert "[sft] epoch 0 step 2/2 loss" in done.stdout
     manifest = json.loads((tmp_path / "artifacts" / "v000001" / "manifest.json").read_text())

@@ -14,15 +14,22 @@ from spa_trainer.tiny_model import train_tiny_tokenizer
 
 from .spa_rows import RESPONSE_1, S2, USER_1
 
-_HASH = "from spa_trainer.tiny_model import train_tiny_tokenizer as t; import hashlib; " \
-        "print(hashlib.sha256(t().to_str().encode()).hexdigest())"
+_HASH = (
+    "from spa_trainer.tiny_model import train_tiny_tokenizer as t; import hashlib; "
+    "print(hashlib.sha256(t().to_str().encode()).hexdigest())"
+)
 
 
 def test_tokenizer_is_byte_identical_across_builds_and_processes() -> None:
     here = hashlib.sha256(train_tiny_tokenizer().to_str().encode()).hexdigest()
     again = hashlib.sha256(train_tiny_tokenizer().to_str().encode()).hexdigest()
-    other = subprocess.run([sys.executable, "-c", _HASH], capture_output=True, text=True, check=True,
-                           cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    other = subprocess.run(
+        [sys.executable, "-c", _HASH],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout.strip()
     assert here == again == other
 
 
@@ -45,7 +52,10 @@ def test_spa_tags_and_qwen_tokens_are_single_tokens(tiny_tokenizer: PreTrainedTo
 def test_chat_template_is_qwen25(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
     messages = [{"role": "system", "content": "You're a helpful assistant. "}, {"role": "user", "content": "hi"}]
     text = tiny_tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    assert text == "<|im_start|>system\nYou're a helpful assistant. <|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert (
+        text
+        == "<|im_start|>system\nYou're a helpful assistant. <|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    )
     default = tiny_tokenizer.apply_chat_template(messages[1:], tokenize=False)
     assert default.startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.")
 
