@@ -23,6 +23,15 @@ export const SPA_VARIANT: Readonly<Record<EnvName, string>> = {
   sudoku: 'easy',
 };
 
+/**
+ * The per-trajectory action budget (`max_actions_per_traj`, reference §2.1): SPA's 10 / 10 / 50,
+ * and the variant's own budget for our larger Sokoban rooms.
+ */
+export function actionBudget(name: EnvName, variant: string = SPA_VARIANT[name]): number {
+  if (name === 'sokoban') return sokobanVariant(variant).maxActionsPerTraj;
+  return name === 'frozenlake' ? 10 : 50;
+}
+
 /** Where puzzles come from: our seeded generators, or the paper's own puzzles (envs/puzzles). */
 export type PuzzleSource = 'generated' | 'spa';
 

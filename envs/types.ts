@@ -11,6 +11,12 @@ export interface Position {
   readonly col: number;
 }
 
+/** Number of rows and columns of a grid env; coordinates run from (0, 0) to (rows−1, cols−1). */
+export interface GridSize {
+  readonly rows: number;
+  readonly cols: number;
+}
+
 /** What one env step reports (RAGEN's `info` plus reward/done). */
 export interface StepOutcome {
   /** Per-action reward exactly as the reference env returns it. */
@@ -39,6 +45,8 @@ export interface Environment {
   readonly rewardIsFloat: boolean;
   /** Action names in id order (ids start at 1), or null when actions are free text (Sudoku). */
   readonly actionNames: readonly string[] | null;
+  /** Grid dimensions for the instruction's "Coordinates range from …" sentence; absent for Sudoku. */
+  readonly gridSize?: GridSize;
   /** Symbol legend for the instruction prefix (§3.1), or null (Sudoku). */
   readonly gridVocabulary: string | null;
   /**

@@ -1,5 +1,6 @@
 import { Rng } from '../internal/rng.js';
-import type { EnvAction, Environment, Position, StepOutcome } from '../types.js';
+import { FROZENLAKE_ACTION_NAMES } from '../protocol/action-vocabularies.js';
+import type { EnvAction, Environment, GridSize, Position, StepOutcome } from '../types.js';
 import { generateLakeMap } from './generator.js';
 import { findTiles, parseLakeDesc, tileAt, type LakeMap } from './lake-map.js';
 import { describeLake, LAKE_GRID_VOCABULARY, parseLakeRender, renderLake } from './lake-render.js';
@@ -15,7 +16,7 @@ export interface FixedLakeOptions {
 }
 
 /** Action names in id order: RAGEN `action_lookup {1:Left, 2:Down, 3:Right, 4:Up}` (§2.3). */
-const ACTION_NAMES = ['Left', 'Down', 'Right', 'Up'] as const;
+const ACTION_NAMES = FROZENLAKE_ACTION_NAMES;
 
 interface Episode {
   readonly map: LakeMap;
@@ -34,6 +35,10 @@ interface Episode {
  */
 export class FrozenLakeEnv implements Environment {
   readonly name = 'frozenlake' as const;
+  /** The lake's rows × cols (the instruction's coordinate range, §3.1). */
+  get gridSize(): GridSize {
+    return { rows: this.config.size, cols: this.config.size };
+  }
   /** gymnasium ≥ 1.1 returns int rewards, so prompts print `0`/`1` (reference §3.3). */
   readonly rewardIsFloat = false;
   readonly actionNames: readonly string[] = ACTION_NAMES;

@@ -10,9 +10,8 @@ const PLAYER = 'P';
 const PLAYER_IN_HOLE = 'X';
 const PLAYER_ON_GOAL = '√';
 
-/** SPA's FrozenLake symbol legend for the instruction prefix (reference §3.1). */
-export const LAKE_GRID_VOCABULARY =
-  'P: player, _: empty, O: hole, G: goal, X: player in hole, √: player on goal';
+/** SPA's FrozenLake symbol legend for the instruction prefix (reference §3.1); shared with the prompts. */
+export { FROZENLAKE_GRID_VOCABULARY as LAKE_GRID_VOCABULARY } from '../protocol/action-vocabularies.js';
 
 /**
  * RAGEN's text render: rows joined by `\n`, no trailing newline; S renders as floor; the player's

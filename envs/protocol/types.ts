@@ -10,11 +10,7 @@ import type { Environment } from '../types.js';
  */
 export type PromptMode = 'wm' | 'base';
 
-/** Number of rows and columns of a grid env; coordinates run from (0, 0) to (rows−1, cols−1). */
-export interface GridSize {
-  readonly rows: number;
-  readonly cols: number;
-}
+export type { GridSize } from '../types.js';
 
 /**
  * What the protocol needs from an env. Every `Environment` satisfies it structurally;
@@ -23,8 +19,8 @@ export interface GridSize {
  */
 export type EnvPromptSpec = Pick<
   Environment,
-  'name' | 'actionNames' | 'gridVocabulary' | 'lookupAction' | 'rewardIsFloat'
-> & { readonly gridSize?: GridSize };
+  'name' | 'actionNames' | 'gridVocabulary' | 'lookupAction' | 'rewardIsFloat' | 'gridSize'
+>;
 
 /** The part of an env the parser needs: SPA's `_extract_map_valid_actions` lookup (§4.3). */
 export type ActionLookup = Pick<Environment, 'lookupAction'>;

@@ -18,9 +18,8 @@ export const Cell = {
 /** `SokobanEnvConfig.grid_lookup`, indexed by cell code (reference §2.2). */
 export const GRID_CHARS: readonly string[] = ['#', '_', 'O', '√', 'X', 'P', 'S'];
 
-/** The legend line of the instruction prefix (reference §3.1). */
-export const GRID_VOCABULARY =
-  '#: wall, _: empty, O: target, √: box on target, X: box, P: player, S: player on target';
+/** The legend line of the instruction prefix (reference §3.1); one definition, shared with the prompts. */
+export { SOKOBAN_GRID_VOCABULARY as GRID_VOCABULARY } from '../protocol/action-vocabularies.js';
 
 /**
  * Row/column deltas in gym_sokoban's order Up, Down, Left, Right (`CHANGE_COORDINATES`);

@@ -1,4 +1,4 @@
-import type { EnvAction, Environment, Position, StepOutcome } from '../types.js';
+import type { GridSize, EnvAction, Environment, Position, StepOutcome } from '../types.js';
 import { generateRoom } from './generator.js';
 import {
   Cell,
@@ -40,6 +40,10 @@ interface Board {
  */
 export class SokobanEnv implements Environment {
   readonly name = 'sokoban' as const;
+  /** Rows × cols of this variant (the instruction's coordinate range, §3.1). */
+  get gridSize(): GridSize {
+    return { rows: this.config.rows, cols: this.config.cols };
+  }
   readonly rewardIsFloat = true;
   readonly actionNames: readonly string[] = SOKOBAN_ACTION_NAMES;
   readonly gridVocabulary: string = GRID_VOCABULARY;

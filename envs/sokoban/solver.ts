@@ -1,7 +1,9 @@
 import { Cell, DIRECTIONS, isBox, type SokobanRoom } from './room.js';
 
+import { SOKOBAN_ACTION_NAMES } from '../protocol/action-vocabularies.js';
+
 /** Action names in env id order (id = index + 1), reference §2.2. */
-export const SOKOBAN_ACTION_NAMES: readonly string[] = ['Up', 'Down', 'Left', 'Right'];
+export { SOKOBAN_ACTION_NAMES };
 
 /** Limits for {@link solveSokoban}. */
 export interface SolveOptions {

@@ -1,6 +1,6 @@
 import type { EnvName } from '../../envs/types.js';
 import type { PromptMode } from '../../envs/protocol/index.js';
-import { SPA_VARIANT, type PuzzleSource } from '../../envs/registry.js';
+import { SPA_VARIANT, actionBudget, type PuzzleSource } from '../../envs/registry.js';
 
 /** Everything the env × policy loop needs to know; defaults are SPA's (reference §2.1, §9.1). */
 export interface EpisodeConfig {
@@ -26,15 +26,13 @@ export interface EpisodeConfig {
   readonly reproduceSpaFallbackBug: boolean;
 }
 
-/** SPA's per-trajectory action budgets (`max_actions_per_traj`, reference §2.1). */
-export const ACTION_BUDGET: Readonly<Record<EnvName, number>> = { sokoban: 10, frozenlake: 10, sudoku: 50 };
-
 /** Fill SPA's defaults around the few fields a caller usually sets. */
 export function episodeConfig(partial: Partial<EpisodeConfig> & Pick<EpisodeConfig, 'env'>): EpisodeConfig {
   const split = partial.split ?? 'train';
+  const variant = partial.variant ?? SPA_VARIANT[partial.env];
   const config: EpisodeConfig = {
     runId: partial.runId ?? 'run',
-    variant: partial.variant ?? SPA_VARIANT[partial.env],
+    variant,
     split,
     mode: partial.mode ?? 'wm',
     puzzles: partial.puzzles ?? 'generated',
@@ -44,7 +42,7 @@ export function episodeConfig(partial: Partial<EpisodeConfig> & Pick<EpisodeConf
     seedBase: partial.seedBase ?? (split === 'train' ? 10000 : 123),
     maxTurns: partial.maxTurns ?? 5,
     maxActionsPerTurn: partial.maxActionsPerTurn ?? 5,
-    maxActionsPerTraj: partial.maxActionsPerTraj ?? ACTION_BUDGET[partial.env],
+    maxActionsPerTraj: partial.maxActionsPerTraj ?? actionBudget(partial.env, variant),
     formatPenalty: partial.formatPenalty ?? -0.1,
     maxTokens: partial.maxTokens ?? 100,
     reproduceSpaFallbackBug: partial.reproduceSpaFallbackBug ?? false,
