@@ -1,5 +1,7 @@
 /** `npm run bench -- <suite>`: each suite lives in bench/<suite>.ts and exports `run()`. */
-const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {};
+const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {
+  envs: () => import('./envs.js'),
+};
 
 export async function main(args: string[]): Promise<void> {
   const [name, ...rest] = args;
