@@ -69,7 +69,10 @@ export function readStepRequest(value: unknown): StepRequest {
       throw new Error(`unknown field "${key}"; expected ${FIELDS.join(', ')}`);
     }
   }
-  const env = parseEnvName(String(fields.env));
+  if (typeof fields.env !== 'string') {
+    throw new Error('env is required: "sokoban", "frozenlake" or "sudoku"');
+  }
+  const env = parseEnvName(fields.env);
   for (const [key, owner] of Object.entries(FIELD_OWNER)) {
     if (fields[key] !== undefined && owner !== env) {
       throw new Error(`field "${key}" applies to ${owner} only, not ${env}`);

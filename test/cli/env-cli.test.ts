@@ -24,6 +24,7 @@ describe('spa env step: bad lines give {"error"} naming the problem', () => {
     ['not JSON', '{"env":', /not JSON/],
     ['empty line', '', /empty line/],
     ['an array', '[1]', /not a JSON object/],
+    ['env missing', '{"render":"x","actions":[]}', /env is required/],
     ['unknown env', '{"env":"chess","render":"x","actions":[]}', /unknown env "chess".*sokoban/],
     ['misspelt field', '{"env":"sokoban","render":"x","actoins":[]}', /unknown field "actoins"/],
     ['field of another env', `{"env":"sokoban","render":"x","actions":[],"seed":1}`, /seed.*frozenlake only/],
