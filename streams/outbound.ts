@@ -1,7 +1,9 @@
 import type { Rejected, Rollout, SftRow, Trajectory } from '../schemas/index.js';
 
+import type { TopicRole as AnyTopicRole } from '../infra/kafka/topics.js';
+
 /** The logical topics the generator writes (names are configurable at the sink). */
-export type TopicRole = 'trajectories' | 'sft' | 'rollouts' | 'dlq';
+export type TopicRole = Exclude<AnyTopicRole, 'policy'>;
 
 /** One record on its way to a sink, tagged with its logical topic and Kafka key. */
 export type Outbound =

@@ -5,6 +5,8 @@ import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { jsonlPathsBeside, writeJsonl } from '../../streams/files/jsonl-sink.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
+import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
+import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
 import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
 import { Progress } from '../progress.js';
@@ -28,7 +30,7 @@ interface GenerateOptions {
   out: string;
 }
 
-/** `spa generate`: self-play data generation into JSON Lines files (Kafka output: `--out kafka`, later). */
+/** `spa generate`: self-play data generation into JSON Lines files or Kafka's spa.* topics. */
 export function registerGenerateCommand(program: Command): void {
   program
     .command('generate')
@@ -82,8 +84,8 @@ export function registerGenerateCommand(program: Command): void {
     .option('--spa-fallback-bug', "reproduce SPA's string-fallback parser bug (reference §4.1)", false)
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
     .requiredOption(
-      '--out <file.jsonl>',
-      'output file; rejects go to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl',
+      '--out <file.jsonl|kafka>',
+      'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker)',
     )
     .action(async (options: GenerateOptions) => {
       const env = parseEnvName(options.env);
@@ -114,17 +116,23 @@ export function registerGenerateCommand(program: Command): void {
           maskTransitions: options.maskTransitions,
         },
       ).pipe(tap((o) => progress.add(o.topic)));
+      if (options.out === 'kafka') {
+        const kafka = await connectSpaKafka({ clientId: 'spa-generate' });
+        try {
+          const sink = await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` });
+          const counts = await publishOutbound(outputs, sink, { topics: kafka.topics });
+          progress.done();
+          console.log(
+            JSON.stringify({ out: 'kafka', brokers: kafka.config.brokers, topics: kafka.topics, counts }),
+          );
+        } finally {
+          await kafka.close();
+        }
+        return;
+      }
       const paths = jsonlPathsBeside(options.out, options.target);
       const counts = await writeJsonl(outputs, paths);
       progress.done();
-      console.log(
-        JSON.stringify({
-          out: options.out,
-          trajectories: counts.trajectories,
-          [options.target]: counts[options.target],
-          rejected: counts.dlq,
-          files: paths,
-        }),
-      );
+      console.log(JSON.stringify({ out: options.out, files: paths, counts }));
     });
 }

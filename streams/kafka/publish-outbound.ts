@@ -1,0 +1,41 @@
+import { concatMap, lastValueFrom, type Observable } from 'rxjs';
+import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
+import type { Outbound, TopicRole } from '../outbound.js';
+import { toKafkaRecord } from './spa-records.js';
+import type { RecordSink } from './transport.js';
+
+export interface PublishOptions {
+  /** Topic name per logical topic. */
+  readonly topics: Readonly<Record<TopicRole, string>>;
+  /** Smallest transaction, in records (a trajectory is never split). Default 64. */
+  readonly minRecordsPerTransaction?: number;
+  /** Called after each committed transaction with its records. */
+  readonly onCommitted?: (records: readonly Outbound[]) => void;
+}
+
+/**
+ * Publishes the generator's records to Kafka, one transaction per chunk (chunkAtTrajectories):
+ * a trajectory's raw record, its SFT rows or rollout and its rejects become visible together
+ * to read_committed consumers. One transaction in flight at a time (concatMap): the
+ * pipeline blocks on Kafka instead of buffering. Resolves with records written per topic.
+ */
+export async function publishOutbound(
+  source: Observable<Outbound>,
+  sink: RecordSink,
+  options: PublishOptions,
+): Promise<Record<TopicRole, number>> {
+  const counts: Record<TopicRole, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
+  await lastValueFrom(
+    source.pipe(
+      chunkAtTrajectories(options.minRecordsPerTransaction ?? 64),
+      concatMap(async (chunk) => {
+        const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic]));
+        await sink.transaction((tx) => tx.send(records));
+        for (const o of chunk) counts[o.topic]++;
+        options.onCommitted?.(chunk);
+      }),
+    ),
+    { defaultValue: undefined },
+  );
+  return counts;
+}

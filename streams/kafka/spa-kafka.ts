@@ -1,0 +1,40 @@
+import { ensureBroker, type BrokerStartOptions } from '../../infra/kafka/broker.js';
+import {
+  applyTopicsTo,
+  spaTopicNames,
+  spaTopics,
+  type SpaTopicOptions,
+  type TopicRole,
+} from '../../infra/kafka/topics.js';
+import { kafkaConfigFromEnv, type KafkaConnectionConfig } from './config.js';
+import { kafkajsTransport } from './kafkajs-adapter.js';
+import type { KafkaTransport } from './transport.js';
+
+/** Everything a command needs to talk to SPA's topics. */
+export interface SpaKafka {
+  readonly config: KafkaConnectionConfig;
+  readonly transport: KafkaTransport;
+  readonly topics: Readonly<Record<TopicRole, string>>;
+  close(): Promise<void>;
+}
+
+export interface ConnectOptions {
+  readonly topics?: SpaTopicOptions;
+  readonly broker?: BrokerStartOptions;
+  readonly clientId?: string;
+}
+
+/**
+ * Connects to SPA's Kafka: `KAFKA_BROKERS`' cluster when set, otherwise the local broker from
+ * infra/kafka (started if it is not running); the topic definitions are applied idempotently.
+ */
+export async function connectSpaKafka(options: ConnectOptions = {}): Promise<SpaKafka> {
+  const broker = await ensureBroker(options.broker);
+  const config = kafkaConfigFromEnv(process.env, {
+    brokers: [...broker.brokers],
+    clientId: options.clientId ?? 'spa',
+  });
+  await applyTopicsTo(config.brokers, spaTopics(options.topics), config);
+  const transport = kafkajsTransport(config);
+  return { config, transport, topics: spaTopicNames(options.topics), close: () => transport.close() };
+}

@@ -1,0 +1,102 @@
+import {
+  fingerprintHex,
+  FrameDecodeError,
+  spaSchemas,
+  type SpaRecordName,
+  type SpaRecordTypes,
+} from '../../schemas/index.js';
+import type { Rejected } from '../../schemas/index.js';
+import type { Outbound } from '../outbound.js';
+import { decodeSpaHeaders, encodeSpaHeaders } from './headers.js';
+import type { ConsumedRecord, OutgoingRecord, RecordHeaders } from './transport.js';
+
+/** The Avro record written to each logical topic. */
+export const RECORD_OF_TOPIC = {
+  trajectories: 'Trajectory',
+  sft: 'SftRow',
+  rollouts: 'Rollout',
+  dlq: 'Rejected',
+  policy: 'PolicyUpdate',
+} as const satisfies Record<string, SpaRecordName>;
+
+/** The policy version a record carries, for the `spa-policy-version` header. */
+function policyVersionOf(outbound: Outbound): number | undefined {
+  switch (outbound.topic) {
+    case 'trajectories':
+    case 'sft':
+    case 'rollouts':
+      return outbound.record.policy_version;
+    case 'dlq':
+      return undefined;
+  }
+}
+
+/**
+ * An outbound record as a Kafka record: Avro single-object value, UTF-8 key, and the SPA
+ * headers (schema fingerprint, policy version, the producing span's traceparent when given).
+ */
+export function toKafkaRecord(outbound: Outbound, topicName: string, traceparent?: string): OutgoingRecord {
+  const name = RECORD_OF_TOPIC[outbound.topic];
+  const value = spaSchemas().encode(name, outbound.record as never);
+  const version = policyVersionOf(outbound);
+  return {
+    topic: topicName,
+    key: Buffer.from(outbound.key, 'utf8'),
+    value,
+    headers: encodeSpaHeaders({
+      schemaFingerprint: fingerprintHex(spaSchemas().current(name).fingerprint),
+      ...(version !== undefined ? { policyVersion: version } : {}),
+      ...(traceparent !== undefined ? { traceparent } : {}),
+    }),
+  };
+}
+
+/** A consumed record decoded as `name`, or the dead letter that explains why it could not be. */
+export type DecodedRecord<N extends SpaRecordName> =
+  | {
+      readonly ok: true;
+      readonly record: SpaRecordTypes[N];
+      readonly headers: RecordHeaders;
+      readonly source: ConsumedRecord;
+    }
+  | { readonly ok: false; readonly rejected: Rejected; readonly source: ConsumedRecord };
+
+/**
+ * Decodes a consumed value as `name`, resolving older writer schemas. Anything undecodable —
+ * bad magic, an unknown fingerprint, a truncated or corrupt body, bad headers — becomes a
+ * Rejected record carrying the original bytes and the reason, so the consumer carries on and
+ * nothing is lost.
+ */
+export function decodeKafkaRecord<N extends SpaRecordName>(
+  name: N,
+  consumed: ConsumedRecord,
+  now = Date.now(),
+): DecodedRecord<N> {
+  const value = consumed.value ?? Buffer.alloc(0);
+  try {
+    decodeSpaHeaders(consumed.headers);
+    return {
+      ok: true,
+      record: spaSchemas().decode(name, value),
+      headers: consumed.headers,
+      source: consumed,
+    };
+  } catch (error) {
+    const code = error instanceof FrameDecodeError ? error.code : 'bad-record';
+    const fingerprint =
+      value.length >= 10 && value[0] === 0xc3 && value[1] === 0x01 ? value.subarray(2, 10) : null;
+    return {
+      ok: false,
+      source: consumed,
+      rejected: {
+        key: consumed.key?.toString('utf8') ?? null,
+        source: `${consumed.topic}[${consumed.partition}]@${consumed.offset}`,
+        reason: code,
+        detail: error instanceof Error ? error.message : String(error),
+        payload: Buffer.from(value),
+        payload_fingerprint: fingerprint ? Buffer.from(fingerprint) : null,
+        created_at: now,
+      },
+    };
+  }
+}
