@@ -1,0 +1,55 @@
+/**
+ * Which episode a pipeline element belongs to, so its spans join the episode's trace. Every
+ * SPA record names its episode: StepRecord.trajectoryId; Trajectory, SftRow and Rollout
+ * `trajectory_id`; a DLQ entry its original key (the trajectory id); Outbound and Verdict
+ * wrap one of those.
+ */
+import type { Context } from '@opentelemetry/api';
+import type { Outbound } from '../outbound.js';
+import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
+
+type Probe = Readonly<Record<string, unknown>>;
+
+function isProbe(value: unknown): value is Probe {
+  return typeof value === 'object' && value !== null;
+}
+
+/** The trajectory id an element belongs to, or `undefined` for an element of unknown shape. */
+export function episodeKeyOf(value: unknown): string | undefined {
+  if (!isProbe(value)) return undefined;
+  if (typeof value['trajectoryId'] === 'string') return value['trajectoryId'];
+  if (typeof value['trajectory_id'] === 'string') return value['trajectory_id'];
+  // Outbound: the DLQ is keyed by the rejected record's key (a trajectory id); others by their record.
+  if (typeof value['topic'] === 'string' && isProbe(value['record']))
+    return value['topic'] === 'dlq' && typeof value['key'] === 'string'
+      ? value['key']
+      : episodeKeyOf(value['record']);
+  if (value['accepted'] === true) return episodeKeyOf(value['value']);
+  if (value['accepted'] === false && isProbe(value['rejection'])) {
+    const key = value['rejection']['key'];
+    return typeof key === 'string' ? key : undefined;
+  }
+  return undefined;
+}
+
+/** The episode context of an element, if its episode is traced and still registered. */
+export function episodeContextOf(
+  value: unknown,
+  registry: EpisodeTraceRegistry = episodeTraces,
+): Context | undefined {
+  if (registry.size === 0) return undefined;
+  const key = episodeKeyOf(value);
+  return key === undefined ? undefined : registry.get(key);
+}
+
+/**
+ * The `traceparent` to stamp on an outbound record's Kafka headers (design: Topics, headers
+ * carry traceparent): its episode's span context, or `undefined` when the episode is not traced.
+ */
+export function outboundTraceparent(
+  outbound: Outbound,
+  registry: EpisodeTraceRegistry = episodeTraces,
+): string | undefined {
+  const key = episodeKeyOf(outbound);
+  return key === undefined ? undefined : registry.traceparent(key);
+}

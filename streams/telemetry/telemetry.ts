@@ -1,0 +1,256 @@
+/**
+ * Starts and stops OpenTelemetry for one process (issue item 1), with `@opentelemetry/sdk-node`:
+ *
+ *   const telemetry = await startTelemetry({ serviceName: 'spa-generator', metricsPort: 9464 });
+ *   …  spaMetrics().envSteps.add(3, { env: 'sokoban' });  spaTracer().startSpan(…)
+ *   await telemetry.shutdown();   // flushes spans and metrics, closes the scrape endpoint
+ *
+ * Configuration, options first, then the environment:
+ * - `otlpEndpoint` / `OTEL_EXPORTER_OTLP_ENDPOINT`: base URL of an OTLP/HTTP receiver (a
+ *   collector, Jaeger, Tempo, …); spans go to `<base>/v1/traces`, metrics to `<base>/v1/metrics`,
+ *   as OTLP/JSON.
+ * - `metricsPort` / `SPA_METRICS_PORT`: serve Prometheus text at `http://127.0.0.1:<port>/metrics`
+ *   (0 picks a free port; read it from `metricsUrl`). Bound to loopback only: the endpoint has
+ *   no authentication.
+ * - `sampleRatio` / `SPA_TRACE_SAMPLE_RATIO`: fraction of episodes traced (parent-based, so a
+ *   sampled episode keeps all its spans and a dropped one costs no span at all).
+ * Telemetry is off unless `enabled: true` or an endpoint or port is configured; while off, the
+ * API's no-op tracer and meter answer every call.
+ */
+import { createServer, type Server } from 'node:http';
+import { context, diag, metrics, propagation, trace, type Tracer } from '@opentelemetry/api';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { resetSpaMetrics, type SpaMetrics } from './metrics.js';
+
+/** Name and version of the tracer (instrumentation scope) of every SPA span. */
+export const SPA_TRACER_NAME = 'spa';
+
+/** How to start telemetry; every field is optional except the service name. */
+export interface TelemetryOptions {
+  /** `service.name` resource attribute, e.g. spa-generator or spa-trainer. */
+  readonly serviceName: string;
+  readonly serviceVersion?: string;
+  /** Force on or off; default: on when an OTLP endpoint or metrics port is configured. */
+  readonly enabled?: boolean;
+  /** Base URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318. */
+  readonly otlpEndpoint?: string;
+  /** Port of the Prometheus scrape endpoint on 127.0.0.1; 0 = any free port. */
+  readonly metricsPort?: number;
+  /** Fraction of new traces (episodes) to sample, 0..1. Default 1. */
+  readonly sampleRatio?: number;
+  /** Extra resource attributes, e.g. { 'spa.run_id': 'r1' }. */
+  readonly resourceAttributes?: Readonly<Record<string, string | number | boolean>>;
+  /** How often metrics are pushed over OTLP (ms). Default 10000. */
+  readonly metricExportIntervalMs?: number;
+  /** Additional span processors (tests: an in-memory exporter). */
+  readonly spanProcessors?: readonly SpanProcessor[];
+  /** Additional metric readers (tests: an in-memory reader). */
+  readonly metricReaders?: readonly IMetricReader[];
+  /** Where env settings are read from; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** A running (or disabled) telemetry setup. */
+export interface Telemetry {
+  readonly enabled: boolean;
+  /** `http://127.0.0.1:<port>/metrics` while the scrape endpoint runs. */
+  readonly metricsUrl?: string;
+  /** The spa_* instruments (no-op ones when disabled). */
+  readonly metrics: SpaMetrics;
+  /** Exports everything recorded so far. */
+  flush(): Promise<void>;
+  /** Flushes, stops exporters and the scrape endpoint, and restores the no-op API. */
+  shutdown(): Promise<void>;
+}
+
+interface Resolved {
+  readonly enabled: boolean;
+  readonly otlpEndpoint?: string;
+  readonly metricsPort?: number;
+  readonly sampleRatio: number;
+}
+
+let running: Telemetry | undefined;
+let active = false;
+
+/** True while telemetry runs; stages check it to skip span work entirely when off. */
+export function telemetryActive(): boolean {
+  return active;
+}
+
+/** The tracer for SPA spans (a no-op tracer while telemetry is off). */
+export function spaTracer(): Tracer {
+  return trace.getTracer(SPA_TRACER_NAME);
+}
+
+/** Reads options and env into one setting; bad values throw naming the input and what is allowed. */
+export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
+  const env = options.env ?? process.env;
+  const otlpEndpoint = options.otlpEndpoint ?? nonEmpty(env['OTEL_EXPORTER_OTLP_ENDPOINT']);
+  if (otlpEndpoint !== undefined && !/^https?:\/\/[^/]/.test(otlpEndpoint))
+    throw new Error(`OTLP endpoint "${otlpEndpoint}" must be an http(s) URL such as http://127.0.0.1:4318`);
+  const portText = nonEmpty(env['SPA_METRICS_PORT']);
+  const metricsPort = options.metricsPort ?? (portText === undefined ? undefined : Number(portText));
+  if (
+    metricsPort !== undefined &&
+    !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort < 65536)
+  )
+    throw new Error(`metrics port "${options.metricsPort ?? portText}" must be an integer 0..65535`);
+  const ratioText = nonEmpty(env['SPA_TRACE_SAMPLE_RATIO']);
+  const sampleRatio = options.sampleRatio ?? (ratioText === undefined ? 1 : Number(ratioText));
+  if (!(sampleRatio >= 0 && sampleRatio <= 1))
+    throw new Error(`trace sample ratio "${options.sampleRatio ?? ratioText}" must be a number in 0..1`);
+  const configured =
+    otlpEndpoint !== undefined ||
+    metricsPort !== undefined ||
+    (options.spanProcessors?.length ?? 0) > 0 ||
+    (options.metricReaders?.length ?? 0) > 0;
+  return {
+    enabled: options.enabled ?? configured,
+    ...(otlpEndpoint === undefined ? {} : { otlpEndpoint: otlpEndpoint.replace(/\/+$/, '') }),
+    ...(metricsPort === undefined ? {} : { metricsPort }),
+    sampleRatio,
+  };
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/**
+ * Starts telemetry for this process. Only one may run at a time (the OpenTelemetry API holds
+ * process-global providers): starting a second one without shutting down the first throws.
+ */
+export async function startTelemetry(options: TelemetryOptions): Promise<Telemetry> {
+  if (running) throw new Error('telemetry is already running in this process: shut it down first');
+  const settings = resolveTelemetryOptions(options);
+  if (!settings.enabled) return disabledTelemetry();
+  const spanProcessors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
+  const metricReaders: IMetricReader[] = [...(options.metricReaders ?? [])];
+  if (settings.otlpEndpoint !== undefined) {
+    spanProcessors.push(
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: `${settings.otlpEndpoint}/v1/traces` })),
+    );
+    metricReaders.push(
+      new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter({ url: `${settings.otlpEndpoint}/v1/metrics` }),
+        exportIntervalMillis: options.metricExportIntervalMs ?? 10_000,
+      }),
+    );
+  }
+  const scrape =
+    settings.metricsPort === undefined ? undefined : await startScrapeEndpoint(settings.metricsPort);
+  if (scrape) metricReaders.push(scrape.exporter);
+  const sdk = new NodeSDK({
+    resource: resourceFromAttributes({
+      [ATTR_SERVICE_NAME]: options.serviceName,
+      ...(options.serviceVersion === undefined ? {} : { [ATTR_SERVICE_VERSION]: options.serviceVersion }),
+      ...options.resourceAttributes,
+    }),
+    // Explicit lists (possibly empty) keep the SDK from adding exporters from OTEL_* env defaults.
+    spanProcessors,
+    metricReaders,
+    logRecordProcessors: [],
+    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
+  });
+  sdk.start();
+  active = true;
+  const telemetry: Telemetry = {
+    enabled: true,
+    ...(scrape ? { metricsUrl: scrape.url } : {}),
+    metrics: resetSpaMetrics(),
+    flush: () => flushAll(spanProcessors, metricReaders),
+    async shutdown() {
+      if (running !== telemetry) return;
+      running = undefined;
+      active = false;
+      try {
+        await sdk.shutdown();
+      } finally {
+        await scrape?.close();
+        restoreNoopApi();
+      }
+    },
+  };
+  running = telemetry;
+  return telemetry;
+}
+
+async function flushAll(
+  processors: readonly SpanProcessor[],
+  readers: readonly IMetricReader[],
+): Promise<void> {
+  await Promise.all([...processors.map((p) => p.forceFlush()), ...readers.map((r) => r.forceFlush())]);
+}
+
+/** Drops the SDK's global registrations so the no-op API answers again (and a restart is possible). */
+function restoreNoopApi(): void {
+  trace.disable();
+  metrics.disable();
+  propagation.disable();
+  context.disable();
+  resetSpaMetrics();
+}
+
+function disabledTelemetry(): Telemetry {
+  return {
+    enabled: false,
+    metrics: resetSpaMetrics(),
+    flush: async () => {},
+    shutdown: async () => {},
+  };
+}
+
+interface ScrapeEndpoint {
+  readonly exporter: PrometheusExporter;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the Prometheus exporter's text from our own `node:http` server on 127.0.0.1: the
+ * exporter's built-in server cannot bind port 0 and only logs a bind failure, while this one
+ * reports the port it got and fails `startTelemetry` with a clear message.
+ */
+async function startScrapeEndpoint(port: number): Promise<ScrapeEndpoint> {
+  const exporter = new PrometheusExporter({ preventServerStart: true });
+  const server: Server = createServer((request, response) => {
+    if (request.url?.split('?')[0] === '/metrics') exporter.getMetricsRequestHandler(request, response);
+    else response.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: Error) =>
+      reject(
+        new Error(
+          `cannot serve metrics on 127.0.0.1:${port}: ${error.message} (pick another --metrics-port)`,
+        ),
+      ),
+    );
+    server.listen({ host: '127.0.0.1', port }, resolve);
+  });
+  server.unref();
+  const address = server.address();
+  const bound = typeof address === 'object' && address !== null ? address.port : port;
+  diag.debug(`spa metrics at http://127.0.0.1:${bound}/metrics`);
+  return {
+    exporter,
+    url: `http://127.0.0.1:${bound}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // a scraper's keep-alive socket must not hold shutdown
+      }),
+  };
+}
