@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { registerEnvCommand } from './commands/env.js';
+import { registerExportCommand } from './commands/export.js';
 import { registerGenerateCommand } from './commands/generate.js';
 import { registerParseCommand } from './commands/parse.js';
 import { registerRunCommand } from './commands/run.js';
@@ -13,6 +14,7 @@ export function buildProgram(): Command {
   registerEnvCommand(program);
   registerParseCommand(program);
   registerGenerateCommand(program);
+  registerExportCommand(program);
   return program;
 }
 

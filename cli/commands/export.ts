@@ -1,0 +1,141 @@
+import { rename, rm } from 'node:fs/promises';
+import { InvalidArgumentError, type Command } from 'commander';
+import { readSftRowsJsonl, type SftRowSource } from '../../streams/files/spa-dataset-source.js';
+import { spaJsonlSink } from '../../streams/files/spa-dataset-jsonl.js';
+import { spaParquetSink } from '../../streams/files/spa-dataset-parquet.js';
+import {
+  splitTrainVal,
+  toSpaDatasetRow,
+  valPathBeside,
+  type SpaDatasetRow,
+  type SpaDatasetSink,
+} from '../../streams/files/spa-dataset.js';
+import { nonNegativeInt, oneOf } from '../options.js';
+import { Progress } from '../progress.js';
+
+/** Output formats of `spa export`. */
+export const EXPORT_FORMATS = ['spa-jsonl', 'parquet'] as const;
+/** `spa-jsonl`: SPA's columns as JSON Lines; `parquet`: SPA's `wm_train.parquet` layout. */
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** What to export and where. */
+export interface ExportRequest {
+  readonly source: SftRowSource;
+  readonly format: ExportFormat;
+  readonly out: string;
+  /** Fraction of rows for the validation file; absent = no split, every row goes to `out`. */
+  readonly splitVal?: number;
+  /** Shuffle seed of the split (SPA: random_state=42). */
+  readonly seed?: number;
+  /** Validation file; default the `wm_val`-style sibling of `out`. */
+  readonly valOut?: string;
+}
+
+/** Files written and their row counts. */
+export interface ExportSummary {
+  readonly out: string;
+  readonly rows: number;
+  readonly val?: { readonly out: string; readonly rows: number };
+}
+
+/** Opens a sink for one output file in `format`. */
+export function openSpaDatasetSink(format: ExportFormat, path: string): SpaDatasetSink {
+  return format === 'parquet' ? spaParquetSink(path) : spaJsonlSink(path);
+}
+
+/**
+ * Exports SftRows as SPA's released columns. Without a split rows stream straight through (a row
+ * group or a write buffer at a time); with `splitVal` every row is held once for the shuffle, as
+ * SPA's `train_test_split` holds its DataFrame. Each file is written beside its final name and
+ * renamed when complete, so a bad input line leaves no half-written output behind.
+ */
+export async function exportSpaDataset(request: ExportRequest): Promise<ExportSummary> {
+  if (request.splitVal === undefined) {
+    const rows = await writeFile(request.format, request.out, spaRows(request.source));
+    return { out: request.out, rows };
+  }
+  const all: SpaDatasetRow[] = [];
+  for await (const row of request.source) all.push(toSpaDatasetRow(row));
+  const { train, val } = splitTrainVal(all, request.splitVal, request.seed ?? 42);
+  const valOut = request.valOut ?? valPathBeside(request.out);
+  if (valOut === request.out) {
+    throw new Error(`validation file ${valOut} is the train file; pass --val-out <file>`);
+  }
+  await writeFile(request.format, request.out, train);
+  await writeFile(request.format, valOut, val);
+  return { out: request.out, rows: train.length, val: { out: valOut, rows: val.length } };
+}
+
+async function* spaRows(source: SftRowSource): AsyncIterable<SpaDatasetRow> {
+  for await (const row of source) yield toSpaDatasetRow(row);
+}
+
+/** Writes rows to `path` via a temporary file renamed at the end; returns the row count. */
+async function writeFile(
+  format: ExportFormat,
+  path: string,
+  rows: AsyncIterable<SpaDatasetRow> | Iterable<SpaDatasetRow>,
+): Promise<number> {
+  const partial = `${path}.partial-${process.pid}`;
+  const sink = openSpaDatasetSink(format, partial);
+  let count = 0;
+  try {
+    for await (const row of rows) {
+      await sink.write(row);
+      count++;
+    }
+    await sink.close();
+    await rename(partial, path);
+  } catch (error) {
+    await sink.close().catch(() => undefined);
+    await rm(partial, { force: true });
+    throw error;
+  }
+  return count;
+}
+
+/** A commander parser for the validation fraction, strictly between 0 and 1. */
+function fraction(value: string): number {
+  const p = Number(value);
+  if (!(p > 0 && p < 1)) {
+    throw new InvalidArgumentError(
+      `--split-val must be a fraction between 0 and 1 (e.g. 0.2), got "${value}"`,
+    );
+  }
+  return p;
+}
+
+interface ExportOptions {
+  in: string;
+  format: ExportFormat;
+  out: string;
+  splitVal?: number;
+  seed: number;
+  valOut?: string;
+}
+
+/** `spa export`: SftRow JSON Lines → SPA's released dataset columns (JSON Lines or Parquet). */
+export function registerExportCommand(program: Command): void {
+  program
+    .command('export')
+    .description("write SFT rows as SPA's released dataset columns (JSON Lines or Parquet, optionally split)")
+    .requiredOption('--in <sft.jsonl>', 'SftRow JSON Lines, as written by `spa generate --out`')
+    .requiredOption('--format <format>', `${EXPORT_FORMATS.join(' | ')}`, oneOf('--format', EXPORT_FORMATS))
+    .requiredOption('--out <file>', 'output file (the train half when --split-val is given)')
+    .option('--split-val <p>', 'also write a validation file with this fraction of rows (SPA: 0.2)', fraction)
+    .option('--seed <n>', 'shuffle seed of --split-val (SPA: 42)', nonNegativeInt('--seed'), 42)
+    .option('--val-out <file>', 'validation file (default: <out> with "train" → "val", e.g. wm_val.parquet)')
+    .action(async (options: ExportOptions) => {
+      const progress = new Progress('export');
+      const source = readSftRowsJsonl(options.in, () => progress.add('lines'));
+      try {
+        const summary = await exportSpaDataset({ ...options, source });
+        progress.done();
+        console.log(JSON.stringify(summary));
+      } catch (error) {
+        // Bad input (a line, the file, the split size): one clear line, no stack trace.
+        console.error(`spa export: ${(error as Error).message}`);
+        process.exitCode = 1;
+      }
+    });
+}
