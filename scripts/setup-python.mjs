@@ -87,13 +87,27 @@ function setup() {
     return;
   }
   log('installing trainer/requirements.txt (torch, transformers, onnx, …) — first time takes minutes…');
-  run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--retries', '1', '-r', join(trainer, 'requirements.txt')]);
+  run(python, [
+    '-m',
+    'pip',
+    'install',
+    '--disable-pip-version-check',
+    '--retries',
+    '1',
+    '-r',
+    join(trainer, 'requirements.txt'),
+  ]);
   // The trainer source on the venv's path (no build step: the package is plain sources).
   writeFileSync(join(sitePackages(), 'spa_trainer_src.pth'), `${trainer}\n`);
   ensureKafkaClient();
-  const check = quiet(python, ['-c', 'import torch, transformers, onnxruntime, fastavro, spa_trainer; print(torch.__version__)']);
+  const check = quiet(python, [
+    '-c',
+    'import torch, transformers, onnxruntime, fastavro, spa_trainer; print(torch.__version__)',
+  ]);
   if (!check.ok) throw new Error(`trainer venv is broken after install:\n${check.out}`);
-  log(`ready: torch ${check.out.split('\n').pop()}, kafka client ${quiet(python, ['-c', 'import confluent_kafka']).ok ? 'yes' : 'no'}`);
+  log(
+    `ready: torch ${check.out.split('\n').pop()}, kafka client ${quiet(python, ['-c', 'import confluent_kafka']).ok ? 'yes' : 'no'}`,
+  );
   mkdirSync(dirname(stampFile), { recursive: true });
   writeFileSync(stampFile, want);
 }
