@@ -1,8 +1,10 @@
 import { Command } from 'commander';
 import { registerEnvCommand } from './commands/env.js';
+import { registerEvalCommand } from './commands/eval.js';
 import { registerExportCommand } from './commands/export.js';
 import { registerGenerateCommand } from './commands/generate.js';
 import { registerParseCommand } from './commands/parse.js';
+import { registerReplayCommand } from './commands/replay.js';
 import { registerRunCommand } from './commands/run.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
@@ -14,7 +16,9 @@ export function buildProgram(): Command {
   registerEnvCommand(program);
   registerParseCommand(program);
   registerGenerateCommand(program);
+  registerEvalCommand(program);
   registerExportCommand(program);
+  registerReplayCommand(program);
   return program;
 }
 

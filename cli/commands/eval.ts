@@ -1,0 +1,71 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Command } from 'commander';
+import { ENV_NAMES, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
+import { evaluatePolicy } from '../../streams/eval/evaluate.js';
+import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { POLICY_SPEC_HELP, resolvePolicy } from '../../streams/policies/resolve.js';
+import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
+import { Progress } from '../progress.js';
+
+interface EvalOptions {
+  policy: string;
+  env: string;
+  variant?: string;
+  k: number;
+  puzzles: number;
+  source?: PuzzleSource;
+  seed: number;
+  out?: string;
+}
+
+/** `spa eval`: Pass@1 / Pass@k of a policy on the paper's validation puzzles (reference §10). */
+export function registerEvalCommand(program: Command): void {
+  program
+    .command('eval')
+    .description("Pass@1 / Pass@k of a policy on SPA's validation puzzles (seeds 123..250)")
+    .requiredOption('--policy <spec>', POLICY_SPEC_HELP)
+    .requiredOption('--env <env>', ENV_NAMES.join(' | '))
+    .option('--variant <name>', "puzzle variant (default SPA's; others use generated puzzles)")
+    .option('--k <n>', 'episodes per puzzle (the k of Pass@k)', positiveInt('--k'), 8)
+    .option('--puzzles <n>', 'number of validation puzzles', positiveInt('--puzzles'), 128)
+    .option(
+      '--source <source>',
+      "spa (the paper's puzzles) | generated",
+      oneOf('--source', ['spa', 'generated'] as const),
+    )
+    .option('--seed <n>', 'sampling seed', nonNegativeInt('--seed'), 0)
+    .option('--out <file.json>', 'also write the report as JSON')
+    .action(async (options: EvalOptions) => {
+      const env = parseEnvName(options.env);
+      let kafka: SpaKafka | undefined;
+      if (options.policy === 'latest') kafka = await connectSpaKafka({ clientId: 'spa-eval' });
+      const policy = await resolvePolicy(options.policy, { mode: 'base', seed: options.seed, kafka });
+      try {
+        const progress = new Progress('eval', { key: 'episodes', value: options.puzzles * options.k });
+        const report = await evaluatePolicy(policy.source, {
+          env,
+          variant: options.variant,
+          puzzles: options.puzzles,
+          k: options.k,
+          source: options.source,
+          onEpisode: () => progress.add('episodes'),
+        });
+        progress.done();
+        console.log(
+          `${env}  policy ${report.policy} v${report.policyVersion}  Pass@1 ${(100 * report.pass1).toFixed(1)}  ` +
+            `Pass@${report.k} ${(100 * report.passK).toFixed(1)}  (${report.groups} puzzles × ${report.k})`,
+        );
+        console.log(
+          `unbiased pass@k: ${report.curve.map((p) => `k=${p.k} ${(100 * p.value).toFixed(1)}`).join('  ')}`,
+        );
+        if (options.out) {
+          mkdirSync(dirname(options.out), { recursive: true });
+          writeFileSync(options.out, JSON.stringify(report, null, 2) + '\n');
+        }
+      } finally {
+        await policy.close();
+        await kafka?.close();
+      }
+    });
+}

@@ -1,0 +1,70 @@
+import { lastValueFrom, tap, toArray } from 'rxjs';
+import { envFactory, SPA_VARIANT, type PuzzleSource } from '../../envs/registry.js';
+import type { EnvName } from '../../envs/types.js';
+import { toTrajectory } from '../../operators/to-trajectory.js';
+import { episodeConfig } from '../episodes/episode-config.js';
+import { episodes, type PolicySource } from '../episodes/episodes.js';
+import { passReport, type PassReport } from './pass-at-k.js';
+
+export interface EvaluationOptions {
+  readonly env: EnvName;
+  readonly variant?: string;
+  /** Number of puzzles (groups); SPA validates on 128 (seeds 123..250). */
+  readonly puzzles?: number;
+  /** Episodes per puzzle = the k of Pass@k; SPA uses 8. */
+  readonly k?: number;
+  readonly source?: PuzzleSource;
+  readonly runId?: string;
+  /** Called once per finished episode (progress). */
+  readonly onEpisode?: () => void;
+}
+
+export interface EvaluationResult extends PassReport {
+  readonly env: EnvName;
+  readonly policy: string;
+  readonly policyVersion: number;
+}
+
+/**
+ * SPA's validation (reference §10): `puzzles` groups × `k` episodes in base mode on the val seeds
+ * (the paper's own puzzles by default), Pass@1 and Pass@k.
+ */
+export async function evaluatePolicy(
+  policy: PolicySource,
+  options: EvaluationOptions,
+): Promise<EvaluationResult> {
+  const source =
+    options.source ??
+    (options.variant === undefined || options.variant === SPA_VARIANT[options.env] ? 'spa' : 'generated');
+  const config = episodeConfig({
+    env: options.env,
+    variant: options.variant,
+    split: 'val',
+    mode: 'base',
+    puzzles: source,
+    groups: options.puzzles ?? 128,
+    groupSize: options.k ?? 8,
+    batches: 1,
+    runId: options.runId ?? 'eval',
+  });
+  const trajectories = await lastValueFrom(
+    episodes(
+      config,
+      envFactory({ name: options.env, variant: config.variant, puzzles: source }),
+      policy,
+    ).pipe(
+      toTrajectory(),
+      tap(() => options.onEpisode?.()),
+      toArray(),
+    ),
+  );
+  const byGroup = new Map<string, boolean[]>();
+  for (const t of trajectories) byGroup.set(t.group_id, [...(byGroup.get(t.group_id) ?? []), t.success]);
+  const first = trajectories[0]!;
+  return {
+    env: options.env,
+    policy: first.policy,
+    policyVersion: first.policy_version,
+    ...passReport([...byGroup].map(([groupId, successes]) => ({ groupId, successes }))),
+  };
+}

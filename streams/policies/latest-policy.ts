@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { PolicyUpdate } from '../../schemas/index.js';
+import { decodeKafkaRecord } from '../kafka/spa-records.js';
+import type { KafkaTransport, RecordSource } from '../kafka/transport.js';
+import type { Policy } from './policy.js';
+
+export interface LatestPolicyOptions {
+  readonly transport: KafkaTransport;
+  /** The compacted policy topic (spa.policy). */
+  readonly topic: string;
+  /** Loads the artifact a PolicyUpdate names (and checks its sha256). */
+  readonly load: (update: PolicyUpdate) => Promise<Policy>;
+  /**
+   * AReaL-style capacity rule: at most `maxStaleness + 1` batches are started with one policy
+   * version; the next batch waits for a newer version, so a trainer that publishes a version
+   * per consumed batch never sees records more than `maxStaleness` versions old. Default 1.
+   */
+  readonly maxStaleness?: number;
+  /** How long a batch may wait for the first or a newer version. Default 10 minutes. */
+  readonly waitTimeoutMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+/**
+ * `--policy latest`: follows spa.policy and hands the newest loaded policy to each new batch of
+ * episodes. Swaps happen only between batches (the episode loop resolves its policy once per
+ * batch), so no episode mixes versions. A failed load is reported and the previous version
+ * stays in use.
+ */
+export class LatestPolicy {
+  private current: Policy | undefined;
+  private loading: Promise<void> = Promise.resolve();
+  private batchesOnCurrent = 0;
+  private waiters: (() => void)[] = [];
+  private retired: Policy[] = [];
+  /** Policy version → batches started with it (the generator's staleness view). */
+  readonly batchesByVersion = new Map<number, number>();
+
+  private constructor(
+    private readonly options: LatestPolicyOptions,
+    private readonly source: RecordSource,
+  ) {}
+
+  static async start(options: LatestPolicyOptions): Promise<LatestPolicy> {
+    // An ephemeral group reading the compacted topic from the start: the newest record wins.
+    const source = await options.transport.source({
+      groupId: `spa-policy-follower-${randomUUID()}`,
+      topics: [options.topic],
+      start: { kind: 'earliest' },
+    });
+    const follower = new LatestPolicy(options, source);
+    await source.run(async (batch) => {
+      for (const consumed of batch.records) {
+        const decoded = decodeKafkaRecord('PolicyUpdate', consumed);
+        if (!decoded.ok) {
+          follower.log(
+            `ignoring undecodable record on ${options.topic}: ${decoded.rejected.reason}: ${decoded.rejected.detail}`,
+          );
+          continue;
+        }
+        follower.offer(decoded.record);
+      }
+    });
+    return follower;
+  }
+
+  /** The policy-source function for `episodes()`: the policy for the next batch. */
+  readonly next = async (): Promise<Policy> => {
+    const deadline = Date.now() + (this.options.waitTimeoutMs ?? 600_000);
+    const capacity = (this.options.maxStaleness ?? 1) + 1;
+    await this.loading;
+    while (this.current === undefined || this.batchesOnCurrent >= capacity) {
+      const why =
+        this.current === undefined
+          ? 'a first policy version'
+          : `a version newer than v${this.current.version}`;
+      if (Date.now() > deadline)
+        throw new Error(`--policy latest: timed out waiting for ${why} on ${this.options.topic}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 1000);
+        this.waiters.push(() => (clearTimeout(timer), resolve()));
+      });
+      await this.loading;
+    }
+    // The previous batch has finished (batches run one at a time): retired sessions are free.
+    await Promise.all(this.retired.splice(0).map((p) => p.close?.()));
+    this.batchesOnCurrent++;
+    this.batchesByVersion.set(
+      this.current.version,
+      (this.batchesByVersion.get(this.current.version) ?? 0) + 1,
+    );
+    return this.current;
+  };
+
+  /** The version in use, or undefined before the first one loaded. */
+  get version(): number | undefined {
+    return this.current?.version;
+  }
+
+  async close(): Promise<void> {
+    await this.source.close();
+    await this.loading;
+    await Promise.all([...this.retired, ...(this.current ? [this.current] : [])].map((p) => p.close?.()));
+  }
+
+  private offer(update: PolicyUpdate): void {
+    this.loading = this.loading.then(async () => {
+      if (this.current !== undefined && update.version <= this.current.version) return;
+      try {
+        const policy = await this.options.load(update);
+        // Keep the old session open: a batch that resolved it may still be running.
+        if (this.current) this.retired.push(this.current);
+        this.current = policy;
+        this.batchesOnCurrent = 0;
+        this.log(`policy v${update.version} (${update.stage} step ${update.step}) loaded from ${update.uri}`);
+      } catch (error) {
+        this.log(
+          `policy v${update.version} not loaded, staying on v${this.current?.version ?? '-'}: ${String(error)}`,
+        );
+      }
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+  }
+
+  private log(line: string): void {
+    (this.options.log ?? ((l: string) => console.error(`[policy] ${l}`)))(line);
+  }
+}

@@ -1,0 +1,74 @@
+import type { PromptMode } from '../../envs/protocol/index.js';
+import type { PolicySource } from '../episodes/episodes.js';
+import type { SpaKafka } from '../kafka/spa-kafka.js';
+import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from './builtin.js';
+import { LatestPolicy } from './latest-policy.js';
+import { onnxPolicy } from './onnx/index.js';
+
+/** A resolved `--policy` value: the source for the episode loop and how to release it. */
+export interface ResolvedPolicy {
+  readonly source: PolicySource;
+  readonly describe: string;
+  readonly follower?: LatestPolicy;
+  close(): Promise<void>;
+}
+
+export interface ResolveOptions {
+  readonly mode: PromptMode;
+  readonly seed?: number;
+  readonly temperature?: number;
+  /** Needed for `latest`. */
+  readonly kafka?: SpaKafka;
+  readonly maxStaleness?: number;
+}
+
+/** The accepted `--policy` values, for help texts. */
+export const POLICY_SPEC_HELP = `${BUILTIN_POLICIES.join(' | ')} | onnx:<artifact folder> | latest (follows spa.policy)`;
+
+/** Turns `--policy random|oracle|onnx:<folder>|latest` into a policy source; errors name the value. */
+export async function resolvePolicy(spec: string, options: ResolveOptions): Promise<ResolvedPolicy> {
+  if ((BUILTIN_POLICIES as readonly string[]).includes(spec)) {
+    const policy = builtinPolicy(spec as BuiltinPolicyName, { mode: options.mode, seed: options.seed ?? 0 });
+    return { source: policy, describe: spec, close: async () => {} };
+  }
+  if (spec.startsWith('onnx:')) {
+    const folder = spec.slice('onnx:'.length);
+    if (folder === '') throw new Error('--policy onnx:<folder> needs an artifact folder');
+    const policy = await onnxPolicy({
+      folder,
+      seed: options.seed ?? 0,
+      temperature: options.temperature ?? 1,
+    });
+    return {
+      source: policy,
+      describe: `${policy.name} v${policy.version}`,
+      close: async () => policy.close?.(),
+    };
+  }
+  if (spec === 'latest') {
+    const kafka = options.kafka;
+    if (!kafka) throw new Error('--policy latest needs Kafka (it follows the spa.policy topic)');
+    let loads = 0;
+    const follower = await LatestPolicy.start({
+      transport: kafka.transport,
+      topic: kafka.topics.policy,
+      maxStaleness: options.maxStaleness ?? 1,
+      load: async (update) => {
+        const policy = await onnxPolicy({
+          folder: update.uri,
+          seed: (options.seed ?? 0) + loads++,
+          temperature: options.temperature ?? 1,
+        });
+        if (policy.manifest.sha256 !== update.sha256) {
+          await policy.close?.();
+          throw new Error(
+            `artifact ${update.uri} has sha256 ${policy.manifest.sha256}, PolicyUpdate v${update.version} says ${update.sha256}`,
+          );
+        }
+        return policy;
+      },
+    });
+    return { source: follower.next, describe: 'latest', follower, close: () => follower.close() };
+  }
+  throw new Error(`unknown --policy "${spec}": expected ${POLICY_SPEC_HELP}`);
+}
