@@ -1,11 +1,72 @@
 import type { Command } from 'commander';
+import { LOOP_CONFIGS, loopConfig, type LoopConfig } from '../run/configs.js';
+import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
+import { oneOf, positiveInt } from '../options.js';
+
+interface RunOptions {
+  config: string;
+  model?: string;
+  generator?: LoopConfig['generator'];
+  ppoSteps?: number;
+  evalPuzzles?: number;
+  runsDir: string;
+  runId?: string;
+}
 
 /** `spa run`: the whole SPA loop at a small default size (the README's main job). */
 export function registerRunCommand(program: Command): void {
   program
     .command('run')
-    .description('run the SPA loop end to end at a small default size')
-    .action(async () => {
-      console.log('spa run: the loop is being built; see README "Status".');
+    .description(
+      'run the SPA loop end to end: generate → SFT → export → self-play + PPO with live policy swaps → Pass@k',
+    )
+    .option('--config <name>', `SPA config: ${Object.keys(LOOP_CONFIGS).join(' | ')}`, '_2_sokoban')
+    .option('--model <tiny|folder>', 'tiny (built here) or a local Hugging Face causal-LM folder')
+    .option(
+      '--generator <policy>',
+      'SFT data generator: random | oracle',
+      oneOf('--generator', ['random', 'oracle'] as const),
+    )
+    .option('--ppo-steps <n>', 'PPO steps', positiveInt('--ppo-steps'))
+    .option('--eval-puzzles <n>', 'validation puzzles (SPA: 128)', positiveInt('--eval-puzzles'))
+    .option('--runs-dir <dir>', 'where run folders go', 'runs')
+    .option('--run-id <id>', 'run id (default: run-<timestamp>)')
+    .action(async (options: RunOptions) => {
+      const base = loopConfig(options.config);
+      const config: LoopConfig = {
+        ...base,
+        ...(options.model ? { model: options.model } : {}),
+        ...(options.generator ? { generator: options.generator } : {}),
+        ...(options.ppoSteps ? { ppoSteps: options.ppoSteps } : {}),
+        ...(options.evalPuzzles ? { evalPuzzles: options.evalPuzzles } : {}),
+      };
+      const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+      const summary = await runSpaLoop(config, { runsDir: options.runsDir, runId });
+      printSummary(summary);
+      console.log(summary.runDir);
     });
+}
+
+function printSummary(summary: LoopSummary): void {
+  const pct = (x: number) => (100 * x).toFixed(1).padStart(6);
+  const lines = [
+    `SPA loop ${summary.config.name} (${summary.config.env}, model ${summary.config.model})`,
+    `  SFT data     ${summary.sftData.trajectories} trajectories → ${summary.sftData.sft} rows, ${summary.sftData.dlq} rejected`,
+    `  SFT          ${JSON.stringify(summary.sft)}`,
+    `  self-play    ${summary.selfPlay.trajectories} episodes → ${summary.selfPlay.rollouts} rollouts`,
+    `  generator    policy versions used (version: batches): ${Object.entries(summary.generatorVersions)
+      .map(([v, n]) => `v${v}: ${n}`)
+      .join(', ')}`,
+    '',
+    `  policy            Pass@1  Pass@${summary.config.evalK}   (${summary.config.evalPuzzles} val puzzles × ${summary.config.evalK})`,
+    ...summary.evaluations.map(
+      (e) => `  ${`${e.policy} v${e.policyVersion}`.padEnd(16)} ${pct(e.pass1)}  ${pct(e.passK)}`,
+    ),
+    '',
+    `  seconds      ${Object.entries(summary.seconds)
+      .map(([stage, s]) => `${stage} ${s.toFixed(0)}`)
+      .join(', ')}`,
+    `  summary      ${summary.runDir}/summary.json`,
+  ];
+  console.log(lines.join('\n'));
 }

@@ -20,6 +20,8 @@ export interface ResolveOptions {
   /** Needed for `latest`. */
   readonly kafka?: SpaKafka;
   readonly maxStaleness?: number;
+  /** Token cap per assistant turn for ONNX policies (SPA: 400). */
+  readonly maxNewTokens?: number;
 }
 
 /** The accepted `--policy` values, for help texts. */
@@ -58,6 +60,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
           folder: update.uri,
           seed: (options.seed ?? 0) + loads++,
           temperature: options.temperature ?? 1,
+          maxNewTokens: options.maxNewTokens,
         });
         if (policy.manifest.sha256 !== update.sha256) {
           await policy.close?.();

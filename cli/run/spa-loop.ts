@@ -1,0 +1,256 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { tap } from 'rxjs';
+import { envFactory } from '../../envs/registry.js';
+import { episodeConfig } from '../../streams/episodes/episode-config.js';
+import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
+import { generatorPipeline } from '../../streams/generator-pipeline.js';
+import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
+import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { onnxPolicy } from '../../streams/policies/onnx/index.js';
+import { resolvePolicy } from '../../streams/policies/resolve.js';
+import { Progress } from '../progress.js';
+import type { LoopConfig } from './configs.js';
+import { runTrainerModule, trainerPython } from './trainer-process.js';
+
+export interface LoopSummary {
+  readonly runId: string;
+  readonly runDir: string;
+  readonly config: LoopConfig;
+  readonly topics: Readonly<Record<string, string>>;
+  readonly sftData: Readonly<Record<string, number>>;
+  readonly sft: Readonly<Record<string, unknown>>;
+  readonly selfPlay: Readonly<Record<string, number>>;
+  /** Policy version → self-play batches the generator started with it. */
+  readonly generatorVersions: Readonly<Record<string, number>>;
+  readonly evaluations: readonly EvaluationResult[];
+  readonly seconds: Readonly<Record<string, number>>;
+}
+
+const log = (line: string) => process.stderr.write(`[spa run] ${line}\n`);
+
+/**
+ * The whole SPA loop (reference §1), each stage a stream over the run's own Kafka topics:
+ *   1. self-play data: generator policy → annotate → filter → spa.<run>.sft
+ *   2. world-model SFT of the model (Python trainer) → ONNX export → PolicyUpdate v1
+ *   3. self-play with `--policy latest` → spa.<run>.rollouts, while the PPO trainer consumes them
+ *      and publishes v2, v3, …, which the generator swaps to between batches
+ *   4. Pass@1 / Pass@k of the final policy on the paper's validation puzzles
+ */
+export async function runSpaLoop(
+  config: LoopConfig,
+  options: { runsDir: string; runId: string },
+): Promise<LoopSummary> {
+  const runDir = resolve(options.runsDir, options.runId);
+  mkdirSync(runDir, { recursive: true });
+  const seconds: Record<string, number> = {};
+  const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    log(`── ${stage}`);
+    try {
+      return await work();
+    } finally {
+      seconds[stage] = (Date.now() - started) / 1000;
+    }
+  };
+
+  const python = trainerPython();
+  const kafka = await timed('kafka', () =>
+    connectSpaKafka({ clientId: 'spa-run', topics: { prefix: `spa.${options.runId}.` } }),
+  );
+  try {
+    const brokers = kafka.config.brokers.join(',');
+    const sftData = await timed('generate sft data', () => generateSftData(config, kafka, options.runId));
+    const sft = await timed('sft', () => trainSft(config, kafka, python, runDir, brokers));
+    const { selfPlay, generatorVersions, finalVersion } = await timed('self-play + ppo', () =>
+      selfPlayAndPpo(config, kafka, python, runDir, brokers, options.runId),
+    );
+    const evaluations = await timed('evaluate', () => evaluate(config, runDir, finalVersion));
+    const summary: LoopSummary = {
+      runId: options.runId,
+      runDir,
+      config,
+      topics: kafka.topics,
+      sftData,
+      sft,
+      selfPlay,
+      generatorVersions,
+      evaluations,
+      seconds,
+    };
+    writeFileSync(join(runDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+    return summary;
+  } finally {
+    await kafka.close();
+  }
+}
+
+async function generateSftData(config: LoopConfig, kafka: SpaKafka, runId: string) {
+  const episodes = episodeConfig({
+    env: config.env,
+    runId: `${runId}-sft`,
+    mode: 'wm',
+    groups: config.sftGroups,
+    groupSize: config.sftGroupSize,
+    batches: config.sftBatches,
+  });
+  const progress = new Progress('sft data', {
+    key: 'trajectories',
+    value: config.sftGroups * config.sftGroupSize * config.sftBatches,
+  });
+  const sink = await kafka.transport.sink({ transactionalId: `spa-run-${runId}-sft` });
+  const outputs = generatorPipeline(
+    episodes,
+    envFactory({ name: config.env }),
+    builtinPolicy(config.generator, { mode: 'wm', seed: 0 }),
+    { target: 'sft' },
+  ).pipe(tap((o) => progress.add(o.topic)));
+  const counts = await publishOutbound(outputs, sink, { topics: kafka.topics });
+  progress.done();
+  return counts;
+}
+
+async function trainSft(
+  config: LoopConfig,
+  kafka: SpaKafka,
+  python: string,
+  runDir: string,
+  brokers: string,
+) {
+  let metrics: Record<string, unknown> = {};
+  await runTrainerModule(
+    python,
+    'spa_trainer.sft',
+    [
+      ['--model', config.model],
+      ['--input', `kafka:${kafka.topics.sft}`],
+      ['--epochs', String(config.sftEpochs)],
+      ['--out', join(runDir, 'sft')],
+      ['--export', join(runDir, 'policies')],
+      ['--publish', kafka.topics.policy],
+      ['--brokers', brokers],
+    ].flat(),
+    {
+      label: 'sft',
+      onLine: (line) => {
+        const match = /^\[sft\] metrics (\{.*\})$/.exec(line);
+        if (match) metrics = JSON.parse(match[1]!) as Record<string, unknown>;
+      },
+    },
+  ).done;
+  return metrics;
+}
+
+async function selfPlayAndPpo(
+  config: LoopConfig,
+  kafka: SpaKafka,
+  python: string,
+  runDir: string,
+  brokers: string,
+  runId: string,
+) {
+  const latest = await resolvePolicy('latest', {
+    mode: 'base',
+    kafka,
+    maxStaleness: config.maxStaleness,
+    seed: 1,
+    maxNewTokens: config.maxNewTokens,
+  });
+  const trainer = runTrainerModule(
+    python,
+    'spa_trainer.ppo_service',
+    [
+      ['--model', join(runDir, 'sft')],
+      ['--input', `kafka:${kafka.topics.rollouts}`],
+      ['--out', join(runDir, 'ppo')],
+      ['--steps', String(config.ppoSteps)],
+      ['--groups-per-step', String(config.ppoGroups)],
+      ['--group-size', String(config.ppoGroupSize)],
+      ['--export-every', String(config.exportEvery)],
+      ['--export-root', join(runDir, 'policies')],
+      ['--publish', kafka.topics.policy],
+      ['--max-staleness', String(config.maxStaleness)],
+      ['--brokers', brokers],
+    ].flat(),
+    { label: 'ppo' },
+  );
+  try {
+    const episodes = episodeConfig({
+      env: config.env,
+      runId: `${runId}-rl`,
+      mode: 'base',
+      groups: config.ppoGroups,
+      groupSize: config.ppoGroupSize,
+      batches: config.ppoSteps,
+    });
+    const progress = new Progress('self-play', {
+      key: 'trajectories',
+      value: config.ppoGroups * config.ppoGroupSize * config.ppoSteps,
+    });
+    const sink = await kafka.transport.sink({ transactionalId: `spa-run-${runId}-rl` });
+    const outputs = generatorPipeline(episodes, envFactory({ name: config.env }), latest.source, {
+      target: 'rollouts',
+    }).pipe(tap((o) => progress.add(o.topic)));
+    const selfPlay = await publishOutbound(outputs, sink, { topics: kafka.topics });
+    progress.done();
+    await trainer.done;
+    // The trainer's last export is the final policy; wait until the follower has it.
+    const generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
+    const finalVersion = await waitForNewestVersion(latest.follower!);
+    return { selfPlay, generatorVersions, finalVersion };
+  } catch (error) {
+    trainer.kill();
+    throw error;
+  } finally {
+    await latest.close();
+  }
+}
+
+async function waitForNewestVersion(follower: { version: number | undefined }): Promise<number> {
+  // PolicyUpdates are published before the trainer exits; give the follower a moment to load it.
+  let last = follower.version;
+  for (let i = 0; i < 10; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    if (follower.version === last && i >= 2) break;
+    last = follower.version;
+  }
+  if (last === undefined) throw new Error('no policy version was ever loaded from the policy topic');
+  return last;
+}
+
+async function evaluate(
+  config: LoopConfig,
+  runDir: string,
+  finalVersion: number,
+): Promise<EvaluationResult[]> {
+  const results: EvaluationResult[] = [];
+  const run = async (label: string, policy: Parameters<typeof evaluatePolicy>[0]) => {
+    const progress = new Progress(`eval ${label}`, {
+      key: 'episodes',
+      value: config.evalPuzzles * config.evalK,
+    });
+    const result = await evaluatePolicy(policy, {
+      env: config.env,
+      puzzles: config.evalPuzzles,
+      k: config.evalK,
+      onEpisode: () => progress.add('episodes'),
+    });
+    progress.done();
+    results.push(result);
+  };
+  await run('random', builtinPolicy('random', { mode: 'base', seed: 7 }));
+  for (const version of [...new Set([1, finalVersion])]) {
+    const policy = await onnxPolicy({
+      folder: join(runDir, 'policies', `v${version}`),
+      seed: 11,
+      maxNewTokens: config.maxNewTokens,
+    });
+    try {
+      await run(`v${version}`, policy);
+    } finally {
+      await policy.close?.();
+    }
+  }
+  return results;
+}

@@ -1,0 +1,60 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** The trainer venv's Python, provisioned on demand (idempotent, fast when up to date). */
+export function trainerPython(): string {
+  const setup = spawnSync('node', [join(root, 'scripts', 'setup-python.mjs')], { stdio: 'inherit' });
+  if (setup.status !== 0)
+    throw new Error('scripts/setup-python.mjs failed: the trainer venv is not usable (see above)');
+  return join(root, 'trainer', '.venv', 'bin', 'python');
+}
+
+/** A running trainer module; `done` settles with its exit (rejects on a non-zero exit). */
+export interface TrainerProcess {
+  readonly done: Promise<void>;
+  kill(): void;
+}
+
+/**
+ * Runs `python -m <module> …args` from trainer/, echoing each output line with a `[label]`
+ * prefix (so the trainer's progress interleaves readably with the generator's) and handing
+ * lines to `onLine` (the loop reads metrics from them).
+ */
+export function runTrainerModule(
+  python: string,
+  module: string,
+  args: readonly string[],
+  options: { label: string; env?: NodeJS.ProcessEnv; onLine?: (line: string) => void },
+): TrainerProcess {
+  const child = spawn(python, ['-m', module, ...args], {
+    cwd: join(root, 'trainer'),
+    env: { ...process.env, PYTHONUNBUFFERED: '1', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const tail: string[] = [];
+  for (const stream of [child.stdout, child.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      tail.push(line);
+      if (tail.length > 40) tail.shift();
+      process.stderr.write(`[${options.label}] ${line}\n`);
+      options.onLine?.(line);
+    });
+  }
+  const done = new Promise<void>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('exit', (code, signal) => {
+      if (code === 0) resolve();
+      else
+        reject(
+          new Error(
+            `python -m ${module} exited with ${signal ?? `code ${code}`}; last lines:\n${tail.join('\n')}`,
+          ),
+        );
+    });
+  });
+  return { done, kill: () => child.kill('SIGTERM') };
+}
