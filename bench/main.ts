@@ -1,6 +1,7 @@
 /** `npm run bench -- <suite>`: each suite lives in bench/<suite>.ts and exports `run()`. */
 const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {
   envs: () => import('./envs.js'),
+  pipeline: () => import('./pipeline.js'),
 };
 
 export async function main(args: string[]): Promise<void> {
