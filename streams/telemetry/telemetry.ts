@@ -225,7 +225,7 @@ interface ScrapeEndpoint {
  * reports the port it got and fails `startTelemetry` with a clear message.
  */
 async function startScrapeEndpoint(port: number): Promise<ScrapeEndpoint> {
-  const exporter = new PrometheusExporter({ preventServerStart: true });
+  const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   const server: Server = createServer((request, response) => {
     if (request.url?.split('?')[0] === '/metrics') exporter.getMetricsRequestHandler(request, response);
     else response.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics\n');

@@ -1,0 +1,94 @@
+import { createServer } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
+import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
+import { spaMetrics } from '../../streams/telemetry/metrics.js';
+import { startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';
+import { startOtlpReceiver, type OtlpReceiver } from './harness.js';
+
+let telemetry: Telemetry | undefined;
+let receiver: OtlpReceiver | undefined;
+afterEach(async () => {
+  await telemetry?.shutdown();
+  await receiver?.close();
+  telemetry = undefined;
+  receiver = undefined;
+  episodeTraces.clear();
+});
+
+describe('Prometheus scrape endpoint', () => {
+  it('serves spa_* metrics with units over real HTTP on 127.0.0.1', async () => {
+    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0, env: {} });
+    expect(telemetry.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    spaMetrics().envSteps.add(3, { env: 'sokoban' });
+    spaMetrics().envSteps.add(4, { env: 'sokoban' });
+    spaMetrics().rejects.add(1, { reason: 'no-match', source: 'filterMalformed' });
+    spaMetrics().waitForBatch.record(0.2);
+    const response = await fetch(telemetry.metricsUrl!);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain('# UNIT spa_env_steps_total {step}');
+    expect(text).toMatch(/^spa_env_steps_total\{env="sokoban"\} 7$/m);
+    expect(text).toMatch(/^spa_rejects_total\{reason="no-match",source="filterMalformed"\} 1$/m);
+    expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{le="0.5"\} 1$/m);
+    expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{le="0.1"\} 0$/m);
+    expect((await fetch(telemetry.metricsUrl!.replace('/metrics', '/'))).status).toBe(404);
+  });
+
+  it('fails to start with a clear message when the port is taken, and frees its port on shutdown', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
+    const port = (blocker.address() as { port: number }).port;
+    await expect(startTelemetry({ serviceName: 'spa-test', metricsPort: port, env: {} })).rejects.toThrow(
+      `cannot serve metrics on 127.0.0.1:${port}`,
+    );
+    await new Promise((resolve) => blocker.close(resolve));
+    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: port, env: {} });
+    expect(telemetry.metricsUrl).toBe(`http://127.0.0.1:${port}/metrics`);
+    await telemetry.shutdown();
+    await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow();
+  });
+});
+
+describe('OTLP/HTTP export', () => {
+  it('delivers episode and Kafka send spans of one trace, and spa_* metrics, to a real receiver', async () => {
+    receiver = await startOtlpReceiver();
+    telemetry = await startTelemetry({
+      serviceName: 'spa-generator',
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+    });
+    const episode = startEpisodeSpan({
+      trajectoryId: 'r/t/b0/g0/m0',
+      groupId: 'r/t/b0/g0',
+      env: 'sokoban',
+      seed: 9,
+    });
+    episode.turn(1, () => spaMetrics().envSteps.add(2, { env: 'sokoban' }));
+    episode.end({ success: false, turns: 1 });
+    const traceparent = episodeTraces.traceparent('r/t/b0/g0/m0')!;
+    const sent: Buffer[] = [];
+    const sink = tracedSink({
+      send: async (records) => (sent.push(records[0]!.headers!['traceparent']!), []),
+      transaction: () => Promise.reject(new Error('unused')),
+      close: async () => {},
+    });
+    await sink.send([
+      {
+        topic: 'spa.trajectories',
+        key: Buffer.from('k'),
+        value: null,
+        headers: { traceparent: Buffer.from(traceparent) },
+      },
+    ]);
+    await telemetry.flush();
+    await receiver.waitFor((spans) => spans.length >= 3);
+    const traceId = traceparent.split('-')[1];
+    expect(receiver.spans.map((s) => s.name).sort()).toEqual(['episode', 'send spa.trajectories', 'turn 1']);
+    expect(new Set(receiver.spans.map((s) => s.traceId))).toEqual(new Set([traceId]));
+    expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['spa-generator']));
+    const send = receiver.spans.find((s) => s.name.startsWith('send'))!;
+    expect(sent[0]!.toString()).toBe(`00-${traceId}-${send.spanId}-01`);
+    expect(send.attributes['messaging.system']).toBe('kafka');
+    expect(receiver.metricNames).toContain('spa_env_steps_total');
+  });
+});
