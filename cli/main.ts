@@ -6,6 +6,8 @@ import { registerGenerateCommand } from './commands/generate.js';
 import { registerParseCommand } from './commands/parse.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerRunCommand } from './commands/run.js';
+import { registerTapCommand } from './commands/tap.js';
+import { registerTopicsCommand } from './commands/topics.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
 export function buildProgram(): Command {
@@ -19,6 +21,8 @@ export function buildProgram(): Command {
   registerEvalCommand(program);
   registerExportCommand(program);
   registerReplayCommand(program);
+  registerTapCommand(program);
+  registerTopicsCommand(program);
   return program;
 }
 

@@ -1,0 +1,62 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { fromEvent, take } from 'rxjs';
+import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { parseTapFilter, tapTopic, type TapFilter } from '../../streams/kafka/tap.js';
+import { positiveInt } from '../options.js';
+
+interface TapCliOptions {
+  follow: boolean;
+  onlyNew: boolean;
+  filter: TapFilter[];
+  limit?: number;
+  json: boolean;
+}
+
+function collectFilter(text: string, previous: TapFilter[]): TapFilter[] {
+  try {
+    return [...previous, parseTapFilter(text)];
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
+/**
+ * `spa tap <topic>`: prints a topic's records readably (boards, rewards, parse outcomes, reject
+ * reasons) with an ephemeral consumer that commits nothing. Default: the retained history from
+ * the beginning, stopping at the end offsets seen at start (like `kcat -e`); `--follow` keeps
+ * going; `--only-new` skips the history.
+ */
+export function registerTapCommand(program: Command): void {
+  program
+    .command('tap')
+    .description('print records of a topic readably (ephemeral consumer, commits nothing)')
+    .argument('<topic>', 'topic name, e.g. spa.trajectories, spa.sft, spa.dlq')
+    .option('--follow', 'keep printing new records after the end (Ctrl-C stops)', false)
+    .option('--only-new', 'skip the history: only records written after the tap starts', false)
+    .option(
+      '--filter <key=value>',
+      'only records whose top-level field has this value (repeatable, all must match), e.g. env=sokoban, success=true, reason=bad-magic, type=SftRow',
+      collectFilter,
+      [],
+    )
+    .option('--limit <n>', 'stop after printing n records', positiveInt('--limit'))
+    .option('--json', 'one JSON line per record (bytes as base64) instead of text', false)
+    .action(async (topic: string, options: TapCliOptions) => {
+      const kafka = await connectSpaKafka({ clientId: 'spa-tap' });
+      try {
+        const summary = await tapTopic(kafka, {
+          topic,
+          start: options.onlyNew ? 'latest' : 'earliest',
+          follow: options.follow,
+          filters: options.filter,
+          ...(options.limit === undefined ? {} : { limit: options.limit }),
+          json: options.json,
+          write: (text) => console.log(options.json ? text : `${text}\n`),
+          stop: fromEvent(process, 'SIGINT').pipe(take(1)),
+        });
+        console.error(`[tap] printed ${summary.printed} of ${summary.read} records read from ${topic}`);
+      } finally {
+        await kafka.close();
+      }
+    });
+}

@@ -1,0 +1,143 @@
+import type { Command } from 'commander';
+import type { Admin } from 'kafkajs';
+import { connectKafkajsAdmin } from '../../streams/kafka/kafkajs-adapter.js';
+import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+
+/** One topic's size. */
+interface TopicRow {
+  readonly topic: string;
+  readonly role: string;
+  readonly partitions: number;
+  /** Σ (end − start) over partitions; counts transaction markers too. */
+  readonly offsets: number;
+  /** Per partition: [start, end). */
+  readonly ranges: ReadonlyMap<number, { low: number; high: number }>;
+}
+
+/** One consumer group's position on one topic. */
+interface LagRow {
+  readonly group: string;
+  readonly state: string;
+  readonly members: number;
+  readonly topic: string;
+  readonly committedPartitions: number;
+  readonly partitions: number;
+  /** Σ (end − committed) over partitions with a commit; uncommitted partitions count from their start. */
+  readonly lag: number;
+}
+
+async function topicRows(admin: Admin, roles: ReadonlyMap<string, string>): Promise<TopicRow[]> {
+  const names = (await admin.listTopics()).filter((name) => !name.startsWith('__'));
+  // SPA's own topics first, in role order, then the rest (replay targets, tests) by name.
+  const order = [...roles.keys()];
+  const rank = (name: string): number => (order.includes(name) ? order.indexOf(name) : order.length);
+  names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  return Promise.all(
+    names.map(async (topic): Promise<TopicRow> => {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      const ranges = new Map(offsets.map((o) => [o.partition, { low: Number(o.low), high: Number(o.high) }]));
+      const total = [...ranges.values()].reduce((sum, r) => sum + (r.high - r.low), 0);
+      return { topic, role: roles.get(topic) ?? '', partitions: offsets.length, offsets: total, ranges };
+    }),
+  );
+}
+
+async function lagRows(admin: Admin, topics: readonly TopicRow[]): Promise<LagRow[]> {
+  const { groups } = await admin.listGroups();
+  const consumerGroups = groups.filter((g) => g.protocolType === 'consumer' || g.protocolType === '');
+  if (consumerGroups.length === 0 || topics.length === 0) return [];
+  const described = await admin.describeGroups(consumerGroups.map((g) => g.groupId));
+  const rows: LagRow[] = [];
+  for (const group of described.groups) {
+    const committed = await admin.fetchOffsets({
+      groupId: group.groupId,
+      topics: topics.map((t) => t.topic),
+    });
+    for (const { topic, partitions } of committed) {
+      const row = topics.find((t) => t.topic === topic);
+      const withCommit = partitions.filter((p) => Number(p.offset) >= 0);
+      if (!row || withCommit.length === 0) continue;
+      const lag = partitions.reduce((sum, p) => {
+        const range = row.ranges.get(p.partition);
+        if (!range) return sum;
+        const position = Number(p.offset) >= 0 ? Number(p.offset) : range.low;
+        return sum + Math.max(0, range.high - position);
+      }, 0);
+      rows.push({
+        group: group.groupId,
+        state: group.state,
+        members: group.members.length,
+        topic,
+        committedPartitions: withCommit.length,
+        partitions: row.partitions,
+        lag,
+      });
+    }
+  }
+  return rows.sort((a, b) => a.group.localeCompare(b.group) || a.topic.localeCompare(b.topic));
+}
+
+/** Left-aligned columns separated by two spaces; numbers right-aligned. */
+export function formatTable(
+  header: readonly string[],
+  rows: readonly (readonly (string | number)[])[],
+): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? '').length)));
+  const line = (cells: readonly (string | number)[]): string =>
+    cells
+      .map((cell, i) =>
+        typeof cell === 'number' ? String(cell).padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0),
+      )
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+/** `spa topics`: SPA's topics with partitions and record counts, and consumer groups' lag per topic. */
+export function registerTopicsCommand(program: Command): void {
+  program
+    .command('topics')
+    .description('list topics with partitions and record counts, and consumer groups with their lag')
+    .option('--json', 'print {topics, groups} as JSON instead of tables', false)
+    .action(async (options: { json: boolean }) => {
+      const kafka = await connectSpaKafka({ clientId: 'spa-topics' });
+      const admin = await connectKafkajsAdmin(kafka.config);
+      try {
+        const roles = new Map(Object.entries(kafka.topics).map(([role, name]) => [name, role]));
+        const topics = await topicRows(admin, roles);
+        const lags = await lagRows(admin, topics);
+        if (options.json) {
+          const plain = topics.map(({ ranges: _ranges, ...rest }) => rest);
+          console.log(JSON.stringify({ brokers: kafka.config.brokers, topics: plain, groups: lags }));
+          return;
+        }
+        console.log(
+          formatTable(
+            ['TOPIC', 'ROLE', 'PARTITIONS', 'RECORDS*'],
+            topics.map((t) => [t.topic, t.role, t.partitions, t.offsets]),
+          ),
+        );
+        console.log(
+          '* end − start offsets summed over partitions (transactional topics: includes commit markers)\n',
+        );
+        console.log(
+          lags.length === 0
+            ? 'no consumer group has committed offsets on these topics'
+            : formatTable(
+                ['CONSUMER GROUP', 'STATE', 'MEMBERS', 'TOPIC', 'COMMITTED', 'LAG'],
+                lags.map((l) => [
+                  l.group,
+                  l.state,
+                  l.members,
+                  l.topic,
+                  `${l.committedPartitions}/${l.partitions}`,
+                  l.lag,
+                ]),
+              ),
+        );
+      } finally {
+        await admin.disconnect();
+        await kafka.close();
+      }
+    });
+}

@@ -1,0 +1,280 @@
+/**
+ * A bounded, ephemeral read of one topic for tools (replay, tap, bench): a fresh consumer
+ * group nobody else uses (deleted again on close), the start resolved to offsets up front, and
+ * the end offsets captured at start, so "read what is there now, then stop" is well defined
+ * while producers keep writing. Records come through {@link recordStream}, so backpressure is
+ * its policy: **block** (partitions pause at `maxInFlight` un-acked records, nothing buffers).
+ */
+import { randomUUID } from 'node:crypto';
+import { Observable, type Subscription } from 'rxjs';
+import type { Admin } from 'kafkajs';
+import type { KafkaConnectionConfig } from './config.js';
+import { connectKafkajsAdmin } from './kafkajs-adapter.js';
+import { recordStream, type InFlightRecord } from './rx-source.js';
+import type { KafkaTransport, RecordSource, StartPosition, TopicPartitionOffset } from './transport.js';
+
+/** Where a read begins. */
+export type ReadStart =
+  | { readonly kind: 'earliest' }
+  /** Only records written after the read starts. */
+  | { readonly kind: 'latest' }
+  /** The first record with timestamp >= `timestamp` (epoch ms) in every partition. */
+  | { readonly kind: 'timestamp'; readonly timestamp: number }
+  /**
+   * Offset `every` in every partition, or per partition; partitions named in neither are not
+   * read (they start at their end). Offsets outside a partition's range are clamped to it.
+   */
+  | {
+      readonly kind: 'offsets';
+      readonly every?: bigint;
+      readonly partitions?: ReadonlyMap<number, bigint>;
+    };
+
+/** What a read covers in one partition: [start, end), `end` absent when following. */
+export interface PartitionRange {
+  readonly partition: number;
+  readonly start: bigint;
+  readonly end?: bigint;
+}
+
+/** Options of {@link readTopic}. */
+export interface ReadTopicOptions {
+  readonly topic: string;
+  readonly start: ReadStart;
+  /** Keep reading past the end offsets captured at start. Default false. */
+  readonly follow?: boolean;
+  /** Prefix of the ephemeral group id (`<purpose>-<random>`). Default `spa-read`. */
+  readonly purpose?: string;
+  /** Most records emitted and not yet acked. Default 256. */
+  readonly maxInFlight?: number;
+  /**
+   * How long a read with nothing in flight and nothing arriving waits before it treats the
+   * remaining offsets below the end as transaction markers or aborted records. Default 1500.
+   */
+  readonly quietMs?: number;
+}
+
+/** A prepared read; subscribe to `records` to start consuming. */
+export interface TopicRead {
+  readonly topic: string;
+  readonly groupId: string;
+  readonly ranges: readonly PartitionRange[];
+  /**
+   * Each partition's records in offset order; completes at the end offsets (unless following).
+   * Unsubscribing (or completion) closes the consumer and deletes the ephemeral group.
+   */
+  readonly records: Observable<InFlightRecord>;
+  /** Resolves once the consumer is closed and its group deleted (after the Observable ends). */
+  readonly closed: Promise<void>;
+}
+
+/** What a read needs from a connection (a subset of SpaKafka). */
+export interface KafkaConnection {
+  readonly transport: KafkaTransport;
+  readonly config: KafkaConnectionConfig;
+}
+
+async function resolveRanges(admin: Admin, topic: string, start: ReadStart, follow: boolean) {
+  const existing = await admin.listTopics();
+  if (!existing.includes(topic)) {
+    const names = existing.filter((name) => !name.startsWith('__')).sort();
+    throw new Error(`topic "${topic}" does not exist; existing topics: ${names.join(', ') || 'none'}`);
+  }
+  // ListOffsets is read_committed here (kafkajs' default): `high` is the last stable offset,
+  // so everything below the captured end is already committed or aborted.
+  const offsets = await admin.fetchTopicOffsets(topic);
+  const byTime =
+    start.kind === 'timestamp' ? await admin.fetchTopicOffsetsByTimestamp(topic, start.timestamp) : [];
+  return offsets
+    .map(({ partition, low, high }): PartitionRange => {
+      const [lo, hi] = [BigInt(low), BigInt(high)];
+      const wanted =
+        start.kind === 'earliest'
+          ? lo
+          : start.kind === 'latest'
+            ? hi
+            : start.kind === 'timestamp'
+              ? BigInt(byTime.find((o) => o.partition === partition)?.offset ?? high)
+              : (start.partitions?.get(partition) ?? start.every ?? hi);
+      const clamped = wanted < lo ? lo : wanted > hi ? hi : wanted;
+      return { partition, start: clamped, ...(follow ? {} : { end: hi }) };
+    })
+    .sort((a, b) => a.partition - b.partition);
+}
+
+function checkPartitions(topic: string, start: ReadStart, ranges: readonly PartitionRange[]): void {
+  if (start.kind !== 'offsets') return;
+  for (const partition of start.partitions?.keys() ?? []) {
+    if (!ranges.some((r) => r.partition === partition))
+      throw new Error(
+        `partition ${partition} does not exist in "${topic}"; it has partitions 0..${ranges.length - 1}`,
+      );
+  }
+}
+
+/**
+ * Prepares an ephemeral read of `topic` (read_committed). It commits no offsets: the start is
+ * given to the group through `committed` + reset policy where possible (earliest/latest) and
+ * written to the fresh group only for explicit offsets or timestamps.
+ */
+export async function readTopic(kafka: KafkaConnection, options: ReadTopicOptions): Promise<TopicRead> {
+  const follow = options.follow ?? false;
+  const groupId = `${options.purpose ?? 'spa-read'}-${randomUUID().slice(0, 8)}`;
+  const admin = await connectKafkajsAdmin(kafka.config);
+  let ranges: PartitionRange[];
+  try {
+    ranges = await resolveRanges(admin, options.topic, options.start, follow);
+    checkPartitions(options.topic, options.start, ranges);
+  } finally {
+    await admin.disconnect();
+  }
+  const start: StartPosition =
+    options.start.kind === 'earliest'
+      ? { kind: 'committed', fallback: 'earliest' }
+      : options.start.kind === 'latest'
+        ? { kind: 'committed', fallback: 'latest' }
+        : {
+            kind: 'offsets',
+            offsets: ranges.map((r): TopicPartitionOffset => ({
+              topic: options.topic,
+              partition: r.partition,
+              offset: r.start,
+            })),
+          };
+  let markClosed: () => void = () => undefined;
+  const closed = new Promise<void>((resolve) => (markClosed = resolve));
+  const records = boundedRecords(kafka, {
+    groupId,
+    topic: options.topic,
+    start,
+    ranges,
+    maxInFlight: options.maxInFlight ?? 256,
+    quietMs: options.quietMs ?? 1500,
+    onClosed: markClosed,
+  });
+  return { topic: options.topic, groupId, ranges, records, closed };
+}
+
+interface BoundedOptions {
+  readonly groupId: string;
+  readonly topic: string;
+  readonly start: StartPosition;
+  readonly ranges: readonly PartitionRange[];
+  readonly maxInFlight: number;
+  readonly quietMs: number;
+  readonly onClosed: () => void;
+}
+
+/** Deletes the (empty) ephemeral group so it does not linger in `spa topics`; best effort. */
+async function deleteGroup(config: KafkaConnectionConfig, groupId: string): Promise<void> {
+  const admin = await connectKafkajsAdmin(config);
+  try {
+    await admin.deleteGroups([groupId]);
+  } catch {
+    // A group that never joined does not exist; either way nothing is left behind.
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Wraps a source to learn when it has joined its group and to clean up after closing. */
+function instrumented(
+  source: RecordSource,
+  onJoined: () => void,
+  onClose: () => Promise<void>,
+): RecordSource {
+  return {
+    run: async (handler, onFatal) => {
+      await source.run(handler, onFatal);
+      onJoined();
+    },
+    pause: (partitions) => source.pause(partitions),
+    resume: (partitions) => source.resume(partitions),
+    seek: (position) => source.seek(position),
+    commit: (offsets) => source.commit(offsets),
+    close: async () => {
+      await source.close().catch(() => undefined);
+      await onClose();
+    },
+  };
+}
+
+function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observable<InFlightRecord> {
+  return new Observable<InFlightRecord>((subscriber) => {
+    const ends = new Map(options.ranges.flatMap((r) => (r.end === undefined ? [] : [[r.partition, r.end]])));
+    const following = options.ranges.some((r) => r.end === undefined);
+    // Partitions that still have offsets to read below their end.
+    const pending = new Set(
+      options.ranges.filter((r) => r.end !== undefined && r.start < r.end).map((r) => r.partition),
+    );
+    let inFlight = 0;
+    let lastActivity = Date.now();
+    let joined = false;
+    let finished = false;
+    let inner: Subscription | undefined;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      subscriber.complete();
+    };
+    const cleanup = async (): Promise<void> => {
+      await deleteGroup(kafka.config, options.groupId).catch(() => undefined);
+      options.onClosed();
+    };
+    if (!following && pending.size === 0) {
+      options.onClosed();
+      finish();
+      return;
+    }
+    // Kafka delivers no record for a transaction marker or an aborted record, so a partition
+    // whose range ends in one never shows its last offset: after a quiet period with nothing
+    // in flight (every paused partition resumed and fetched again), the rest is taken as read.
+    const quiet = setInterval(
+      () => {
+        if (!following && joined && inFlight === 0 && Date.now() - lastActivity >= options.quietMs) finish();
+      },
+      Math.min(100, options.quietMs),
+    );
+    void kafka.transport
+      .source({ groupId: options.groupId, topics: [options.topic], start: options.start })
+      .then(
+        (source) => {
+          const tracked = instrumented(source, () => ((joined = true), (lastActivity = Date.now())), cleanup);
+          if (subscriber.closed) return void tracked.close();
+          inner = recordStream(tracked, { maxInFlight: options.maxInFlight }).subscribe({
+            next: ({ record, ack }) => {
+              const end = ends.get(record.partition);
+              if (end !== undefined && record.offset >= end) {
+                pending.delete(record.partition);
+                ack();
+              } else {
+                inFlight += 1;
+                lastActivity = Date.now();
+                let acked = false;
+                const release = (): void => {
+                  if (acked) return;
+                  acked = true;
+                  inFlight -= 1;
+                  lastActivity = Date.now();
+                  if (!finished) ack();
+                };
+                if (end !== undefined && record.offset + 1n >= end) pending.delete(record.partition);
+                subscriber.next({ record, ack: release });
+              }
+              if (!following && pending.size === 0) finish();
+            },
+            error: (error: unknown) => subscriber.error(error),
+            complete: finish,
+          });
+        },
+        (error: unknown) => {
+          options.onClosed();
+          subscriber.error(error);
+        },
+      );
+    return () => {
+      clearInterval(quiet);
+      inner?.unsubscribe();
+    };
+  });
+}

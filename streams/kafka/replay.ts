@@ -1,0 +1,220 @@
+/**
+ * Replay: stored raw trajectories (spa.trajectories, the record of a run) re-run through the
+ * operators into another topic — how ablations are made from one generation run (design:
+ * "replay from offset 0"; reference §6 for the annotations). Reads with an ephemeral group,
+ * writes transactionally: each transaction holds whole trajectories' outputs, and a source
+ * record is acked only after its outputs are committed.
+ */
+import { bufferTime, concatMap, filter, lastValueFrom, map, mergeMap, NEVER, of, takeUntil } from 'rxjs';
+import type { Observable } from 'rxjs';
+import { applyTopicsTo, spaTopics } from '../../infra/kafka/topics.js';
+import { annotateGroundTruth, type Annotation } from '../../operators/annotate-ground-truth.js';
+import { filterMalformed } from '../../operators/filter-malformed.js';
+import { toSftRows } from '../../operators/to-sft-rows.js';
+import type { Trajectory } from '../../schemas/index.js';
+import { toRejected } from '../generator-pipeline.js';
+import type { Outbound } from '../outbound.js';
+import { readTopic, type KafkaConnection, type PartitionRange, type ReadStart } from './consume-spa.js';
+import { connectKafkajsAdmin } from './kafkajs-adapter.js';
+import { decodeSpaHeaders } from './headers.js';
+import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
+import type { InFlightRecord } from './rx-source.js';
+import type { OutgoingRecord } from './transport.js';
+
+/** Options of {@link replayTrajectories}. */
+export interface ReplayOptions {
+  /** Topic holding Trajectory records (usually spa.trajectories). */
+  readonly fromTopic: string;
+  /** Topic the SftRows go to; created with spa.sft's config when missing. */
+  readonly toTopic: string;
+  /** Dead-letter topic for undecodable records and filter rejects (usually spa.dlq). */
+  readonly dlqTopic: string;
+  readonly start: ReadStart;
+  /** Keep replaying records written after the start (until `stop` emits). Default false. */
+  readonly follow?: boolean;
+  readonly annotation: Annotation;
+  readonly maskTransitions?: boolean;
+  /** Trajectories per transaction at most. Default 32. */
+  readonly trajectoriesPerTransaction?: number;
+  /** Ends the replay after the current transaction (e.g. on SIGINT while following). */
+  readonly stop?: Observable<unknown>;
+  /** Called after each committed transaction with the running totals. */
+  readonly onCommitted?: (totals: ReplayCounts) => void;
+  /** Progress lines such as "created topic …". Default: stderr. */
+  readonly log?: (line: string) => void;
+}
+
+/** Running totals of a replay. */
+export interface ReplayCounts {
+  /** Records read from the source topic. */
+  read: number;
+  /** SftRows written to the target topic. */
+  rows: number;
+  /** Dead letters written, by reason (decode failures and filter rejects). */
+  rejected: Record<string, number>;
+  transactions: number;
+}
+
+/** What a finished replay did. */
+export interface ReplaySummary extends ReplayCounts {
+  readonly from: string;
+  readonly to: string;
+  readonly dlq: string;
+  readonly annotation: Annotation;
+  readonly groupId: string;
+  readonly ranges: readonly PartitionRange[];
+  readonly createdTarget: boolean;
+  readonly elapsedMs: number;
+}
+
+/**
+ * One trajectory through `annotateGroundTruth → filterMalformed → toSftRows` (the generator's
+ * SFT branch, streams/generator-pipeline.ts): its SftRows, or one dead letter with the
+ * filter's reason. The operators are synchronous, so subscribing collects every output.
+ */
+export function replayTrajectory(
+  trajectory: Trajectory,
+  options: { annotation: Annotation; maskTransitions?: boolean; now?: number },
+): Outbound[] {
+  const outputs: Outbound[] = [];
+  const now = options.now ?? Date.now();
+  of(trajectory)
+    .pipe(
+      annotateGroundTruth({ annotation: options.annotation }),
+      filterMalformed(),
+      mergeMap((verdict): Observable<Outbound> =>
+        verdict.accepted
+          ? of(verdict.value).pipe(
+              toSftRows({ maskTransitions: options.maskTransitions ?? false }),
+              map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
+            )
+          : of({ topic: 'dlq', key: verdict.rejection.key, record: toRejected(verdict.rejection, now) }),
+      ),
+    )
+    .subscribe({ next: (o) => outputs.push(o) });
+  return outputs;
+}
+
+/** The outputs of one consumed record: undecodable or un-annotatable records become dead letters. */
+function outputsOf(consumed: InFlightRecord['record'], options: ReplayOptions): Outbound[] {
+  const decoded = decodeKafkaRecord('Trajectory', consumed);
+  if (!decoded.ok) return [{ topic: 'dlq', key: decoded.rejected.key ?? '', record: decoded.rejected }];
+  try {
+    return replayTrajectory(decoded.record, options);
+  } catch (error) {
+    // annotateGroundTruth throws on a trajectory without a state per turn: dead-letter it, carry on.
+    const detail = error instanceof Error ? error.message : String(error);
+    const rejection = {
+      key: decoded.record.trajectory_id,
+      source: 'annotateGroundTruth',
+      reason: 'annotation-failed',
+    };
+    return [
+      {
+        topic: 'dlq',
+        key: rejection.key,
+        record: toRejected({ ...rejection, detail, value: decoded.record }, Date.now()),
+      },
+    ];
+  }
+}
+
+function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
+  try {
+    return decodeSpaHeaders(consumed.headers).traceparent;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Creates `topic` with spa.sft's definition when it does not exist; true when it was created. */
+export async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
+  const admin = await connectKafkajsAdmin(kafka.config);
+  try {
+    if ((await admin.listTopics()).includes(topic)) return false;
+  } finally {
+    await admin.disconnect();
+  }
+  const definition = spaTopics({ names: { sft: topic } }).filter((t) => t.role === 'sft');
+  await applyTopicsTo(kafka.config.brokers, definition, kafka.config);
+  return true;
+}
+
+/**
+ * Replays Trajectory records from `fromTopic` (read_committed, ephemeral group, up to the end
+ * offsets captured at start unless following) into SftRows on `toTopic`, rejects and
+ * undecodable records on `dlqTopic`, one transaction per chunk of trajectories.
+ */
+export async function replayTrajectories(
+  kafka: KafkaConnection,
+  options: ReplayOptions,
+): Promise<ReplaySummary> {
+  if (options.fromTopic === options.toTopic || options.toTopic === options.dlqTopic)
+    throw new Error(
+      `--to-topic "${options.toTopic}" must differ from the source "${options.fromTopic}" and the DLQ "${options.dlqTopic}"`,
+    );
+  const started = Date.now();
+  const log = options.log ?? ((line: string) => console.error(line));
+  const perTransaction = options.trajectoriesPerTransaction ?? 32;
+  const createdTarget = await ensureSftTopic(kafka, options.toTopic);
+  if (createdTarget) log(`[replay] created topic ${options.toTopic} with spa.sft's config`);
+  const read = await readTopic(kafka, {
+    topic: options.fromTopic,
+    start: options.start,
+    follow: options.follow ?? false,
+    purpose: 'spa-replay',
+    // More than one transaction's worth, so a chunk can fill while the previous one commits.
+    maxInFlight: perTransaction * 4,
+  });
+  const sink = await kafka.transport.sink({ transactionalId: `${read.groupId}-tx` });
+  const topicOf = {
+    trajectories: options.fromTopic,
+    sft: options.toTopic,
+    rollouts: options.toTopic,
+    dlq: options.dlqTopic,
+  };
+  const totals: ReplayCounts = { read: 0, rows: 0, rejected: {}, transactions: 0 };
+  try {
+    await lastValueFrom(
+      read.records.pipe(
+        takeUntil(options.stop ?? NEVER),
+        map((inFlight) => ({ inFlight, outputs: outputsOf(inFlight.record, options) })),
+        // Bounded by `perTransaction` entries; a trickle while following is flushed every 200 ms.
+        bufferTime(200, null, perTransaction),
+        filter((chunk) => chunk.length > 0),
+        concatMap(async (chunk) => {
+          const records: OutgoingRecord[] = chunk.flatMap(({ inFlight, outputs }) =>
+            outputs.map((o) => toKafkaRecord(o, topicOf[o.topic], traceparentOf(inFlight.record))),
+          );
+          if (records.length > 0) await sink.transaction((tx) => tx.send(records));
+          for (const { inFlight, outputs } of chunk) {
+            inFlight.ack();
+            totals.read += 1;
+            for (const o of outputs) {
+              if (o.topic === 'sft') totals.rows += 1;
+              else if (o.topic === 'dlq')
+                totals.rejected[o.record.reason] = (totals.rejected[o.record.reason] ?? 0) + 1;
+            }
+          }
+          totals.transactions += records.length > 0 ? 1 : 0;
+          options.onCommitted?.(totals);
+        }),
+      ),
+      { defaultValue: undefined },
+    );
+  } finally {
+    await sink.close();
+    await read.closed;
+  }
+  return {
+    ...totals,
+    from: options.fromTopic,
+    to: options.toTopic,
+    dlq: options.dlqTopic,
+    annotation: options.annotation,
+    groupId: read.groupId,
+    ranges: read.ranges,
+    createdTarget,
+    elapsedMs: Date.now() - started,
+  };
+}

@@ -1,0 +1,153 @@
+/**
+ * How `spa tap` shows records: readable text per record type (boards as the model sees them,
+ * parse outcomes, rewards, reject reasons), or one JSON line per record.
+ */
+import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
+import type { DecodedAnyRecord } from './consume-spa-decode.js';
+import type { ConsumedRecord } from './transport.js';
+
+const indent = (text: string, by = '      '): string =>
+  text
+    .split('\n')
+    .map((line) => by + line)
+    .join('\n');
+
+const list = (items: readonly (string | number)[]): string =>
+  items.length > 0 ? items.join(', ') : '(none)';
+
+function where(source: ConsumedRecord): string {
+  return `${source.topic}[${source.partition}]@${source.offset}  ${new Date(source.timestamp).toISOString()}`;
+}
+
+function parseOutcome(turn: Turn): string {
+  const { parse } = turn;
+  const how = `${parse.matched} match${parse.penalty ? ', format penalty' : ''}`;
+  return parse.ok ? `parse ok (${how})` : `parse REJECTED ${parse.reason ?? '(no reason)'} (${how})`;
+}
+
+function formatTurn(turn: Turn): string {
+  return [
+    `  turn ${turn.turn}: ${parseOutcome(turn)}`,
+    `    actions ${list(turn.parse.actions)}  executed ${list(turn.executed)}  rewards ${list(turn.rewards)}${turn.done ? '  done' : ''}`,
+    '    board before:',
+    indent(turn.state),
+    '    board after:',
+    indent(turn.state_after),
+  ].join('\n');
+}
+
+function formatTrajectory(t: Trajectory): string {
+  return [
+    `Trajectory ${t.trajectory_id}`,
+    `  env ${t.env} (${t.variant})  seed ${t.seed}  split ${t.split}  mode ${t.mode}  policy ${t.policy} v${t.policy_version}`,
+    `  success ${t.success}  total reward ${t.total_reward}  penalty ${t.penalty}  actions ${t.num_actions}  turns ${t.turns.length}`,
+    ...t.turns.map(formatTurn),
+  ].join('\n');
+}
+
+/** The contents of every `<tag>…</tag>` span in `text`. */
+function spans(text: string, tag: string): string[] {
+  return [...text.matchAll(new RegExp(`<${tag}>(.*?)</${tag}>`, 'gs'))].map((m) => m[1] ?? '');
+}
+
+function formatSftRow(row: SftRow): string {
+  const section = (label: string, texts: string[]): string[] =>
+    texts.length === 0
+      ? [`  ${label}: (none)`]
+      : texts.flatMap((text) => [`  ${label}:`, indent(text || '(empty)')]);
+  return [
+    `SftRow ${row.trajectory_id} turn ${row.turn}`,
+    `  env ${row.env}  policy v${row.policy_version}  annotation ${row.annotation}  mask transitions ${row.mask_transitions}  prompt ${row.prompt.length} messages`,
+    ...section('observation', spans(row.response, 'observation')),
+    ...section('prediction', spans(row.response, 'prediction')),
+    `  answer: ${spans(row.response, 'answer').join(' | ') || '(none)'}`,
+    '  response:',
+    indent(row.response, '    '),
+  ].join('\n');
+}
+
+function formatRollout(r: Rollout): string {
+  return [
+    `Rollout ${r.trajectory_id}  group ${r.group_id}`,
+    `  env ${r.env}  seed ${r.seed}  policy v${r.policy_version}  score ${r.score}  success ${r.success}`,
+    `  turns ${r.num_turns}  turn rewards ${list(r.turn_rewards)}  penalty ${r.penalty}`,
+  ].join('\n');
+}
+
+/** A dead letter's payload: the rejected trajectory's id when it is JSON, else the first bytes. */
+function payloadSummary(payload: Buffer): string {
+  try {
+    const parsed = JSON.parse(payload.toString('utf8')) as { trajectory_id?: unknown };
+    if (typeof parsed.trajectory_id === 'string')
+      return `trajectory ${parsed.trajectory_id} (JSON, ${payload.length} bytes)`;
+  } catch {
+    // not JSON: show bytes
+  }
+  const hex = payload.subarray(0, 16).toString('hex').replace(/(..)/g, '$1 ').trim();
+  return `${payload.length} bytes: ${hex}${payload.length > 16 ? ' …' : ''}`;
+}
+
+function formatRejected(r: Rejected, heading = 'Rejected'): string {
+  return [
+    `${heading}  reason ${r.reason}`,
+    `  key ${r.key ?? '(none)'}  from ${r.source}  at ${new Date(r.created_at).toISOString()}`,
+    `  detail: ${r.detail}`,
+    `  payload ${payloadSummary(r.payload)}`,
+    ...(r.payload_fingerprint
+      ? [`  payload schema fingerprint ${r.payload_fingerprint.toString('hex')}`]
+      : []),
+  ].join('\n');
+}
+
+function formatPolicyUpdate(p: PolicyUpdate): string {
+  return [
+    `PolicyUpdate v${p.version}  stage ${p.stage}  step ${p.step}`,
+    `  model ${p.model}  format ${p.format}  at ${new Date(p.created_at).toISOString()}`,
+    `  uri ${p.uri}`,
+    `  sha256 ${p.sha256}`,
+  ].join('\n');
+}
+
+/** A decoded record as readable text: a heading with its position, then its fields. */
+export function formatTapRecord(decoded: DecodedAnyRecord): string {
+  const heading = `── ${where(decoded.source)}  key ${decoded.source.key?.toString('utf8') ?? '(none)'}`;
+  if (!decoded.ok) return `${heading}\n${formatRejected(decoded.rejected, 'UNDECODABLE')}`;
+  const { value } = decoded;
+  switch (value.type) {
+    case 'Trajectory':
+      return `${heading}\n${formatTrajectory(value.record)}`;
+    case 'SftRow':
+      return `${heading}\n${formatSftRow(value.record)}`;
+    case 'Rollout':
+      return `${heading}\n${formatRollout(value.record)}`;
+    case 'Rejected':
+      return `${heading}\n${formatRejected(value.record)}`;
+    case 'PolicyUpdate':
+      return `${heading}\n${formatPolicyUpdate(value.record)}`;
+  }
+}
+
+/** Buffers (Avro bytes/fixed) as base64 strings; everything else as JSON does it. */
+function bytesAsBase64(_key: string, value: unknown): unknown {
+  const buffer = value as { type?: unknown; data?: unknown } | null;
+  if (buffer && buffer.type === 'Buffer' && Array.isArray(buffer.data))
+    return Buffer.from(buffer.data as number[]).toString('base64');
+  return value;
+}
+
+/** A decoded record as one JSON line: position, key, type (`Undecodable` for dead letters made here), record. */
+export function tapJsonLine(decoded: DecodedAnyRecord): string {
+  const { source } = decoded;
+  return JSON.stringify(
+    {
+      topic: source.topic,
+      partition: source.partition,
+      offset: Number(source.offset),
+      timestamp: source.timestamp,
+      key: source.key?.toString('utf8') ?? null,
+      type: decoded.ok ? decoded.value.type : 'Undecodable',
+      record: decoded.ok ? decoded.value.record : decoded.rejected,
+    },
+    bytesAsBase64,
+  );
+}

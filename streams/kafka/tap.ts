@@ -1,0 +1,93 @@
+/**
+ * `spa tap`: an ephemeral consumer that prints records readably and commits nothing. It reads
+ * through {@link readTopic} (a fresh group, deleted on exit; start given as a reset policy, so
+ * not even a starting offset is written) and stops at the end offsets captured at start unless
+ * following.
+ */
+import { filter, lastValueFrom, map, NEVER, take, takeUntil, tap, type Observable } from 'rxjs';
+import { decodeAnySpaRecord, type DecodedAnyRecord } from './consume-spa-decode.js';
+import { readTopic, type KafkaConnection } from './consume-spa.js';
+import { formatTapRecord, tapJsonLine } from './tap-format.js';
+
+/** `key=value` on a record's top-level field (or `type=<record name>`). */
+export interface TapFilter {
+  readonly key: string;
+  readonly value: string;
+}
+
+/** Parses `--filter key=value`, naming the bad text. */
+export function parseTapFilter(text: string): TapFilter {
+  const at = text.indexOf('=');
+  if (at <= 0) throw new Error(`--filter "${text}" must be key=value on a top-level field, e.g. env=sokoban`);
+  return { key: text.slice(0, at).trim(), value: text.slice(at + 1).trim() };
+}
+
+/** True when every filter matches: the field's value printed as text equals the filter's value. */
+export function matchesTapFilters(decoded: DecodedAnyRecord, filters: readonly TapFilter[]): boolean {
+  const type = decoded.ok ? decoded.value.type : 'Undecodable';
+  const record = (decoded.ok ? decoded.value.record : decoded.rejected) as unknown as Record<string, unknown>;
+  return filters.every(({ key, value }) => {
+    const field = key === 'type' && !(key in record) ? type : record[key];
+    if (field === undefined || field === null) return value === 'null' && field === null;
+    if (Buffer.isBuffer(field)) return field.toString('hex') === value;
+    return typeof field === 'object' ? JSON.stringify(field) === value : String(field) === value;
+  });
+}
+
+/** Options of {@link tapTopic}. */
+export interface TapOptions {
+  readonly topic: string;
+  /** `earliest`: the retained history first (default); `latest`: only records written from now on. */
+  readonly start: 'earliest' | 'latest';
+  readonly follow: boolean;
+  readonly filters: readonly TapFilter[];
+  /** Stop after printing this many records. */
+  readonly limit?: number;
+  readonly json: boolean;
+  /** Where each printed record goes (one call per record). */
+  readonly write: (text: string) => void;
+  /** Ends the tap (e.g. SIGINT while following). */
+  readonly stop?: Observable<unknown>;
+}
+
+/** What a tap did. */
+export interface TapSummary {
+  readonly read: number;
+  readonly printed: number;
+  readonly groupId: string;
+}
+
+/** Prints `topic`'s records until its end (or `limit`, or `stop` when following). */
+export async function tapTopic(kafka: KafkaConnection, options: TapOptions): Promise<TapSummary> {
+  const read = await readTopic(kafka, {
+    topic: options.topic,
+    start: { kind: options.start },
+    follow: options.follow,
+    purpose: 'spa-tap',
+    maxInFlight: 64,
+  });
+  let readCount = 0;
+  let printed = 0;
+  try {
+    await lastValueFrom(
+      read.records.pipe(
+        takeUntil(options.stop ?? NEVER),
+        map(({ record, ack }) => {
+          readCount += 1;
+          ack(); // printing is synchronous: the record is done once decoded
+          return decodeAnySpaRecord(record);
+        }),
+        filter((decoded) => matchesTapFilters(decoded, options.filters)),
+        options.limit === undefined ? (source) => source : take(options.limit),
+        tap((decoded) => {
+          printed += 1;
+          options.write(options.json ? tapJsonLine(decoded) : formatTapRecord(decoded));
+        }),
+      ),
+      { defaultValue: undefined },
+    );
+  } finally {
+    await read.closed;
+  }
+  return { read: readCount, printed, groupId: read.groupId };
+}
