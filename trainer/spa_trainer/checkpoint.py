@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,30 +123,40 @@ def _fsync_tree(folder: Path) -> None:
         os.close(fd)
 
 
-def save_checkpoint(
-    run_dir: Path,
-    model: PreTrainedModel,
-    tokenizer: PreTrainedTokenizerBase,
-    optimizer: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LRScheduler,
-    state: TrainerState,
-    keep: int = 3,
-) -> Path:
-    """Write one complete checkpoint atomically, point `latest` at it, keep the newest `keep`."""
+def write_optimizer(folder: Path, optimizer: torch.optim.Optimizer, stem: str = "optimizer") -> None:
+    """`<stem>.safetensors` (every state tensor) + `<stem>.json` (param groups, scalar state)."""
+    tensors, meta = _optimizer_to_files(optimizer)
+    save_file(tensors, str(folder / f"{stem}.safetensors"))
+    _write_json(folder / f"{stem}.json", meta)
+
+
+def read_optimizer(folder: Path, optimizer: torch.optim.Optimizer, stem: str = "optimizer") -> None:
+    """Load what `write_optimizer` wrote into `optimizer` (built over the same parameters)."""
+    meta = json.loads((folder / f"{stem}.json").read_text(encoding="utf-8"))
+    optimizer.load_state_dict(_optimizer_from_files(load_file(str(folder / f"{stem}.safetensors")), meta))
+
+
+def write_rng(folder: Path) -> dict[str, Any]:
+    """Torch generator states to `rng.safetensors`; returns the python RNG state for the JSON state."""
+    tensors, meta = _rng_state()
+    save_file(tensors, str(folder / "rng.safetensors"))
+    return meta
+
+
+def restore_rng(folder: Path, meta: dict[str, Any]) -> None:
+    """Inverse of `write_rng` (`meta` is what it returned)."""
+    _restore_rng(load_file(str(folder / "rng.safetensors")), meta)
+
+
+def write_atomic_checkpoint(run_dir: Path, step: int, fill: Callable[[Path], None], keep: int = 3) -> Path:
+    """`fill` a temporary folder, fsync it, rename it to `checkpoints/step_<n>`, point `latest` at
+    it and keep the newest `keep`: a crash leaves the old checkpoint or the new one, never half."""
     root = run_dir / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"step_{state.step:08d}"
+    final = root / f"step_{step:08d}"
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
     try:
-        model.save_pretrained(tmp / "model", safe_serialization=True)
-        tokenizer.save_pretrained(tmp / "model")
-        opt_tensors, opt_meta = _optimizer_to_files(optimizer)
-        save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
-        _write_json(tmp / "optimizer.json", opt_meta)
-        _write_json(tmp / "scheduler.json", scheduler.state_dict())
-        rng_tensors, rng_meta = _rng_state()
-        save_file(rng_tensors, str(tmp / "rng.safetensors"))
-        _write_json(tmp / "trainer_state.json", {**state.to_json(), "rng": rng_meta})
+        fill(tmp)
         _fsync_tree(tmp)
         if final.exists():  # a re-run of the same step after a crash: replace it whole
             shutil.rmtree(final)
@@ -159,6 +170,28 @@ def save_checkpoint(
     for old in sorted(root.glob("step_*"))[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def save_checkpoint(
+    run_dir: Path,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    state: TrainerState,
+    keep: int = 3,
+) -> Path:
+    """Write one complete checkpoint atomically, point `latest` at it, keep the newest `keep`."""
+
+    def fill(tmp: Path) -> None:
+        model.save_pretrained(tmp / "model", safe_serialization=True)
+        tokenizer.save_pretrained(tmp / "model")
+        write_optimizer(tmp, optimizer)
+        _write_json(tmp / "scheduler.json", scheduler.state_dict())
+        rng_meta = write_rng(tmp)
+        _write_json(tmp / "trainer_state.json", {**state.to_json(), "rng": rng_meta})
+
+    return write_atomic_checkpoint(run_dir, state.step, fill, keep)
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -179,9 +212,8 @@ def restore_checkpoint(
 ) -> TrainerState:
     """Restore optimizer, scheduler and RNG from `folder` (the model was loaded from
     `folder/model` by the caller) and return the trainer state with its offsets."""
-    meta = json.loads((folder / "optimizer.json").read_text(encoding="utf-8"))
-    optimizer.load_state_dict(_optimizer_from_files(load_file(str(folder / "optimizer.safetensors")), meta))
+    read_optimizer(folder, optimizer)
     scheduler.load_state_dict(json.loads((folder / "scheduler.json").read_text(encoding="utf-8")))
     raw = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
-    _restore_rng(load_file(str(folder / "rng.safetensors")), raw.pop("rng"))
+    restore_rng(folder, raw.pop("rng"))
     return TrainerState.from_json(raw)

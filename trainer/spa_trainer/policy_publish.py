@@ -8,12 +8,17 @@ encoding; weights stay on disk and the record carries their folder's URI plus th
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from .kafka_source import ck, default_brokers
-
 POLICY_KEY = b"policy"
+
+# The TS side's header names (streams/kafka/headers.ts), so one reader handles every topic.
+POLICY_VERSION_HEADER = "spa-policy-version"
+SCHEMA_FINGERPRINT_HEADER = "spa-schema-fingerprint"
+TRACEPARENT_HEADER = "traceparent"
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")  # W3C Trace Context §3.2
 
 
 def policy_update_from_manifest(artifact: Path) -> dict[str, Any]:
@@ -38,17 +43,44 @@ def encode_policy_update(record: dict[str, Any]) -> bytes:
     return spa_schemas().encode("PolicyUpdate", record)
 
 
-def publish_policy_update(record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None) -> None:
+def policy_update_headers(record: dict[str, Any], traceparent: str | None = None) -> list[tuple[str, bytes]]:
+    """`spa-policy-version` (decimal), `spa-schema-fingerprint` (CRC-64-AVRO of PolicyUpdate's
+    canonical form, 16 lowercase hex in wire order, as TS `fingerprintHex`) and, when given, the
+    W3C `traceparent` of the step that produced the policy."""
+    from .avro_records import spa_schemas
+
+    version = int(record["version"])
+    if version < 0:
+        raise ValueError(f"PolicyUpdate version {version} must be a non-negative integer")
+    headers = [
+        (POLICY_VERSION_HEADER, str(version).encode()),
+        (SCHEMA_FINGERPRINT_HEADER, spa_schemas().current("PolicyUpdate").fingerprint.hex().encode()),
+    ]
+    if traceparent is not None:
+        if not _TRACEPARENT.match(traceparent):  # TS readers dead-letter a malformed one
+            raise ValueError(f"traceparent {traceparent!r} is not W3C 00-<32 hex>-<16 hex>-<2 hex>")
+        headers.append((TRACEPARENT_HEADER, traceparent.encode()))
+    return headers
+
+
+def publish_policy_update(
+    record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None, traceparent: str | None = None
+) -> None:
     """Produce the record (idempotent producer, acks=all) and wait until the broker has it."""
-    producer = ck.Producer({"bootstrap.servers": default_brokers(brokers), "enable.idempotence": True, "acks": "all"})
+    from .kafka_source import ck, default_brokers  # optional dependency: confluent-kafka
+
+    address = default_brokers(brokers)
+    producer = ck.Producer({"bootstrap.servers": address, "enable.idempotence": True, "acks": "all"})
     errors: list[str] = []
 
     def delivered(err: object, _msg: object) -> None:
         if err is not None:
             errors.append(str(err))
 
-    headers = [("policy_version", str(record["version"]).encode())]
+    headers = policy_update_headers(record, traceparent)
     producer.produce(topic, key=POLICY_KEY, value=encode_policy_update(record), headers=headers, on_delivery=delivered)
     remaining = producer.flush(30)
     if remaining or errors:
-        raise RuntimeError(f"PolicyUpdate v{record['version']} not delivered to {topic}: {errors or 'timeout'}")
+        raise RuntimeError(
+            f"PolicyUpdate v{record['version']} not delivered to {topic} at {address}: {errors or 'timeout (is the broker up?)'}"
+        )

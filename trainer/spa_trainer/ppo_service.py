@@ -1,0 +1,414 @@
+"""PPO as a service (reference §9): consume spa.rollouts, train, checkpoint with offsets, publish.
+
+    python -m spa_trainer.ppo_service --model runs/sft --input kafka:spa.rollouts --out runs/ppo \\
+        --steps 100 --groups-per-step 32 --group-size 8 --export-every 10 --export-root runs/policy \\
+        --publish spa.policy
+
+One loop, top to bottom, per step:
+    poll records (offset order) ─► reject bad ones to the DLQ ─► group by `group_id` until G groups
+    of K are complete ─► `ppo_step` ─► metrics line ─► atomic checkpoint (actor, critic, both
+    optimizers, RNG, trainer version, next offsets + read-but-untrained records) ─► commit the
+    offsets below which everything is trained ─► every M steps (and at the end): ONNX export
+    `v<version>` and a PolicyUpdate on `--publish`.
+
+The trainer's version (for staleness) is the latest published one: `--start-version` (the SFT
+export's; default the highest `v<n>` under `--export-root`) + 1 per export. Re-running the same
+command resumes from `<out>/checkpoints/latest`: the same records, none skipped or repeated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, get_args
+
+import torch
+from safetensors.torch import load_model, save_model
+from transformers import PreTrainedTokenizerBase
+from transformers.utils import logging as hf_logging
+
+from .checkpoint import (
+    TrainerState,
+    latest_checkpoint,
+    read_optimizer,
+    restore_rng,
+    write_atomic_checkpoint,
+    write_optimizer,
+    write_rng,
+)
+from .data import Offsets
+from .dead_letters import DeadLetters, open_dead_letters
+from .export import export_policy, next_version
+from .models import load_policy, resolve_model_dir
+from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
+from .ppo_math import MaskMode
+from .rollout_groups import GroupBuffer, pending_item, pending_line
+from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
+
+
+@dataclass
+class ServiceConfig:
+    """Flags of `python -m spa_trainer.ppo_service` (PPO hyperparameters: `PpoConfig`, §9.1)."""
+
+    model: str
+    input: str
+    out: str
+    steps: int
+    groups_per_step: int = 32  # reference §9.1: 32 env groups
+    group_size: int = 8  # × 8 samples
+    export_every: int = 10
+    export_root: str = "runs/policy"
+    publish: str | None = None
+    start_version: int | None = None  # None: the highest v<n> under export_root (0 if none)
+    mask: MaskMode = "response-only"
+    max_staleness: int | None = None
+    brokers: str | None = None
+    dlq: str | None = None  # default kafka:spa.dlq (kafka input) or jsonl:<out>/dlq.jsonl
+    idle_timeout_s: float | None = None  # give up after this long without a record (None: wait)
+    max_open_groups: int | None = None  # incomplete groups held at most (default 4 × G)
+    ppo: PpoConfig = field(default_factory=PpoConfig)
+    seed: int = 0
+
+
+class InputExhausted(RuntimeError):
+    """A finite input (a JSONL file) ended before `--steps` steps."""
+
+
+@dataclass
+class Progress:
+    """What the checkpoint records besides weights: position, version, counters."""
+
+    step: int = 0
+    version: int = 0  # latest published policy version = the trainer's version
+    exported_step: int = 0  # step of the latest export (0: none yet)
+    records_trained: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)  # reason → count
+    over_max_staleness: int = 0
+    next_offsets: Offsets = field(default_factory=dict)
+
+
+StepHook = Callable[[int, list[SourcedRollout]], None]
+"""Called after each `ppo_step`, before its checkpoint, with (step, records trained)."""
+
+
+def resolve_start_model(model: str) -> Path:
+    """`tiny`, a HF folder, an SFT checkpoint folder (`<sft-out>/checkpoints/step_<n>`, whose
+    `model/` is used) or an SFT run folder (`<sft-out>`: its `checkpoints/latest`)."""
+    folder = Path(model)
+    if model == "tiny" or (folder / "config.json").is_file():
+        return resolve_model_dir(model)
+    if (folder / "model" / "config.json").is_file():
+        return resolve_model_dir(str(folder / "model"))
+    latest = latest_checkpoint(folder) if folder.is_dir() else None
+    if latest is not None:
+        return resolve_model_dir(str(latest / "model"))
+    raise FileNotFoundError(
+        f"--model {model!r}: expected 'tiny', a HF folder with config.json, an SFT checkpoint "
+        "(<sft-out>/checkpoints/step_<n>) or an SFT run folder (<sft-out>, the --out of spa_trainer.sft)"
+    )
+
+
+@dataclass
+class Service:
+    """A running service: source, sinks, model state, tokenizer and position."""
+
+    cfg: ServiceConfig
+    source: RolloutSource
+    dead_letters: DeadLetters
+    state: PpoState
+    tokenizer: PreTrainedTokenizerBase
+    progress: Progress
+    buffer: GroupBuffer
+    out: Path
+
+    def log(self, line: str) -> None:
+        """Progress and problems go to stderr (stdout stays free for a final summary)."""
+        print(f"[ppo] {line}", file=sys.stderr, flush=True)
+
+    def reject(self, item: SourcedRollout, reason: str, detail: str) -> None:
+        """Count a bad record and dead-letter it with its reason (nothing is dropped silently)."""
+        self.progress.rejected[reason] = self.progress.rejected.get(reason, 0) + 1
+        self.dead_letters.reject(
+            SourcedRollout(
+                item.partition, item.offset, item.key, item.payload, item.headers, reason=reason, detail=detail
+            ),
+            self.source.describe().split(":", 1)[1],
+        )
+        self.log(f"rejected {self.source.describe()}[{item.partition}]@{item.offset}: {reason}: {detail}")
+
+    def committed_offsets(self) -> Offsets:
+        """Per partition, the offset below which every record is trained or dead-lettered."""
+        low = dict(self.progress.next_offsets)
+        for item in self.buffer.items():
+            low[item.partition] = min(low.get(item.partition, item.offset), item.offset)
+        return low
+
+
+def save_service_checkpoint(svc: Service) -> Path:
+    """Actor (HF folder `model/`, usable as `--model`), critic, both optimizers, RNG, progress and
+    the read-but-untrained records, as one atomic checkpoint (`checkpoint.write_atomic_checkpoint`)."""
+    state, progress = svc.state, svc.progress
+
+    def fill(tmp: Path) -> None:
+        state.actor.save_pretrained(tmp / "model", safe_serialization=True)
+        svc.tokenizer.save_pretrained(tmp / "model")
+        save_model(state.critic, str(tmp / "critic.safetensors"))
+        write_optimizer(tmp, state.actor_optimizer, "actor_optimizer")
+        write_optimizer(tmp, state.critic_optimizer, "critic_optimizer")
+        rng = write_rng(tmp)
+        (tmp / "pending.jsonl").write_text("".join(pending_line(i) + "\n" for i in svc.buffer.items()))
+        trainer = TrainerState(
+            step=progress.step,
+            rows_trained=progress.records_trained,
+            offsets=progress.next_offsets,
+            source=svc.source.describe(),
+            extra={"progress": asdict(progress), "config": _config_json(svc.cfg)},
+        )
+        (tmp / "trainer_state.json").write_text(json.dumps({**trainer.to_json(), "rng": rng}, indent=2))
+
+    return write_atomic_checkpoint(svc.out, progress.step, fill)
+
+
+def _config_json(cfg: ServiceConfig) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(cfg), default=str))
+
+
+def _load_progress(folder: Path) -> tuple[Progress, dict[str, Any]]:
+    raw = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
+    saved = dict(raw["extra"]["progress"])
+    saved["next_offsets"] = {int(p): int(o) for p, o in saved["next_offsets"].items()}
+    return Progress(**saved), raw["rng"]
+
+
+def prepare_service(cfg: ServiceConfig) -> Service:
+    """Fresh start from `--model`, or resume everything from `<out>/checkpoints/latest`."""
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    resume = latest_checkpoint(out)
+    torch.manual_seed(cfg.seed)
+    actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_start_model(cfg.model)))
+    ppo = PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask})
+    state = init_ppo(actor, ppo)
+    buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
+    if resume is None:
+        start = cfg.start_version if cfg.start_version is not None else next_version(Path(cfg.export_root)) - 1
+        progress = Progress(version=start)
+    else:
+        load_model(state.critic, str(resume / "critic.safetensors"))
+        read_optimizer(resume, state.actor_optimizer, "actor_optimizer")
+        read_optimizer(resume, state.critic_optimizer, "critic_optimizer")
+        progress, rng = _load_progress(resume)
+        restore_rng(resume, rng)
+        for line in (resume / "pending.jsonl").read_text(encoding="utf-8").splitlines():
+            buffer.add(pending_item(line))
+    metrics = out / "metrics.jsonl"
+    if metrics.is_file():  # drop lines of steps the checkpoint does not hold (they are redone)
+        kept = [ln for ln in metrics.read_text().splitlines() if ln and json.loads(ln)["step"] <= progress.step]
+        metrics.write_text("".join(ln + "\n" for ln in kept))
+    source = open_rollout_source(cfg.input, progress.next_offsets, brokers=cfg.brokers, group_id=f"spa-ppo-{out.name}")
+    default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
+    dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
+    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out)
+    where = f"resumed {resume.name}" if resume else f"started from {cfg.model}"
+    svc.log(f"{where}: step {progress.step}/{cfg.steps}, version {progress.version}, offsets {progress.next_offsets}, "
+            f"{len(buffer.items())} pending records; input {source.describe()} on {state.device}")  # fmt: skip
+    return svc
+
+
+def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
+    """Poll until G complete groups are buffered; returns their records and the seconds spent
+    waiting for data. Bad records are dead-lettered and skipped (their offsets advance too)."""
+    waited, idle, last_note = 0.0, 0.0, time.monotonic()
+    while not svc.buffer.ready(svc.cfg.groups_per_step):
+        t0 = time.monotonic()
+        item = svc.source.poll(1.0)
+        waited += time.monotonic() - t0
+        if item is None:
+            idle += time.monotonic() - t0
+            if svc.source.exhausted():
+                raise InputExhausted(
+                    f"{svc.source.describe()} ended after step {svc.progress.step} of {svc.cfg.steps} "
+                    f"({len(svc.buffer.complete)} complete groups of {svc.cfg.groups_per_step} for the next step)"
+                )
+            if svc.cfg.idle_timeout_s is not None and idle > svc.cfg.idle_timeout_s:
+                raise TimeoutError(f"no record from {svc.source.describe()} for {idle:.0f} s (--idle-timeout)")
+            if time.monotonic() - last_note > 30:
+                last_note = time.monotonic()
+                note = getattr(svc.source, "last_error", "")
+                svc.log(f"waiting for data ({idle:.0f} s idle{'; ' + note if note else ''})")
+            continue
+        idle = 0.0
+        svc.progress.next_offsets[item.partition] = item.offset + 1
+        if item.record is None:
+            svc.reject(item, item.reason, item.detail)
+            continue
+        for bad, reason, detail in svc.buffer.add(item):
+            svc.reject(bad, reason, detail)
+    return svc.buffer.take(svc.cfg.groups_per_step), waited
+
+
+def export_and_publish(svc: Service, checkpoint: Path) -> Path:
+    """ONNX artifact `<export-root>/v<version>/` of the checkpoint's actor, then a PolicyUpdate.
+    Idempotent, so a restart after a crash between checkpoint and publish simply redoes it."""
+    from .policy_publish import policy_update_from_manifest, publish_policy_update
+
+    version, step = svc.progress.version, svc.progress.exported_step
+    root = Path(svc.cfg.export_root)
+    artifact = root / f"v{version:06d}"
+    if artifact.exists():
+        manifest = json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))
+        if (manifest["stage"], manifest["step"]) != ("ppo", step):
+            raise FileExistsError(
+                f"{artifact} holds {manifest['stage']} step {manifest['step']}, not ppo step {step}: "
+                "another run exported this version; pass --start-version past the root's highest v<n>"
+            )
+    else:
+        artifact = export_policy(checkpoint / "model", root, "ppo", step, svc.cfg.model, version=version)
+    if svc.cfg.publish:
+        publish_policy_update(policy_update_from_manifest(artifact), svc.cfg.publish, svc.cfg.brokers)
+    svc.log(
+        f"exported v{version} (step {step}) to {artifact}"
+        + (f", published on {svc.cfg.publish}" if svc.cfg.publish else "")
+    )
+    return artifact
+
+
+def metrics_line(
+    svc: Service, metrics: dict[str, float], staleness: dict[int, int], over: int, timing: dict[str, float]
+) -> dict[str, Any]:
+    """One `<out>/metrics.jsonl` entry (named fields first, every `ppo_step` metric under `ppo`)."""
+    return {
+        "step": svc.progress.step,
+        "trainer_version": int(metrics["trainer/version"]),
+        "records": sum(staleness.values()),
+        "pg_loss": metrics["actor/pg_loss"],
+        "vf_loss": metrics["critic/vf_loss"],
+        "entropy": metrics["actor/entropy"],
+        "score_mean": metrics["score/mean"],
+        "success_rate": metrics["score/success_rate"],
+        "staleness": {str(lag): n for lag, n in staleness.items()},
+        "over_max_staleness": over,
+        "rejected_total": sum(svc.progress.rejected.values()),
+        "tokens_per_s": metrics["perf/tokens_per_s"],
+        **timing,
+        "ppo": metrics,
+    }
+
+
+def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
+    """Collect, `ppo_step`, metrics, checkpoint, commit, and export when due."""
+    cfg, progress, started = svc.cfg, svc.progress, time.monotonic()
+    items, waited = collect_groups(svc)
+    svc.state.version = progress.version  # staleness against the latest published version
+    report = ppo_step(svc.state, [i.record for i in items if i.record is not None], svc.tokenizer)
+    over = sum(n for lag, n in report.staleness.items() if cfg.max_staleness is not None and lag > cfg.max_staleness)
+    progress.step += 1
+    progress.records_trained += len(items)
+    progress.over_max_staleness += over
+    if on_step is not None:
+        on_step(progress.step, items)
+    export_due = progress.step % cfg.export_every == 0 or progress.step == cfg.steps
+    if export_due:  # the checkpoint already carries the version this step publishes
+        progress.version += 1
+        progress.exported_step = progress.step
+    timing = {"waited_s": waited, "train_s": report.metrics["perf/step_seconds"]}
+    line = metrics_line(svc, report.metrics, report.staleness, over, timing)
+    svc.dead_letters.flush()  # rejects are durable before the offsets that skip them
+    checkpoint = save_service_checkpoint(svc)
+    svc.source.commit(svc.committed_offsets())
+    if export_due:
+        export_and_publish(svc, checkpoint)
+    line["wall_s"] = time.monotonic() - started
+    with (svc.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+    stale = " ".join(f"{lag}:{n}" for lag, n in report.staleness.items())
+    svc.log(
+        f"step {progress.step}/{cfg.steps} v{line['trainer_version']} pg {line['pg_loss']:.4f} vf {line['vf_loss']:.4f} "
+        f"ent {line['entropy']:.3f} score {line['score_mean']:.3f} succ {line['success_rate']:.2f} "
+        f"staleness {{{stale}}}{f' over-max {over}' if over else ''} tok/s {line['tokens_per_s']:.0f} "
+        f"wait {waited:.1f}s wall {line['wall_s']:.1f}s"
+    )
+    return line
+
+
+def run_service(cfg: ServiceConfig, on_step: StepHook | None = None) -> Progress:
+    """Train until `cfg.steps` steps are checkpointed (resuming if `<out>` has a checkpoint)."""
+    hf_logging.disable_progress_bar()
+    svc = prepare_service(cfg)
+    try:
+        latest = latest_checkpoint(svc.out)
+        if latest is not None and svc.progress.exported_step == svc.progress.step:
+            export_and_publish(svc, latest)  # the last run may have died between checkpoint and publish
+        while svc.progress.step < cfg.steps:
+            train_one_step(svc, on_step)
+    finally:
+        svc.source.close()
+    totals = Counter[int]()
+    for ln in (svc.out / "metrics.jsonl").read_text().splitlines() if (svc.out / "metrics.jsonl").is_file() else []:
+        totals.update({int(k): v for k, v in json.loads(ln)["staleness"].items()})
+    svc.log(f"done: step {svc.progress.step}, version {svc.progress.version}, {svc.progress.records_trained} records, "
+            f"staleness {dict(sorted(totals.items()))}, rejected {svc.progress.rejected}")  # fmt: skip
+    return svc.progress
+
+
+def parse_args(argv: list[str]) -> ServiceConfig:
+    """CLI flags → ServiceConfig."""
+    d, p_d = ServiceConfig(model="", input="", out="", steps=0), PpoConfig()
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.ppo_service", description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, help="'tiny', a HF folder, an SFT run folder (its --out) or checkpoint")
+    p.add_argument("--input", required=True, help="kafka:<topic> (e.g. kafka:spa.rollouts) or jsonl:<path>")
+    p.add_argument("--out", required=True, help="run folder (checkpoints, metrics.jsonl); resumes if present")
+    p.add_argument("--steps", type=int, required=True, help="stop cleanly after this many PPO steps")
+    p.add_argument("--groups-per-step", type=int, default=d.groups_per_step, help="complete groups per step (G)")
+    p.add_argument("--group-size", type=int, default=d.group_size, help="records per group (K)")
+    p.add_argument("--export-every", type=int, default=d.export_every, help="export + publish every M steps")
+    p.add_argument("--export-root", default=d.export_root, help="ONNX artifacts go to <root>/v<version>/")
+    p.add_argument("--publish", default=None, metavar="TOPIC", help="PolicyUpdate topic, e.g. spa.policy")
+    p.add_argument("--start-version", type=int, default=None, help="the SFT export's version (default: root's max)")
+    p.add_argument("--mask", default=d.mask, choices=get_args(MaskMode), help="loss mask (§9.2; SPA: all-after-system)")
+    p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
+    p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
+    p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
+    p.add_argument("--idle-timeout", type=float, default=None, help="seconds without a record before giving up")
+    p.add_argument("--max-open-groups", type=int, default=None, help="incomplete groups held (default 4 × G)")
+    p.add_argument("--actor-lr", type=float, default=p_d.actor_lr)
+    p.add_argument("--critic-lr", type=float, default=p_d.critic_lr)
+    p.add_argument("--keep-ratio", type=float, default=p_d.group_keep_ratio, help="std filter: fraction of groups kept")
+    p.add_argument("--micro-batch-size", type=int, default=p_d.micro_batch_size)
+    p.add_argument("--seed", type=int, default=d.seed)
+    a = p.parse_args(argv)
+    for flag in ("steps", "groups_per_step", "group_size", "export_every"):
+        if getattr(a, flag) < 1:
+            p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
+    ppo = PpoConfig(
+        actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio, micro_batch_size=a.micro_batch_size
+    )
+    return ServiceConfig(
+        model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,
+        group_size=a.group_size, export_every=a.export_every, export_root=a.export_root, publish=a.publish,
+        start_version=a.start_version, mask=a.mask, max_staleness=a.max_staleness, brokers=a.brokers, dlq=a.dlq,
+        idle_timeout_s=a.idle_timeout, max_open_groups=a.max_open_groups, ppo=ppo, seed=a.seed,
+    )  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    """Run the service; boundary errors (no broker, missing input, input ended) print one line, exit 2."""
+    cfg = parse_args(argv)
+    try:
+        progress = run_service(cfg)
+    except (ConnectionError, FileNotFoundError, FileExistsError, InputExhausted, TimeoutError, ValueError) as err:
+        print(f"[ppo] error: {err}", file=sys.stderr, flush=True)
+        return 2
+    print(json.dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
+                      "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
