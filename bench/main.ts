@@ -2,6 +2,7 @@
 const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {
   envs: () => import('./envs.js'),
   pipeline: () => import('./pipeline.js'),
+  generate: () => import('./generate.js'),
 };
 
 export async function main(args: string[]): Promise<void> {

@@ -1,0 +1,247 @@
+"""Python side of the ONNX-policy tests and the `generate` bench (run with trainer/.venv's python).
+
+Subcommands (JSON in on stdin where noted, JSON out on stdout):
+  fixture  --root DIR [--scale S]     build (cached) the test policy: the trainer's tiny Qwen2 with
+                                      re-randomised weights, exported by spa_trainer.export
+  tokenize --artifact A  {prompts}    HF tokenizer ids of each prompt + decode round trip
+  decode   --artifact A  {ids}        HF decode (skip_special_tokens, as vLLM) of each id list
+  greedy   --model-dir M {prompts}    PyTorch greedy `generate` tokens, one prompt at a time
+  bench    --artifact A --model-dir M {prompts}   tokens/s: transformers generate, onnxruntime loop
+
+Why re-randomised weights: the tiny model's own init (std 0.02) gives near-uniform logits whose
+greedy decode repeats one token forever, so "same greedy tokens" would test nothing. Std
+0.02 × scale (default 8) gives input-dependent, varied greedy text and non-degenerate sampling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE_FORMAT = 1  # bump to invalidate cached fixtures when this builder changes meaning
+
+
+def fixture_key(scale: float, seed: int) -> str:
+    """Hash of the trainer sources, this script and the settings: the cache folder's name."""
+    h = hashlib.sha256(f"{FIXTURE_FORMAT}:{scale}:{seed}".encode())
+    for path in sorted((REPO / "trainer" / "spa_trainer").glob("*.py")) + [Path(__file__).resolve()]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_fixture(root: Path, scale: float, seed: int) -> dict[str, str]:
+    """`<root>/<key>/model` (HF folder) and `<root>/<key>/artifacts/v000001` (export), built once."""
+    final = root / fixture_key(scale, seed)
+    result = {"model_dir": str(final / "model"), "artifact": str(final / "artifacts" / "v000001")}
+    if (final / "artifacts" / "v000001" / "manifest.json").is_file():
+        return result
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from spa_trainer.export import export_policy
+    from spa_trainer.models import resolve_model_dir
+
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".fixture-", dir=root))
+    try:
+        tiny = resolve_model_dir("tiny")
+        model = AutoModelForCausalLM.from_pretrained(tiny, use_safetensors=True, dtype=torch.float32)
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for param in model.parameters():  # tied embeddings appear once
+                if param.dim() == 2:
+                    param.copy_(torch.randn(param.shape, generator=generator) * 0.02 * scale)
+        model.save_pretrained(tmp / "model", safe_serialization=True)
+        AutoTokenizer.from_pretrained(tiny).save_pretrained(tmp / "model")
+        shutil.copy2(tiny / "generation_config.json", tmp / "model" / "generation_config.json")
+        export_policy(tmp / "model", tmp / "artifacts", stage="init", step=0, model_name="tiny-test", version=1)
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not (final / "artifacts" / "v000001" / "manifest.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return result
+
+
+def tokenize(artifact: str, prompts: list[str]) -> dict[str, object]:
+    """Ids of each prompt (no added specials) and whether decoding them gives the prompt back."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(artifact)
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    return {"ids": ids, "round_trip": [tok.decode(i) == p for i, p in zip(ids, prompts)]}
+
+
+def decode(artifact: str, ids: list[list[int]]) -> dict[str, object]:
+    """Texts of each id list with `skip_special_tokens=True` (vLLM's default)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(artifact)
+    return {"texts": [tok.decode(i, skip_special_tokens=True) for i in ids]}
+
+
+def load_model(model_dir: str):  # noqa: ANN201 - transformers type
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(
+        model_dir, use_safetensors=True, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+
+
+def greedy(model_dir: str, artifact: str, prompts: list[str], max_new_tokens: int) -> dict[str, object]:
+    """PyTorch greedy `generate` per prompt: generated ids up to and including an eos id."""
+    import torch
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(artifact)
+    model = load_model(model_dir)
+    out: list[list[int]] = []
+    for prompt in prompts:
+        ids = torch.tensor([tok(prompt, add_special_tokens=False)["input_ids"]])
+        with torch.no_grad():
+            seq = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                 max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id)
+        out.append(seq[0, ids.shape[1]:].tolist())
+    return {"tokens": out}
+
+
+def left_pad(rows: list[list[int]], pad_id: int):  # noqa: ANN201 - numpy arrays
+    """(input_ids, attention_mask, position_ids) int64 arrays of left-padded rows."""
+    import numpy as np
+
+    width = max(len(r) for r in rows)
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    pos = np.ones((len(rows), width), dtype=np.int64)  # HF fills padded positions with 1
+    for i, r in enumerate(rows):
+        ids[i, width - len(r):] = r
+        mask[i, width - len(r):] = 1
+        pos[i, width - len(r):] = np.arange(len(r))
+    return ids, mask, pos
+
+
+def ort_greedy(session, manifest: dict, rows: list[list[int]], new_tokens: int) -> list[list[int]]:  # noqa: ANN001
+    """The TS policy's loop in Python onnxruntime: prefill, then one token per step through the cache."""
+    import numpy as np
+
+    ids, mask, pos = left_pad(rows, 0)
+    b = len(rows)
+    past_names = [n for n in manifest["inputs"] if n.startswith("past_key_values.")]
+    shape = (b, manifest["num_key_value_heads"], 0, manifest["head_dim"])
+    past = [np.zeros(shape, dtype=np.float32) for _ in past_names]
+    out: list[list[int]] = [[] for _ in rows]
+    for _ in range(new_tokens):
+        feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": pos, **dict(zip(past_names, past))}
+        logits, *past = session.run(None, feeds)
+        nxt = logits[:, -1, :].argmax(-1)
+        for i, t in enumerate(nxt.tolist()):
+            out[i].append(t)
+        ids = nxt.astype(np.int64).reshape(b, 1)
+        pos = pos[:, -1:] + 1
+        mask = np.concatenate([mask, np.ones((b, 1), dtype=np.int64)], axis=1)
+    return out
+
+
+def timed(fn, repeats: int) -> float:  # noqa: ANN001
+    """Median wall seconds of `repeats` calls (after one untimed warm-up call)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def ort_session(artifact: str, threads: int):  # noqa: ANN201 - onnxruntime type
+    """A CPU session on the artifact's model; `threads` 0 = onnxruntime's default."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    return ort.InferenceSession(str(Path(artifact) / "model.onnx"), options, providers=["CPUExecutionProvider"])
+
+
+def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int, sizes: list[int],
+              repeats: int) -> dict[str, object]:
+    """tokens/s of each engine × batch size; every run greedy, exactly `new_tokens` per row."""
+    import onnxruntime as ort
+    import torch
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(artifact)
+    rows = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    manifest = json.loads((Path(artifact) / "manifest.json").read_text())
+    results: list[dict[str, object]] = []
+    for threads in (1, 0):
+        session = ort_session(artifact, threads)
+        for b in sizes:
+            batch = rows[:b]
+            seconds = timed(lambda: ort_greedy(session, manifest, batch, new_tokens), repeats)
+            results.append({"engine": "python onnxruntime", "threads": threads or "default", "batch": b,
+                            "seconds": seconds})
+    model = load_model(model_dir)
+    default_threads = torch.get_num_threads()
+    for threads in sorted({1, default_threads}):
+        torch.set_num_threads(threads)
+        for b in sizes:
+            ids, mask, _ = left_pad(rows[:b], tok.pad_token_id)
+
+            def hf() -> None:
+                with torch.no_grad():
+                    model.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask), do_sample=False,
+                                   max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                                   pad_token_id=tok.pad_token_id)
+
+            seconds = timed(hf, repeats)
+            results.append({"engine": "transformers generate", "batch": b, "seconds": seconds,
+                            "threads": threads if threads == 1 else f"default ({threads})"})
+    for r in results:
+        r["tokens_per_s"] = int(r["batch"]) * new_tokens / float(r["seconds"])
+    return {"new_tokens": new_tokens, "torch": torch.__version__, "onnxruntime": ort.__version__,
+            "results": results}
+
+
+def main(argv: list[str]) -> None:
+    p = argparse.ArgumentParser(prog="generate_reference.py")
+    p.add_argument("command", choices=["fixture", "tokenize", "decode", "greedy", "bench"])
+    p.add_argument("--root", default=str(REPO / ".cache" / "test-policy"))
+    p.add_argument("--scale", type=float, default=8.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--artifact")
+    p.add_argument("--model-dir")
+    p.add_argument("--max-new-tokens", type=int, default=400)
+    p.add_argument("--batch-sizes", default="1,8")
+    p.add_argument("--repeats", type=int, default=1)
+    a = p.parse_args(argv)
+    if a.command == "fixture":
+        result: dict[str, object] = build_fixture(Path(a.root), a.scale, a.seed)
+    else:
+        data = json.load(sys.stdin)
+        if a.command == "tokenize":
+            result = tokenize(a.artifact, data["prompts"])
+        elif a.command == "decode":
+            result = decode(a.artifact, data["ids"])
+        elif a.command == "greedy":
+            result = greedy(a.model_dir, a.artifact, data["prompts"], a.max_new_tokens)
+        else:
+            sizes = [int(s) for s in a.batch_sizes.split(",")]
+            result = run_bench(a.artifact, a.model_dir, data["prompts"], a.max_new_tokens, sizes, a.repeats)
+    json.dump(result, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,111 @@
+/**
+ * The LLM policy on onnxruntime-node: an exported policy folder (export.py) continues SPA's
+ * generation prompts (reference §3.2: the chat-templated conversation + `<think>`, already built
+ * by envs/protocol as `request.prompt`) with SPA's sampling (§3.4: temperature 1, top-p 1, at most
+ * 400 new tokens), one batch per `act` call, stopping at `</answer>`, `<|im_end|>`/eos or the budget.
+ */
+import { basename, resolve } from 'node:path';
+import { Rng } from '../../../envs/internal/rng.js';
+import type { Policy, PolicyRequest } from '../policy.js';
+import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
+import { OnnxCausalLm, type ExecutionProvider } from './causal-lm.js';
+import { generateBatch, type Generation, type GenerationRequest } from './generate.js';
+import { KvCache } from './kv-cache.js';
+import { checkSampling } from './sampler.js';
+import { PolicyTokenizer } from './tokenizer.js';
+
+/** SPA's response budget (`max_tokens = response_length = 400`, reference §3.4). */
+export const SPA_MAX_NEW_TOKENS = 400;
+
+/** Options of `onnxPolicy`. */
+export interface OnnxPolicyOptions {
+  /** Artifact folder `<root>/v<version>/` with model.onnx, tokenizer files and manifest.json. */
+  readonly folder: string;
+  /** Default 1 (SPA); 0 = greedy. */
+  readonly temperature?: number;
+  /** Default 1 (SPA). */
+  readonly topP?: number;
+  /** Default 400 (SPA). */
+  readonly maxNewTokens?: number;
+  /** Seeds the sampling streams; same seed + same requests ⇒ same continuations. Default 0. */
+  readonly seed?: number;
+  /** Default `cpu`. */
+  readonly executionProvider?: ExecutionProvider;
+  /** onnxruntime intra-op threads (see `SessionSettings`); default onnxruntime's choice. */
+  readonly intraOpThreads?: number;
+  /** Rows per forward batch; an `act` call with more requests runs in several batches. Default 64. */
+  readonly maxBatchSize?: number;
+  /** See `GenerateOptions.prefillLogitsBudget`. */
+  readonly prefillLogitsBudget?: number;
+}
+
+/** The ONNX policy, plus lower-level access for tests and benchmarks. */
+export interface OnnxPolicy extends Policy {
+  readonly manifest: PolicyManifest;
+  readonly tokenizer: PolicyTokenizer;
+  /**
+   * Continues raw prompt strings (each row with `rngs[i]`, or the next streams of the policy's
+   * seed); `act` is this over `request.prompt`.
+   */
+  generate(prompts: readonly string[], rngs?: readonly Rng[]): Promise<Generation[]>;
+}
+
+/** Loads and verifies the artifact (sha256), opens the session, returns the policy. */
+export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy> {
+  const folder = resolve(options.folder);
+  const sampling = checkSampling({ temperature: options.temperature ?? 1, topP: options.topP ?? 1 });
+  const maxNewTokens = options.maxNewTokens ?? SPA_MAX_NEW_TOKENS;
+  const maxBatchSize = options.maxBatchSize ?? 64;
+  if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) {
+    throw new Error(`maxBatchSize ${maxBatchSize}: expected a positive integer`);
+  }
+  const artifact = await loadPolicyArtifact(folder);
+  const tokenizer = new PolicyTokenizer(artifact);
+  const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, options);
+  const seeds = new Rng(options.seed ?? 0);
+  const generateOptions = {
+    sampling,
+    stop: {
+      stopIds: tokenizer.stopIds,
+      decode: (ids: readonly number[]) => tokenizer.decode(ids),
+      maxNewTokens,
+    },
+    prefillLogitsBudget: options.prefillLogitsBudget,
+  };
+  // One generation at a time: the session already uses every core, and interleaving two
+  // batches would only thrash the cache. Concurrent `act` calls queue (block) here.
+  let queue: Promise<unknown> = Promise.resolve();
+
+  const generate = (prompts: readonly string[], rngs?: readonly Rng[]): Promise<Generation[]> => {
+    if (rngs && rngs.length !== prompts.length) {
+      throw new Error(`generate: ${rngs.length} rngs for ${prompts.length} prompts; give one per prompt`);
+    }
+    const requests: GenerationRequest[] = prompts.map((prompt, i) => ({
+      promptIds: tokenizer.encode(prompt),
+      rng: rngs?.[i] ?? new Rng(seeds.int(0, 0x7fffffff)),
+    }));
+    const run = async () => {
+      const results: Generation[] = [];
+      for (let start = 0; start < requests.length; start += maxBatchSize) {
+        const batch = requests.slice(start, start + maxBatchSize);
+        const cacheFactory = (rows: number) => KvCache.empty(lm.shape, rows);
+        results.push(...(await generateBatch(lm, batch, cacheFactory, generateOptions)));
+      }
+      return results;
+    };
+    const result = queue.then(run);
+    queue = result.catch(() => undefined);
+    return result;
+  };
+
+  return {
+    name: `onnx:${basename(folder)}`,
+    version: artifact.manifest.version,
+    manifest: artifact.manifest,
+    tokenizer,
+    generate,
+    act: async (requests: readonly PolicyRequest[]) =>
+      (await generate(requests.map((r) => r.prompt))).map((g) => g.text),
+    close: () => lm.release(),
+  };
+}
