@@ -13,11 +13,11 @@ import { telemetryActive } from '../streams/telemetry/telemetry.js';
  * Instruments are looked up at subscription, so a pipeline built before `startTelemetry`
  * still counts; while telemetry is off the tap is skipped altogether.
  */
-export function meterOutbound(): MonoTypeOperatorFunction<Outbound> {
+export function meterOutbound<T extends Outbound>(): MonoTypeOperatorFunction<T> {
   return (source) => defer(() => (telemetryActive() ? metered(source) : source));
 }
 
-function metered(source: Observable<Outbound>): Observable<Outbound> {
+function metered<T extends Outbound>(source: Observable<T>): Observable<T> {
   const metrics = spaMetrics();
   const topicLabels = new Map<string, { topic: string }>();
   return source.pipe(
