@@ -108,13 +108,15 @@ def decode_rollout(value: bytes, headers: Headers) -> dict[str, Any]:
             raw: Any = spa_schemas().decode("Rollout", value)
         except FrameDecodeError as err:
             raise RolloutRejected(err.code, str(err)) from err
+    elif value.lstrip()[:1] != b"{":  # same code as the TS decoder for a value with no frame header
+        raise RolloutRejected(
+            "bad-magic", f"not an Avro single-object frame: starts with {value[:4].hex(' ')}, expected c3 01"
+        )
     else:
         try:
             raw = json.loads(value)
         except (UnicodeDecodeError, ValueError) as err:
-            raise RolloutRejected("bad-json", f"neither an Avro frame (c3 01 …) nor JSON: {err}") from err
-        if not isinstance(raw, dict):
-            raise RolloutRejected("bad-json", f"JSON value is {type(raw).__name__}; expected a Rollout object")
+            raise RolloutRejected("bad-json", f"value starts like JSON but does not parse: {err}") from err
     record = check_rollout(raw)
     stated = headers.get(POLICY_VERSION_HEADER)
     if stated is not None and stated.decode("utf-8", "replace") != str(record["policy_version"]):
