@@ -10,6 +10,8 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.test.ts'],
           exclude: ['test/**/*.slow.test.ts', 'node_modules/**'],
+          // Some unit suites spawn the CLI; a busy 2-core box needs more than vitest's 5 s.
+          testTimeout: 30_000,
         },
       },
       {
