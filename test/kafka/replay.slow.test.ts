@@ -27,8 +27,25 @@ let kafka: KafkaConnection;
 let brokers: readonly string[];
 let generated: { trajectories: number; sft: number };
 
-/** Every record of `topic` decoded as `name` (fails on an undecodable one). */
-async function readAll<N extends SpaRecordName>(topic: string, name: N): Promise<SpaRecordTypes[N][]> {
+/**
+ * Every record of `topic` decoded as `name`, read again until there are at least `count`: a
+ * transaction's commit markers are written after the producer's commit returns, so the last
+ * stable offset a fresh reader sees can lag a just-committed transaction by a moment.
+ */
+async function readAll<N extends SpaRecordName>(
+  topic: string,
+  name: N,
+  count = 0,
+): Promise<SpaRecordTypes[N][]> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const records = await readOnce(topic, name);
+    if (records.length >= count || Date.now() > deadline) return records;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function readOnce<N extends SpaRecordName>(topic: string, name: N): Promise<SpaRecordTypes[N][]> {
   const read = await readTopic(kafka, { topic, start: { kind: 'earliest' } });
   const records = await lastValueFrom(
     read.records.pipe(
@@ -101,7 +118,7 @@ describe('replay start positions', () => {
 
 describe('spa replay', () => {
   it('self-belief keeps the model own text; gt puts the true states in every row', async () => {
-    const trajectories = await readAll(topics.trajectories, 'Trajectory');
+    const trajectories = await readAll(topics.trajectories, 'Trajectory', 24);
     expect(trajectories).toHaveLength(24);
     const byId = new Map<string, Trajectory>(trajectories.map((t) => [t.trajectory_id, t]));
     const run = (annotation: 'gt' | 'self-belief', toTopic: string) =>
@@ -122,14 +139,14 @@ describe('spa replay', () => {
       const trajectory = byId.get(row.trajectory_id)!;
       return trajectory.messages.filter((m) => m.role === 'assistant')[row.turn]!.content;
     };
-    const selfRows = await readAll('ablation.self-belief', 'SftRow');
+    const selfRows = await readAll('ablation.self-belief', 'SftRow', generated.sft);
     expect(selfRows).toHaveLength(generated.sft);
     for (const row of selfRows) {
       expect(row.annotation).toBe('self-belief');
       expect(row.response).toBe(ownText(row)); // the model's text, untouched
       expect(spansOf(row.response, 'observation')).toEqual(['']);
     }
-    const gtRows = await readAll('ablation.gt', 'SftRow');
+    const gtRows = await readAll('ablation.gt', 'SftRow', generated.sft);
     expect(gtRows).toHaveLength(generated.sft);
     for (const row of gtRows) {
       const { states } = byId.get(row.trajectory_id)!;
@@ -138,7 +155,7 @@ describe('spa replay', () => {
       expect(spansOf(row.response, 'prediction')).toEqual([states[row.turn + 1]]);
     }
     // The generator's own gt rows on spa.sft are what a gt replay reproduces.
-    const original = await readAll(topics.sft, 'SftRow');
+    const original = await readAll(topics.sft, 'SftRow', generated.sft);
     const key = (r: SftRow) => `${r.trajectory_id}#${r.turn}`;
     const sorted = (rows: SftRow[]) => [...rows].sort((a, b) => key(a).localeCompare(key(b)));
     expect(sorted(gtRows).map((r) => r.response)).toEqual(sorted(original).map((r) => r.response));
@@ -159,7 +176,7 @@ describe('spa replay', () => {
     expect(stderr).toContain("created topic ablation.cli with spa.sft's config");
     const summary = JSON.parse(stdout.trim()) as { read: number; rows: number; annotation: string };
     expect(summary).toMatchObject({ read: 24, rows: generated.sft, annotation: 'random-coords' });
-    const rows = await readAll('ablation.cli', 'SftRow');
+    const rows = await readAll('ablation.cli', 'SftRow', generated.sft);
     expect(rows.every((r) => r.annotation === 'random-coords')).toBe(true);
   });
 
