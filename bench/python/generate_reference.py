@@ -30,9 +30,9 @@ FIXTURE_FORMAT = 1  # bump to invalidate cached fixtures when this builder chang
 
 
 def fixture_key(scale: float, seed: int) -> str:
-    """Hash of the trainer sources, this script and the settings: the cache folder's name."""
+    """Hash of the trainer sources and the settings (bump FIXTURE_FORMAT when the build changes)."""
     h = hashlib.sha256(f"{FIXTURE_FORMAT}:{scale}:{seed}".encode())
-    for path in sorted((REPO / "trainer" / "spa_trainer").glob("*.py")) + [Path(__file__).resolve()]:
+    for path in sorted((REPO / "trainer" / "spa_trainer").glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -105,6 +105,7 @@ def greedy(model_dir: str, artifact: str, prompts: list[str], max_new_tokens: in
     import torch
     from transformers import AutoTokenizer
 
+    torch.set_num_threads(1)  # 2-core machines: a second thread mostly waits (and is 10× slower when busy)
     tok = AutoTokenizer.from_pretrained(artifact)
     model = load_model(model_dir)
     out: list[list[int]] = []

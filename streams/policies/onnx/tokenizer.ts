@@ -41,10 +41,13 @@ export class PolicyTokenizer {
     return this.tokenizer.encode(text, { add_special_tokens: false }).ids;
   }
 
-  /** Text of `ids`; special tokens are dropped, as vLLM's default `skip_special_tokens=True`. */
-  decode(ids: readonly number[]): string {
+  /**
+   * Text of `ids`. Special tokens are dropped by default, as vLLM's `skip_special_tokens=True`;
+   * `keepSpecialTokens` keeps them (a prompt then decodes back to itself).
+   */
+  decode(ids: readonly number[], options: { keepSpecialTokens?: boolean } = {}): string {
     return this.tokenizer.decode(ids as number[], {
-      skip_special_tokens: true,
+      skip_special_tokens: !options.keepSpecialTokens,
       clean_up_tokenization_spaces: false,
     });
   }

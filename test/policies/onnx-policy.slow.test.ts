@@ -1,0 +1,183 @@
+/**
+ * The ONNX policy against the trainer's Python stack on the same exported tiny model: tokenizer
+ * ids, greedy tokens vs PyTorch `generate`, batched = unbatched, sha256 refusal, stops.
+ * Needs trainer/.venv (built by scripts/setup-python.mjs on first use) → slow project.
+ */
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  callReference,
+  referenceFixture,
+  spaPrompts,
+  type ReferenceFixture,
+} from '../../bench/python/generate-reference.js';
+import { Rng } from '../../envs/internal/rng.js';
+import { spaEnv } from '../../envs/registry.js';
+import { onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
+import type { PolicyRequest } from '../../streams/policies/policy.js';
+
+let fixture: ReferenceFixture;
+let greedy: OnnxPolicy;
+const prompts = spaPrompts(6);
+
+beforeAll(async () => {
+  fixture = await referenceFixture();
+  greedy = await onnxPolicy({ folder: fixture.artifact, temperature: 0, intraOpThreads: 1 });
+});
+
+afterAll(async () => {
+  await greedy?.close?.();
+});
+
+describe('tokenizer (@huggingface/tokenizers on the artifact tokenizer.json)', () => {
+  it('gives the Python tokenizer ids for real SPA prompts and decodes them back', async () => {
+    expect(prompts.some((p) => p.includes('√'))).toBe(true);
+    const py = await callReference<{ ids: number[][]; round_trip: boolean[] }>(
+      'tokenize',
+      ['--artifact', fixture.artifact],
+      {
+        prompts,
+      },
+    );
+    const ids = prompts.map((p) => greedy.tokenizer.encode(p));
+    expect(ids).toEqual(py.ids);
+    expect(py.round_trip.every(Boolean)).toBe(true);
+    ids.forEach((row, i) =>
+      expect(greedy.tokenizer.decode(row, { keepSpecialTokens: true })).toBe(prompts[i]),
+    );
+    const imStart = greedy.tokenizer.encode('<|im_start|>');
+    expect(imStart).toHaveLength(1); // a special token written in the text is one id
+    expect(ids[0]?.[0]).toBe(imStart[0]);
+  });
+});
+
+describe('greedy decoding', () => {
+  it('produces the PyTorch greedy `generate` tokens on 3 real SPA prompts (400-token budget)', async () => {
+    const three = prompts.slice(0, 3);
+    const ours = await greedy.generate(three);
+    const py = await callReference<{ tokens: number[][] }>(
+      'greedy',
+      ['--model-dir', fixture.model_dir, '--artifact', fixture.artifact, '--max-new-tokens', '400'],
+      { prompts: three },
+    );
+    ours.forEach((g, i) => {
+      const theirs = py.tokens[i] as number[];
+      if (g.stopReason === 'length') expect(g.ids).toEqual(theirs);
+      if (g.stopReason === 'eos') expect([...g.ids, theirs.at(-1)]).toEqual(theirs); // HF keeps the eos id
+      if (g.stopReason === 'answer') expect(g.ids).toEqual(theirs.slice(0, g.ids.length));
+    });
+    expect(ours.reduce((n, g) => n + g.ids.length, 0)).toBeGreaterThan(600);
+    expect(new Set(ours.flatMap((g) => g.ids)).size).toBeGreaterThan(50); // not one repeated token
+    const decoded = await callReference<{ texts: string[] }>('decode', ['--artifact', fixture.artifact], {
+      ids: ours.map((g) => g.ids),
+    });
+    ours.forEach((g, i) => {
+      if (g.stopReason !== 'answer') expect(g.text).toBe(decoded.texts[i]);
+    });
+  });
+
+  it('gives the same tokens batched (left-padded, rows dropped as they finish) as one by one', async () => {
+    const lengths = new Set(prompts.map((p) => greedy.tokenizer.encode(p).length));
+    expect(lengths.size).toBeGreaterThan(1); // padding is exercised
+    const batched = await greedy.generate(prompts);
+    const single = [];
+    for (const p of prompts) single.push(...(await greedy.generate([p])));
+    expect(batched.map((g) => g.ids)).toEqual(single.map((g) => g.ids));
+    expect(batched.map((g) => g.stopReason)).toEqual(single.map((g) => g.stopReason));
+  });
+});
+
+describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {
+  it('is reproducible per row and independent of the batch it runs in', async () => {
+    const policy = await onnxPolicy({
+      folder: fixture.artifact,
+      seed: 7,
+      maxNewTokens: 60,
+      intraOpThreads: 1,
+    });
+    try {
+      const four = prompts.slice(0, 4);
+      const batched = await policy.generate(
+        four,
+        four.map((_, i) => new Rng(100 + i)),
+      );
+      const single = [];
+      for (const [i, p] of four.entries()) single.push(...(await policy.generate([p], [new Rng(100 + i)])));
+      expect(batched.map((g) => g.ids)).toEqual(single.map((g) => g.ids));
+      const other = await policy.generate(
+        four,
+        four.map((_, i) => new Rng(200 + i)),
+      );
+      expect(other.map((g) => g.ids)).not.toEqual(batched.map((g) => g.ids));
+    } finally {
+      await policy.close?.();
+    }
+  });
+
+  it('stops at </answer> (kept), at <|im_end|> (dropped) or at 400 tokens', async () => {
+    const policy = await onnxPolicy({ folder: fixture.artifact, seed: 3, intraOpThreads: 1 });
+    try {
+      const results = await policy.generate(
+        Array.from({ length: 16 }, (_, i) => prompts[i % prompts.length] as string),
+      );
+      const reasons = new Set(results.map((g) => g.stopReason));
+      expect(reasons.has('answer')).toBe(true);
+      const answerId = policy.tokenizer.encode('</answer>');
+      for (const g of results) {
+        expect(g.ids.some((id) => policy.tokenizer.stopIds.has(id))).toBe(false);
+        expect(g.text).not.toContain('<|im_end|>');
+        if (g.stopReason === 'answer') {
+          expect(g.text.endsWith('</answer>')).toBe(true);
+          expect(g.text.indexOf('</answer>')).toBe(g.text.length - '</answer>'.length);
+          expect(g.ids.slice(-answerId.length)).toEqual(answerId); // the tiny vocab has it as one token
+        } else {
+          expect(g.text).not.toContain('</answer>');
+          expect(g.ids.length).toBe(g.stopReason === 'length' ? 400 : g.ids.length);
+          if (g.stopReason === 'eos') expect(g.ids.length).toBeLessThan(400);
+        }
+      }
+    } finally {
+      await policy.close?.();
+    }
+  });
+});
+
+describe('the Policy interface', () => {
+  it('answers each request with a continuation, named after the folder with the manifest version', async () => {
+    const env = spaEnv('sokoban', 10000);
+    const requests: PolicyRequest[] = prompts.slice(0, 2).map((prompt) => ({
+      env: 'sokoban',
+      messages: [],
+      prompt,
+      actionsLeft: 10,
+      view: env.clone(),
+    }));
+    const texts = await greedy.act(requests);
+    const direct = await greedy.generate(requests.map((r) => r.prompt));
+    expect(texts).toEqual(direct.map((g) => g.text));
+    expect(greedy.name).toBe('onnx:v000001');
+    expect(greedy.version).toBe(1);
+  });
+});
+
+describe('artifact verification', () => {
+  it('refuses a model.onnx whose sha256 differs from manifest.json, naming both digests', async () => {
+    const copy = await mkdtemp(join(tmpdir(), 'spa-onnx-'));
+    try {
+      for (const name of await readdir(fixture.artifact))
+        await copyFile(join(fixture.artifact, name), join(copy, name));
+      const bytes = await readFile(join(copy, 'model.onnx'));
+      const last = bytes.length - 1;
+      bytes.writeUInt8(bytes.readUInt8(last) ^ 0xff, last); // one flipped bit of the initializers
+      await writeFile(join(copy, 'model.onnx'), bytes);
+      const manifest = JSON.parse(await readFile(join(copy, 'manifest.json'), 'utf8')) as { sha256: string };
+      await expect(onnxPolicy({ folder: copy })).rejects.toThrow(
+        new RegExp(`sha256 [0-9a-f]{64} does not match manifest.json's ${manifest.sha256}`),
+      );
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  });
+});
