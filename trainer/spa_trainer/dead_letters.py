@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .avro_records import spa_schemas
-from .policy_publish import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER
+from .policy_publish import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER, check_topic
 from .rollout_source import SINGLE_OBJECT_MAGIC, SourcedRollout
 
 
@@ -85,6 +85,7 @@ class KafkaDeadLetters:
         self.topic = topic
         self.address = default_brokers(brokers)
         self.producer = ck.Producer({"bootstrap.servers": self.address, "enable.idempotence": True, "acks": "all"})
+        check_topic(self.producer, topic, self.address)
         self.errors: list[str] = []
 
     def _delivered(self, err: object, _msg: object) -> None:

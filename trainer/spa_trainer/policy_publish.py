@@ -63,6 +63,24 @@ def policy_update_headers(record: dict[str, Any], traceparent: str | None = None
     return headers
 
 
+def check_topic(client: Any, topic: str, address: str, hint: str = "create it first", timeout_s: float = 10.0) -> Any:
+    """The topic's metadata (partitions), failing fast and naming the address when the broker is
+    unreachable or `topic` is missing (a producer would otherwise wait out its delivery timeout)."""
+    from .kafka_source import ck
+
+    try:
+        meta = client.list_topics(topic, timeout=timeout_s)
+    except ck.KafkaException as err:
+        raise ConnectionError(
+            f"cannot reach Kafka at {address} ({err.args[0]}); start a broker with `npm run kafka:start` "
+            "or point --brokers / KAFKA_BROKERS at one"
+        ) from err
+    found = meta.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise ValueError(f"kafka topic {topic!r} does not exist at {address} ({found and found.error}); {hint}")
+    return found
+
+
 def publish_policy_update(
     record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None, traceparent: str | None = None
 ) -> None:
@@ -71,6 +89,7 @@ def publish_policy_update(
 
     address = default_brokers(brokers)
     producer = ck.Producer({"bootstrap.servers": address, "enable.idempotence": True, "acks": "all"})
+    check_topic(producer, topic, address)
     errors: list[str] = []
 
     def delivered(err: object, _msg: object) -> None:

@@ -126,6 +126,7 @@ class Service:
     progress: Progress
     buffer: GroupBuffer
     out: Path
+    last_line_at: float = field(default_factory=time.monotonic)
 
     def log(self, line: str) -> None:
         """Progress and problems go to stderr (stdout stays free for a final summary)."""
@@ -214,6 +215,13 @@ def prepare_service(cfg: ServiceConfig) -> Service:
     source = open_rollout_source(cfg.input, progress.next_offsets, brokers=cfg.brokers, group_id=f"spa-ppo-{out.name}")
     default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
     dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
+    if cfg.publish:  # fail before training, not at the first export
+        from .kafka_source import ck, default_brokers
+        from .policy_publish import check_topic
+
+        check_topic(
+            ck.Producer({"bootstrap.servers": default_brokers(cfg.brokers)}), cfg.publish, default_brokers(cfg.brokers)
+        )
     svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out)
     where = f"resumed {resume.name}" if resume else f"started from {cfg.model}"
     svc.log(f"{where}: step {progress.step}/{cfg.steps}, version {progress.version}, offsets {progress.next_offsets}, "
@@ -268,12 +276,14 @@ def export_and_publish(svc: Service, checkpoint: Path) -> Path:
                 f"{artifact} holds {manifest['stage']} step {manifest['step']}, not ppo step {step}: "
                 "another run exported this version; pass --start-version past the root's highest v<n>"
             )
+        action = "found"
     else:
         artifact = export_policy(checkpoint / "model", root, "ppo", step, svc.cfg.model, version=version)
+        action = "exported"
     if svc.cfg.publish:
         publish_policy_update(policy_update_from_manifest(artifact), svc.cfg.publish, svc.cfg.brokers)
     svc.log(
-        f"exported v{version} (step {step}) to {artifact}"
+        f"{action} v{version} (step {step}) at {artifact}"
         + (f", published on {svc.cfg.publish}" if svc.cfg.publish else "")
     )
     return artifact
@@ -301,9 +311,21 @@ def metrics_line(
     }
 
 
+def log_step(svc: Service, line: dict[str, Any], staleness: dict[int, int]) -> None:
+    """The per-step progress line on stderr."""
+    stale = " ".join(f"{lag}:{n}" for lag, n in staleness.items())
+    over = line["over_max_staleness"]
+    svc.log(
+        f"step {line['step']}/{svc.cfg.steps} v{line['trainer_version']} pg {line['pg_loss']:.4f} "
+        f"vf {line['vf_loss']:.4f} ent {line['entropy']:.3f} score {line['score_mean']:.3f} "
+        f"succ {line['success_rate']:.2f} staleness {{{stale}}}{f' over-max {over}' if over else ''} "
+        f"tok/s {line['tokens_per_s']:.0f} wait {line['waited_s']:.1f}s wall {line['wall_s']:.1f}s"
+    )
+
+
 def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
-    """Collect, `ppo_step`, metrics, checkpoint, commit, and export when due."""
-    cfg, progress, started = svc.cfg, svc.progress, time.monotonic()
+    """Collect, `ppo_step`, metrics line, checkpoint, commit, and export when due."""
+    cfg, progress = svc.cfg, svc.progress
     items, waited = collect_groups(svc)
     svc.state.version = progress.version  # staleness against the latest published version
     report = ppo_step(svc.state, [i.record for i in items if i.record is not None], svc.tokenizer)
@@ -317,23 +339,20 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     if export_due:  # the checkpoint already carries the version this step publishes
         progress.version += 1
         progress.exported_step = progress.step
-    timing = {"waited_s": waited, "train_s": report.metrics["perf/step_seconds"]}
+    # wall_s: time since the previous line, so it includes the last checkpoint and export too.
+    now = time.monotonic()
+    timing = {"waited_s": waited, "train_s": report.metrics["perf/step_seconds"], "wall_s": now - svc.last_line_at}
+    svc.last_line_at = now
     line = metrics_line(svc, report.metrics, report.staleness, over, timing)
+    # Written before the checkpoint: a restart drops lines past the checkpoint's step.
+    with (svc.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
+    log_step(svc, line, report.staleness)
     svc.dead_letters.flush()  # rejects are durable before the offsets that skip them
     checkpoint = save_service_checkpoint(svc)
     svc.source.commit(svc.committed_offsets())
     if export_due:
         export_and_publish(svc, checkpoint)
-    line["wall_s"] = time.monotonic() - started
-    with (svc.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
-    stale = " ".join(f"{lag}:{n}" for lag, n in report.staleness.items())
-    svc.log(
-        f"step {progress.step}/{cfg.steps} v{line['trainer_version']} pg {line['pg_loss']:.4f} vf {line['vf_loss']:.4f} "
-        f"ent {line['entropy']:.3f} score {line['score_mean']:.3f} succ {line['success_rate']:.2f} "
-        f"staleness {{{stale}}}{f' over-max {over}' if over else ''} tok/s {line['tokens_per_s']:.0f} "
-        f"wait {waited:.1f}s wall {line['wall_s']:.1f}s"
-    )
     return line
 
 

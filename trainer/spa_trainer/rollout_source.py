@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from .avro_records import FrameDecodeError, spa_schemas
 from .data import Offsets
-from .policy_publish import POLICY_VERSION_HEADER
+from .policy_publish import POLICY_VERSION_HEADER, check_topic
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 Headers = dict[str, bytes]
@@ -230,23 +230,12 @@ class KafkaRolloutSource:
         self.consumer.assign([ck.TopicPartition(topic, p, start.get(p, ck.OFFSET_STORED)) for p in partitions])
 
     def _partitions(self, timeout_s: float) -> list[int]:
-        from .kafka_source import ck
-
+        hint = "create it (infra/kafka topics) or run a generator with --target rollouts --out kafka first"
         try:
-            meta = self.consumer.list_topics(self.topic, timeout=timeout_s)
-        except ck.KafkaException as err:
+            topic = check_topic(self.consumer, self.topic, self.address, hint, timeout_s)
+        except (ConnectionError, ValueError):
             self.consumer.close()
-            raise ConnectionError(
-                f"cannot reach Kafka at {self.address} ({err.args[0]}); start a broker with "
-                "`npm run kafka:start` or point --brokers / KAFKA_BROKERS at one"
-            ) from err
-        topic = meta.topics.get(self.topic)
-        if topic is None or topic.error is not None or not topic.partitions:
-            self.consumer.close()
-            raise ValueError(
-                f"kafka topic {self.topic!r} not found at {self.address} ({topic and topic.error}); "
-                "create it (infra/kafka topics) or run a generator with --target rollouts --out kafka first"
-            )
+            raise
         return sorted(topic.partitions)
 
     def describe(self) -> str:

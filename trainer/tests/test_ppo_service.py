@@ -150,6 +150,30 @@ def test_crash_and_resume_train_every_record_once_as_an_uninterrupted_run(tmp_pa
     assert len((Path(cfg.out) / "metrics.jsonl").read_text().splitlines()) == 3
 
 
+def test_a_crash_between_checkpoint_and_export_is_finished_on_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spa_trainer.ppo_service as service
+
+    data = _write(tmp_path / "rollouts.jsonl", [json.dumps(r) for r in _interleaved(2)])
+    cfg = _config(tmp_path, data, steps=1, export_every=1)
+    real_export = service.export_policy
+
+    def dead_export(*_args: object, **_kwargs: object) -> Path:
+        raise Crash()
+
+    monkeypatch.setattr(service, "export_policy", dead_export)
+    with pytest.raises(Crash):
+        run_service(cfg)
+    assert latest_checkpoint(Path(cfg.out)) is not None and not Path(cfg.export_root).exists()
+    monkeypatch.setattr(service, "export_policy", real_export)
+    progress = run_service(cfg)
+    assert (progress.step, progress.version) == (1, 4)
+    manifest = json.loads((Path(cfg.export_root) / "v000004" / "manifest.json").read_text())
+    assert (manifest["stage"], manifest["step"]) == ("ppo", 1)
+    assert [json.loads(x)["step"] for x in (Path(cfg.out) / "metrics.jsonl").read_text().splitlines()] == [1]
+
+
 def test_a_file_that_ends_early_is_a_clear_error(tmp_path: Path) -> None:
     data = _write(tmp_path / "rollouts.jsonl", [json.dumps(r) for r in _interleaved(3)])
     with pytest.raises(InputExhausted, match=r"ended after step 1 of 2 \(1 complete groups of 2"):
