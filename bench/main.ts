@@ -4,6 +4,7 @@ const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> 
   kafka: () => import('./kafka.js'),
   pipeline: () => import('./pipeline.js'),
   generate: () => import('./generate.js'),
+  telemetry: () => import('./telemetry.js'),
 };
 
 export async function main(args: string[]): Promise<void> {

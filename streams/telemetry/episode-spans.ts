@@ -10,11 +10,13 @@ import {
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Context,
   type Span,
 } from '@opentelemetry/api';
+import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import { traceparentOf } from './propagation.js';
-import { spaTracer, telemetryActive } from './telemetry.js';
+import { episodeSampleRatio, spaTracer, telemetryActive } from './telemetry.js';
 
 /** What identifies an episode on its span (attribute names `spa.*`). */
 export interface EpisodeAttributes {
@@ -89,6 +91,23 @@ export interface EpisodeSpan {
   end(outcome: EpisodeOutcome): void;
 }
 
+const ids = new RandomIdGenerator();
+
+/**
+ * An episode that was not drawn for tracing: no SDK span, but a real (unsampled, flags 00)
+ * context, so its records still carry a `traceparent` and every downstream span — TS or
+ * Python, parent-based — drops itself instead of starting a new sampled trace.
+ */
+function unsampledEpisode(trajectoryId: string, registry: EpisodeTraceRegistry): EpisodeSpan {
+  const context = trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: ids.generateTraceId(),
+    spanId: ids.generateSpanId(),
+    traceFlags: TraceFlags.NONE,
+  });
+  registry.set(trajectoryId, context);
+  return { ...noopEpisode, context };
+}
+
 const noopEpisode: EpisodeSpan = {
   context: ROOT_CONTEXT,
   turn: (_turn, play) => play(),
@@ -97,8 +116,9 @@ const noopEpisode: EpisodeSpan = {
 };
 
 /**
- * Starts an episode's root span and registers it under its trajectory id. While telemetry is
- * off it returns a shared no-op (no allocation, no registry entry). `startedAt` (a
+ * Starts an episode's root span and registers it under its trajectory id, if the episode is
+ * drawn for tracing (`sampleRatio`); otherwise registers an unsampled context. While telemetry
+ * is off it returns a shared no-op (no allocation, no registry entry). `startedAt` (a
  * `performance.now()` value) backdates the span; default now.
  */
 export function startEpisodeSpan(
@@ -107,6 +127,8 @@ export function startEpisodeSpan(
   startedAt?: number,
 ): EpisodeSpan {
   if (!telemetryActive()) return noopEpisode;
+  // The episode is the unit of sampling (telemetry.ts); draw once here.
+  if (Math.random() >= episodeSampleRatio()) return unsampledEpisode(attributes.trajectoryId, registry);
   const tracer = spaTracer();
   // Each episode is its own trace (root), whatever context the caller happens to run in.
   const span = tracer.startSpan('episode', {

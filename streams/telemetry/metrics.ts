@@ -4,9 +4,15 @@
  * so nothing here keeps a clock or a window.
  *
  * Until telemetry starts, `spaMetrics()` hands out instruments of the API's no-op meter, so a
- * caller can record unconditionally: each call is an empty function (near-zero cost).
+ * caller can record unconditionally.
+ *
+ * The per-record counters are {@link LocalCounter}s: a synchronous SDK `Counter.add` costs
+ * several µs here (attribute hashing into every reader's storage), which alone would exceed
+ * the 5% budget on the random-policy generator (~20 µs of work per record), so totals are
+ * kept in a Map and handed to the SDK by an observable counter at each collection. Prometheus
+ * sees the same monotonic `_total` series either way.
  */
-import { metrics, type Attributes, type Counter, type Histogram, type Meter } from '@opentelemetry/api';
+import { metrics, type Attributes, type Histogram, type Meter } from '@opentelemetry/api';
 
 /** Name of the meter (instrumentation scope) every spa_* instrument belongs to. */
 export const SPA_METER_NAME = 'spa';
@@ -29,22 +35,56 @@ const waitBuckets = [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 
 // Per-element stage work is microseconds to milliseconds.
 const stageBuckets = [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1];
 
+/**
+ * A monotonic counter summed in-process and reported at collection time (see module doc).
+ * Label values come from small closed sets (envs, topics, reasons, policies), so the map of
+ * series stays small; only the attributes named in `labels` are kept.
+ */
+export class LocalCounter {
+  private readonly series = new Map<string, { attributes: Attributes; value: number }>();
+
+  constructor(
+    meter: Meter,
+    name: string,
+    options: { unit: string; description: string },
+    private readonly labels: readonly string[],
+  ) {
+    meter.createObservableCounter(name, options).addCallback((result) => {
+      for (const { attributes, value } of this.series.values()) result.observe(value, attributes);
+    });
+  }
+
+  /** Adds a non-negative `value` to the series of `attributes`. */
+  add(value: number, attributes: Attributes = {}): void {
+    if (!(value >= 0)) throw new Error(`counter increment ${value} must be a non-negative number`);
+    let key = '';
+    for (const label of this.labels) key += `${String(attributes[label])}\u0000`;
+    const entry = this.series.get(key);
+    if (entry) entry.value += value;
+    else {
+      const kept: Attributes = {};
+      for (const label of this.labels) if (attributes[label] !== undefined) kept[label] = attributes[label];
+      this.series.set(key, { attributes: kept, value });
+    }
+  }
+}
+
 /** The project's instruments, all on one meter. Attribute names are the Prometheus labels. */
 export class SpaMetrics {
   /** Env steps executed (actions applied to an env), {env}. */
-  readonly envSteps: Counter;
+  readonly envSteps: LocalCounter;
   /** Finished self-play episodes, {env, policy}. */
-  readonly trajectories: Counter;
+  readonly trajectories: LocalCounter;
   /** Records written to a logical topic, {topic}. */
-  readonly records: Counter;
+  readonly records: LocalCounter;
   /** Record bytes (key + value + headers) sent or received, {topic, operation: send|receive}. */
-  readonly topicBytes: Counter;
+  readonly topicBytes: LocalCounter;
   /** Rejected records by machine-readable reason, {reason, source}. */
-  readonly rejects: Counter;
+  readonly rejects: LocalCounter;
   /** Tokens the generator policy produced, {policy}. */
-  readonly generationTokens: Counter;
+  readonly generationTokens: LocalCounter;
   /** Tokens the trainer consumed in optimizer steps, {stage: sft|ppo}. */
-  readonly trainerTokens: Counter;
+  readonly trainerTokens: LocalCounter;
   /** Trainer policy version minus the record's policy version, at consumption. */
   readonly policyStaleness: Histogram;
   /** Time a consumer (the trainer) waited for its next batch of records. */
@@ -57,34 +97,69 @@ export class SpaMetrics {
   private readonly lagSources = new Set<ConsumerLagSource>();
 
   constructor(private readonly meter: Meter) {
-    this.envSteps = meter.createCounter('spa_env_steps_total', {
-      unit: '{step}',
-      description: 'Env steps executed by the generators',
-    });
-    this.trajectories = meter.createCounter('spa_trajectories_total', {
-      unit: '{trajectory}',
-      description: 'Finished self-play episodes',
-    });
-    this.records = meter.createCounter('spa_records_total', {
-      unit: '{record}',
-      description: 'Records emitted to a logical topic by the generator pipeline',
-    });
-    this.topicBytes = meter.createCounter('spa_topic_bytes_total', {
-      unit: 'By',
-      description: 'Kafka record bytes (key + value + headers) per topic and direction',
-    });
-    this.rejects = meter.createCounter('spa_rejects_total', {
-      unit: '{record}',
-      description: 'Records sent to the dead-letter topic, by reason',
-    });
-    this.generationTokens = meter.createCounter('spa_generation_tokens_total', {
-      unit: '{token}',
-      description: 'Tokens generated by the self-play policy',
-    });
-    this.trainerTokens = meter.createCounter('spa_trainer_tokens_total', {
-      unit: '{token}',
-      description: 'Tokens consumed by trainer optimizer steps',
-    });
+    this.envSteps = new LocalCounter(
+      meter,
+      'spa_env_steps_total',
+      {
+        unit: '{step}',
+        description: 'Env steps executed by the generators',
+      },
+      ['env'],
+    );
+    this.trajectories = new LocalCounter(
+      meter,
+      'spa_trajectories_total',
+      {
+        unit: '{trajectory}',
+        description: 'Finished self-play episodes',
+      },
+      ['env', 'policy'],
+    );
+    this.records = new LocalCounter(
+      meter,
+      'spa_records_total',
+      {
+        unit: '{record}',
+        description: 'Records emitted to a logical topic by the generator pipeline',
+      },
+      ['topic'],
+    );
+    this.topicBytes = new LocalCounter(
+      meter,
+      'spa_topic_bytes_total',
+      {
+        unit: 'By',
+        description: 'Kafka record bytes (key + value + headers) per topic and direction',
+      },
+      ['topic', 'operation'],
+    );
+    this.rejects = new LocalCounter(
+      meter,
+      'spa_rejects_total',
+      {
+        unit: '{record}',
+        description: 'Records sent to the dead-letter topic, by reason',
+      },
+      ['reason', 'source'],
+    );
+    this.generationTokens = new LocalCounter(
+      meter,
+      'spa_generation_tokens_total',
+      {
+        unit: '{token}',
+        description: 'Tokens generated by the self-play policy',
+      },
+      ['policy'],
+    );
+    this.trainerTokens = new LocalCounter(
+      meter,
+      'spa_trainer_tokens_total',
+      {
+        unit: '{token}',
+        description: 'Tokens consumed by trainer optimizer steps',
+      },
+      ['stage'],
+    );
     this.policyStaleness = meter.createHistogram('spa_policy_staleness', {
       unit: '{version}',
       description: 'Trainer policy version minus the policy version that generated the record',

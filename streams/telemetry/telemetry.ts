@@ -12,8 +12,11 @@
  * - `metricsPort` / `SPA_METRICS_PORT`: serve Prometheus text at `http://127.0.0.1:<port>/metrics`
  *   (0 picks a free port; read it from `metricsUrl`). Bound to loopback only: the endpoint has
  *   no authentication.
- * - `sampleRatio` / `SPA_TRACE_SAMPLE_RATIO`: fraction of episodes traced (parent-based, so a
- *   sampled episode keeps all its spans and a dropped one costs no span at all).
+ * - `sampleRatio` / `SPA_TRACE_SAMPLE_RATIO`: fraction of episodes traced. The episode is the
+ *   unit of sampling: `startEpisodeSpan` draws once per episode, and every later span follows
+ *   its parent's decision (parent-based), so a sampled episode keeps all its spans down to the
+ *   trainer and a dropped one costs no SDK span at all. Spans without a parent (rare: a record
+ *   without `traceparent`) are always sampled.
  * Telemetry is off unless `enabled: true` or an endpoint or port is configured; while off, the
  * API's no-op tracer and meter answer every call.
  */
@@ -26,9 +29,9 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
 import {
+  AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
-  TraceIdRatioBasedSampler,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
@@ -84,6 +87,12 @@ interface Resolved {
 
 let running: Telemetry | undefined;
 let active = false;
+let episodeRatio = 0;
+
+/** Fraction of episodes to trace while telemetry runs (0 when off). */
+export function episodeSampleRatio(): number {
+  return episodeRatio;
+}
 
 /** True while telemetry runs; stages check it to skip span work entirely when off. */
 export function telemetryActive(): boolean {
@@ -163,10 +172,12 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
     spanProcessors,
     metricReaders,
     logRecordProcessors: [],
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
+    // Episodes are sampled at their start (episodeSampleRatio); everything else follows its parent.
+    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
   });
   sdk.start();
   active = true;
+  episodeRatio = settings.sampleRatio;
   const telemetry: Telemetry = {
     enabled: true,
     ...(scrape ? { metricsUrl: scrape.url } : {}),
@@ -176,6 +187,7 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       if (running !== telemetry) return;
       running = undefined;
       active = false;
+      episodeRatio = 0;
       try {
         await sdk.shutdown();
       } finally {

@@ -45,13 +45,13 @@ const policy = () => builtinPolicy('random', { mode: 'base', seed: 5 });
 function instrumentedRollouts() {
   const trajectories = episodes(config, makeEnv, policy()).pipe(
     traceEpisodes(),
-    traceStage('toTrajectory', toTrajectory(now)),
+    traceStage('toTrajectory', toTrajectory(now), { timingEvery: 1 }),
     share(),
   );
   return merge(
     trajectories.pipe(map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t }))),
     trajectories.pipe(
-      traceStage('toRollout', toRollout()),
+      traceStage('toRollout', toRollout(), { timingEvery: 4 }),
       map((r): Outbound => ({ topic: 'rollouts', key: r.group_id, record: r })),
     ),
   ).pipe(meterOutbound());
@@ -147,8 +147,17 @@ describe('telemetry on (in-memory exporters)', () => {
       ]),
     );
     expect(await running.unit('spa_env_steps_total')).toBe('{step}');
-    const stages = await running.points('spa_stage_seconds');
-    expect(stages.map((p) => p.attributes['stage']).sort()).toEqual(['toRollout', 'toTrajectory']);
+    // Every element of toTrajectory is timed; one in four of toRollout (timingEvery).
+    const counts = Object.fromEntries(
+      (await running.points('spa_stage_seconds')).map((p) => [
+        p.attributes['stage'],
+        (p.value as { count: number }).count,
+      ]),
+    );
+    expect(counts).toEqual({
+      toTrajectory: trajectories.length,
+      toRollout: Math.floor(trajectories.length / 4),
+    });
   });
 
   it('samples whole episodes: ratio 0 records no span but still counts metrics', async () => {

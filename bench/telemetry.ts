@@ -1,0 +1,173 @@
+/**
+ * What telemetry costs the generator (issue item 1, goal ≤ 5%): the in-process generator
+ * pipeline (random policy, no Kafka) with telemetry off vs on, where "on" means episode/turn
+ * spans, a span + latency histogram per stage per record, spa_* counters on every record,
+ * spans exported over OTLP/HTTP to a local receiver and metrics served for Prometheus.
+ *
+ *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]
+ *
+ * Prints one JSON line per setting with episodes/s and the overhead against "off".
+ */
+import { createServer, type Server } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { filter, lastValueFrom, map, merge, share, type Observable } from 'rxjs';
+import { envFactory } from '../envs/registry.js';
+import type { EnvName } from '../envs/types.js';
+import { annotateGroundTruth } from '../operators/annotate-ground-truth.js';
+import { filterMalformed } from '../operators/filter-malformed.js';
+import { meterOutbound } from '../operators/meter-outbound.js';
+import { toSftRows } from '../operators/to-sft-rows.js';
+import { toTrajectory } from '../operators/to-trajectory.js';
+import { traceEpisodes } from '../operators/trace-episodes.js';
+import { traceStage } from '../operators/trace-stage.js';
+import { isAccepted, isRejected } from '../operators/verdict.js';
+import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
+import { episodes } from '../streams/episodes/episodes.js';
+import { generatorPipeline, toRejected } from '../streams/generator-pipeline.js';
+import type { Outbound } from '../streams/outbound.js';
+import { builtinPolicy } from '../streams/policies/builtin.js';
+import { episodeTraces } from '../streams/telemetry/episode-spans.js';
+import { startTelemetry } from '../streams/telemetry/telemetry.js';
+
+/**
+ * generatorPipeline's SFT side with the telemetry hooks the lead wires into
+ * streams/generator-pipeline.ts (traceEpisodes after episodes, traceStage around each stage,
+ * meterOutbound at the end). Kept here until that wiring lands; then the bench runs the real one.
+ */
+function instrumentedPipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
+  const now = Date.now;
+  const policy = builtinPolicy('random', { mode: config.mode, seed: 7 });
+  const trajectories = episodes(config, envFactory({ name: env, puzzles: 'generated' }), policy).pipe(
+    traceEpisodes(),
+    traceStage('toTrajectory', toTrajectory(now)),
+    share(),
+  );
+  const verdicts = trajectories.pipe(
+    traceStage('annotateGroundTruth', annotateGroundTruth({ annotation: 'gt' })),
+    traceStage('filterMalformed', filterMalformed()),
+    share(),
+  );
+  const rows = verdicts.pipe(
+    filter(isAccepted),
+    map((v) => v.value),
+    traceStage('toSftRows', toSftRows({ maskTransitions: false })),
+    map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
+  );
+  const rejects = verdicts.pipe(
+    filter(isRejected),
+    map((v): Outbound => ({ topic: 'dlq', key: v.rejection.key, record: toRejected(v.rejection, now()) })),
+  );
+  const raw = trajectories.pipe(
+    map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t })),
+  );
+  return merge(raw, rows, rejects).pipe(meterOutbound());
+}
+
+/** A local OTLP/HTTP endpoint that reads and discards what it is sent (the export cost stays in). */
+async function discardingReceiver(): Promise<{ url: string; server: Server }> {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => server.listen({ host: '127.0.0.1', port: 0 }, resolve));
+  const address = server.address();
+  return { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, server };
+}
+
+/**
+ * CPU seconds (user + system) of this process for one run: on a shared 2-core box, wall time
+ * swings with other processes' load, CPU time much less. The exporters' work (serialising
+ * and posting spans, in this process) is included, and so is the discarding receiver's.
+ */
+function plainPipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
+  const policy = builtinPolicy('random', { mode: config.mode, seed: 7 });
+  return generatorPipeline(config, envFactory({ name: env, puzzles: 'generated' }), policy, {
+    target: 'sft',
+  });
+}
+
+async function timeRun(pipeline: () => Observable<Outbound>): Promise<{ seconds: number; records: number }> {
+  collectGarbage(); // each run starts from a clean heap, not paying for the previous run's garbage
+  let records = 0;
+  const start = process.cpuUsage();
+  await lastValueFrom(pipeline().pipe(map(() => records++)), { defaultValue: 0 });
+  const used = process.cpuUsage(start);
+  return { seconds: (used.user + used.system) / 1e6, records };
+}
+
+// Expose V8's gc() without a command-line flag (bin/bench.mjs runs plain node).
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+const median = (values: readonly number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Runs `rounds` alternating off/on measurements for one sample ratio; returns medians. */
+export async function measureTelemetryOverhead(
+  env: EnvName,
+  episodeCount: number,
+  sampleRatio: number,
+  rounds = 5,
+) {
+  const groups = 8;
+  const groupSize = 8;
+  const config = episodeConfig({
+    env,
+    groups,
+    groupSize,
+    batches: Math.ceil(episodeCount / (groups * groupSize)),
+  });
+  const receiver = await discardingReceiver();
+  const off: number[] = [];
+  const on: number[] = [];
+  const plain: number[] = [];
+  try {
+    for (let round = 0; round < rounds + 1; round++) {
+      // Rotate the order so no setting always runs first (or right after another's garbage).
+      const runs = [
+        async () => off.push((await timeRun(() => instrumentedPipeline(config, env))).seconds),
+        async () => plain.push((await timeRun(() => plainPipeline(config, env))).seconds),
+        async () => {
+          const telemetry = await startTelemetry({
+            serviceName: 'spa-bench',
+            otlpEndpoint: receiver.url,
+            metricsPort: 0,
+            sampleRatio,
+            env: {},
+          });
+          const cpu = process.cpuUsage();
+          const { seconds } = await timeRun(() => instrumentedPipeline(config, env));
+          await telemetry.shutdown(); // exporting what is still queued is part of the cost
+          const total = process.cpuUsage(cpu);
+          on.push(Math.max(seconds, (total.user + total.system) / 1e6));
+          episodeTraces.clear();
+        },
+      ];
+      for (let i = 0; i < runs.length; i++) await runs[(i + round) % runs.length]!();
+      if (round === 0) [off, plain, on].forEach((list) => list.splice(0)); // warm-up (JIT, module loading)
+    }
+  } finally {
+    receiver.server.close();
+  }
+  const episodesRun = config.batches * groups * groupSize;
+  return {
+    env,
+    episodes: episodesRun,
+    sampleRatio,
+    rounds,
+    episodesPerSecondPlain: Math.round(episodesRun / median(plain)),
+    episodesPerSecondOff: Math.round(episodesRun / median(off)),
+    episodesPerSecondOn: Math.round(episodesRun / median(on)),
+    overheadPercent: Number(((median(on) / median(off) - 1) * 100).toFixed(1)),
+  };
+}
+
+/** `npm run bench -- telemetry [env] [episodes] [sampleRatio…]`. */
+export async function run(args: string[]): Promise<void> {
+  const [envName, countText, ...ratios] = args;
+  const env = (envName ?? 'sokoban') as EnvName;
+  const count = countText ? Number(countText) : 2048;
+  for (const ratio of ratios.length > 0 ? ratios.map(Number) : [1, 0.1])
+    console.log(JSON.stringify(await measureTelemetryOverhead(env, count, ratio)));
+}
