@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
@@ -33,6 +34,34 @@ describe('Prometheus scrape endpoint', () => {
     expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{le="0.5"\} 1$/m);
     expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{le="0.1"\} 0$/m);
     expect((await fetch(telemetry.metricsUrl!.replace('/metrics', '/'))).status).toBe(404);
+  });
+
+  it('serves every spa_* series the Grafana dashboard queries', async () => {
+    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0, env: {} });
+    const m = spaMetrics();
+    for (const counter of [
+      m.envSteps,
+      m.trajectories,
+      m.records,
+      m.topicBytes,
+      m.rejects,
+      m.generationTokens,
+      m.trainerTokens,
+    ])
+      counter.add(1);
+    for (const histogram of [m.policyStaleness, m.waitForBatch, m.waitForPolicy, m.stageSeconds])
+      histogram.record(1);
+    const unregister = m.observeConsumerLag(() => [{ topic: 't', partition: 0, lag: 1 }]);
+    const served = new Set(
+      (await (await fetch(telemetry.metricsUrl!)).text())
+        .split('\n')
+        .map((line) => /^(spa_\w+)/.exec(line)?.[1]),
+    );
+    unregister();
+    const dashboard = readFileSync('infra/otel/grafana-dashboard.json', 'utf8');
+    const queried = new Set(dashboard.match(/spa_\w+/g));
+    expect(queried.size).toBeGreaterThan(10);
+    for (const name of queried) expect(served, `${name} is served`).toContain(name);
   });
 
   it('fails to start with a clear message when the port is taken, and frees its port on shutdown', async () => {
