@@ -3,8 +3,15 @@ import { FROZENLAKE_ACTION_NAMES } from '../protocol/action-vocabularies.js';
 import type { EnvAction, Environment, GridSize, Position, StepOutcome } from '../types.js';
 import { generateLakeMap } from './generator.js';
 import { findTiles, parseLakeDesc, tileAt, type LakeMap } from './lake-map.js';
-import { describeLake, LAKE_GRID_VOCABULARY, parseLakeRender, renderLake } from './lake-render.js';
-import { lakeOutcomes, sampleOutcomeIndex, type GymDirection, type LakeOutcome } from './transitions.js';
+import { LAKE_GRID_VOCABULARY, parseLakeRender } from './lake-render.js';
+import { describeFromView, lakeView, renderFromView, type LakeView } from './lake-view.js';
+import {
+  lakeOutcomes,
+  moveOnLake,
+  slipDirection,
+  type GymDirection,
+  type LakeOutcome,
+} from './transitions.js';
 import { FROZENLAKE_4X4, type FrozenLakeConfig } from './variants.js';
 
 /** Options for an env built from a fixed map instead of `reset(seed)`. */
@@ -20,7 +27,12 @@ const ACTION_NAMES = FROZENLAKE_ACTION_NAMES;
 
 interface Episode {
   readonly map: LakeMap;
+  /** The map's render tables (immutable, shared with clones). */
+  readonly view: LakeView;
   player: Position;
+  /** render()/describe() of the current state; cleared when the player moves. */
+  rendered: string | null;
+  described: string | null;
   /** Slip RNG: re-created from (seed, draws) on clone, since `Rng` has no copy operation. */
   rng: Rng;
   readonly slipSeed: number;
@@ -77,21 +89,31 @@ export class FrozenLakeEnv implements Environment {
     this.begin(generateLakeMap(this.config, seed), undefined, seed);
   }
 
-  /** Apply action id 1..4, sampling the slip as gymnasium does. */
+  /**
+   * Apply action id 1..4, sampling the slip as gymnasium does: one draw per step, even from a
+   * hole or the goal (where the only outcome is to stay, reward 0, done). Same result as taking
+   * `outcomes(action)[sampleOutcomeIndex(probabilities, u)]`, without building that list.
+   */
   step(action: EnvAction): StepOutcome {
     const episode = this.current();
-    const outcomes = this.outcomes(action);
-    const chosen =
-      outcomes[
-        sampleOutcomeIndex(
-          outcomes.map((o) => o.probability),
-          this.draw(),
-        )
-      ];
-    const { next, reward, terminal } = chosen as LakeOutcome;
-    const effective = next.row !== episode.player.row || next.col !== episode.player.col;
-    episode.player = next;
-    return { reward, done: terminal, success: this.isSolved(), effective, valid: true };
+    const direction = toDirection(action);
+    const u = this.draw();
+    const { view, player } = episode;
+    const here = view.tiles[player.row * view.cols + player.col];
+    if (here === 'H' || here === 'G') {
+      return { reward: 0, done: true, success: here === 'G', effective: false, valid: true };
+    }
+    const moved = this.config.slippery ? slipDirection(direction, u) : direction;
+    const next = moveOnLake(episode.map, player, moved);
+    const tile = view.tiles[next.row * view.cols + next.col];
+    const effective = next.row !== player.row || next.col !== player.col;
+    if (effective) {
+      episode.player = next;
+      episode.rendered = null;
+      episode.described = null;
+    }
+    const success = tile === 'G';
+    return { reward: success ? 1 : 0, done: success || tile === 'H', success, effective, valid: true };
   }
 
   /**
@@ -103,15 +125,18 @@ export class FrozenLakeEnv implements Environment {
     return lakeOutcomes(episode.map, episode.player, toDirection(action), this.config.slippery);
   }
 
+  /** `renderLake` of the current state, cached until the player moves. */
   render(): string {
-    const { map, player } = this.current();
-    return renderLake(map, player);
+    const episode = this.current();
+    episode.rendered ??= renderFromView(episode.view, this.playerCell(episode));
+    return episode.rendered;
   }
 
   /** Our documented coordinate sentence (see `describeLake`; the reference's is UNKNOWN, §5). */
   describe(): string {
-    const { map, player } = this.current();
-    return describeLake(map, player);
+    const episode = this.current();
+    episode.described ??= describeFromView(episode.view, this.playerCell(episode));
+    return episode.described;
   }
 
   state(): string {
@@ -155,9 +180,23 @@ export class FrozenLakeEnv implements Environment {
 
   private begin(map: LakeMap, player: Position | undefined, slipSeed: number): void {
     const start = player ?? (findTiles(map, 'S')[0] as Position);
-    this.episode = { map, player: start, rng: new Rng(slipSeed), slipSeed, draws: 0 };
+    const view = lakeView(map);
+    this.episode = {
+      map,
+      view,
+      player: start,
+      rendered: null,
+      described: null,
+      rng: new Rng(slipSeed),
+      slipSeed,
+      draws: 0,
+    };
     // gymnasium's reset draws once to pick the initial state among the S cells.
     this.draw();
+  }
+
+  private playerCell({ player, view }: Episode): number {
+    return player.row * view.cols + player.col;
   }
 
   private draw(): number {

@@ -64,7 +64,24 @@ export function lakeOutcomes(
   if (!slippery) return [outcome(1, action)];
   const left = ((action + 3) % 4) as GymDirection;
   const right = ((action + 1) % 4) as GymDirection;
-  return [outcome(FAIL_RATE, left), outcome(SUCCESS_RATE, action), outcome(FAIL_RATE, right)];
+  return [
+    outcome(SLIP_PROBABILITIES[0], left),
+    outcome(SLIP_PROBABILITIES[1], action),
+    outcome(SLIP_PROBABILITIES[2], right),
+  ];
+}
+
+/** The slippery outcome probabilities in gymnasium's order `(a−1)%4, a, (a+1)%4`. */
+export const SLIP_PROBABILITIES: readonly [number, number, number] = [FAIL_RATE, SUCCESS_RATE, FAIL_RATE];
+
+/**
+ * The direction actually moved for intended `action` and uniform draw `u`, without building the
+ * outcome list: the same `sampleOutcomeIndex` over the same probabilities as `lakeOutcomes`, so a
+ * seeded run slips identically. Slippery only; from a hole or the goal nobody moves at all.
+ */
+export function slipDirection(action: GymDirection, u: number): GymDirection {
+  // Index 0, 1, 2 is (a−1)%4, a, (a+1)%4, i.e. (a + 3 + index) % 4.
+  return ((action + 3 + sampleOutcomeIndex(SLIP_PROBABILITIES, u)) % 4) as GymDirection;
 }
 
 /**

@@ -28,6 +28,9 @@ interface Board {
   numEnvSteps: number;
   boxesOnTarget: number;
   readonly numBoxes: number;
+  /** render()/describe() of the current state; cleared whenever a cell changes. */
+  rendered: string | null;
+  described: string | null;
 }
 
 /**
@@ -88,10 +91,10 @@ export class SokobanEnv implements Environment {
     }
     board.numEnvSteps += 1;
     const before = board.player;
-    this.pushOrMove(board, action - 1);
+    // Counted incrementally (a push moves at most one box): the same count of √ cells as a scan.
+    const onTarget = board.boxesOnTarget + pushOrMove(board, action - 1);
     // Reward sums are accumulated in gym's order so IEEE results equal Python's (10.9, −1.1).
     let reward = PENALTY_FOR_STEP;
-    const onTarget = this.countBoxesOnTarget();
     if (onTarget > board.boxesOnTarget) reward += REWARD_BOX_ON_TARGET;
     else if (onTarget < board.boxesOnTarget) reward += PENALTY_BOX_OFF_TARGET;
     const success = onTarget === board.numBoxes;
@@ -101,14 +104,18 @@ export class SokobanEnv implements Environment {
     return { reward, done, success, effective: board.player !== before, valid: true };
   }
 
-  /** Grid render with `# _ O √ X P S`, rows joined by `\n`. */
+  /** Grid render with `# _ O √ X P S`, rows joined by `\n` (cached until the board changes). */
   render(): string {
-    return renderRoom(this.requireBoard().room);
+    const board = this.requireBoard();
+    board.rendered ??= renderRoom(board.room);
+    return board.rendered;
   }
 
   /** `Player (P) is at (r,c); box (X) is at (r,c); target (O) is at (r,c).` (see class doc). */
   describe(): string {
-    return describeRoom(this.requireBoard().room);
+    const board = this.requireBoard();
+    board.described ??= describeRoom(board.room);
+    return board.described;
   }
 
   /** The `text_with_coordinates` observation. */
@@ -153,36 +160,11 @@ export class SokobanEnv implements Environment {
       room,
       player: room.state.indexOf(Cell.player),
       numEnvSteps: 0,
-      boxesOnTarget: 0,
+      boxesOnTarget: countBoxesOnTarget(room),
       numBoxes,
+      rendered: null,
+      described: null,
     };
-    this.board.boxesOnTarget = this.countBoxesOnTarget();
-  }
-
-  private countBoxesOnTarget(): number {
-    let count = 0;
-    for (const code of this.requireBoard().room.state) if (code === Cell.boxOnTarget) count++;
-    return count;
-  }
-
-  /** gym_sokoban `_push` falling back to `_move`; off-grid cells count as walls. */
-  private pushOrMove(board: Board, direction: number): void {
-    const { rows, cols, fixed, state } = board.room;
-    const [dr, dc] = DIRECTIONS[direction] as readonly [number, number];
-    const inside = (r: number, c: number) => r >= 0 && r < rows && c >= 0 && c < cols;
-    const r = Math.floor(board.player / cols) + dr;
-    const c = (board.player % cols) + dc;
-    if (!inside(r, c)) return;
-    const to = r * cols + c;
-    const beyond = (r + dr) * cols + (c + dc);
-    if (isBox(state[to]) && inside(r + dr, c + dc) && isWalkable(state[beyond])) {
-      state[beyond] = fixed[beyond] === Cell.target ? Cell.boxOnTarget : Cell.box;
-    } else if (!isWalkable(state[to])) {
-      return;
-    }
-    state[board.player] = fixed[board.player] as number;
-    state[to] = Cell.player;
-    board.player = to;
   }
 
   private requireBoard(): Board {
@@ -190,4 +172,44 @@ export class SokobanEnv implements Environment {
       throw new Error('SokobanEnv: no room loaded; call reset(seed) or SokobanEnv.fromRender first');
     return this.board;
   }
+}
+
+function countBoxesOnTarget(room: SokobanRoom): number {
+  let count = 0;
+  for (const code of room.state) if (code === Cell.boxOnTarget) count++;
+  return count;
+}
+
+function inside(room: SokobanRoom, r: number, c: number): boolean {
+  return r >= 0 && r < room.rows && c >= 0 && c < room.cols;
+}
+
+/**
+ * gym_sokoban `_push` falling back to `_move`; off-grid cells count as walls. Returns the change
+ * in the number of boxes on targets (−1, 0 or +1) and clears the board's cached texts when
+ * anything moved.
+ */
+function pushOrMove(board: Board, direction: number): number {
+  const { room } = board;
+  const { cols, fixed, state } = room;
+  const [dr, dc] = DIRECTIONS[direction] as readonly [number, number];
+  const r = Math.floor(board.player / cols) + dr;
+  const c = (board.player % cols) + dc;
+  if (!inside(room, r, c)) return 0;
+  const to = r * cols + c;
+  const beyond = (r + dr) * cols + (c + dc);
+  let onTargetDelta = 0;
+  if (isBox(state[to]) && inside(room, r + dr, c + dc) && isWalkable(state[beyond])) {
+    const landsOnTarget = fixed[beyond] === Cell.target;
+    state[beyond] = landsOnTarget ? Cell.boxOnTarget : Cell.box;
+    onTargetDelta = (landsOnTarget ? 1 : 0) - (state[to] === Cell.boxOnTarget ? 1 : 0);
+  } else if (!isWalkable(state[to])) {
+    return 0;
+  }
+  state[board.player] = fixed[board.player] as number;
+  state[to] = Cell.player;
+  board.player = to;
+  board.rendered = null;
+  board.described = null;
+  return onTargetDelta;
 }

@@ -31,6 +31,8 @@ function pythonInt(token: string | undefined): number | null {
  * accepts ASCII digits only.
  */
 export function parseSudokuAction(action: string): SudokuMove | null {
+  const fast = parsePlainMove(action);
+  if (fast !== undefined) return fast;
   const text = action.toLowerCase().trim();
   const parts = text
     .replace(/,/g, ' ')
@@ -53,4 +55,45 @@ export function parseSudokuAction(action: string): SudokuMove | null {
   const value = pythonInt(v);
   if (row === null || col === null || value === null) return null;
   return { row: row - 1, col: col - 1, value };
+}
+
+const COMMA = 0x2c;
+const SPACE = 0x20;
+const ZERO = 0x30;
+const NINE = 0x39;
+/** Longest digit run read on the fast path; longer ones could round differently from Number(). */
+const MAX_FAST_DIGITS = 15;
+
+/**
+ * Fast path for the common shape: only ASCII digits, commas and spaces (`"2,1,3"`, `"2 1 3"`,
+ * `" 2, 1, 3 "`). For such text lower-casing and trimming change nothing, `row`/`col` cannot occur
+ * and every token is all digits, so the full parser's answer is: the first three tokens as
+ * numbers, or null when there are fewer than three. Returns undefined (use the full parser) for
+ * any other character or a digit run too long to read exactly. (Hand-written: the regex/split
+ * route allocates a lowercase copy, a replaced copy and a token array on every env step.)
+ */
+function parsePlainMove(action: string): SudokuMove | null | undefined {
+  let found = 0;
+  let row = 0;
+  let col = 0;
+  let value = 0;
+  let digits = 0;
+  let number = 0;
+  for (let i = 0; i <= action.length; i++) {
+    const code = i < action.length ? action.charCodeAt(i) : SPACE;
+    if (code >= ZERO && code <= NINE) {
+      if (++digits > MAX_FAST_DIGITS) return undefined;
+      number = number * 10 + (code - ZERO);
+      continue;
+    }
+    if (code !== COMMA && code !== SPACE) return undefined;
+    if (digits === 0) continue;
+    if (found === 0) row = number;
+    else if (found === 1) col = number;
+    else if (found === 2) value = number;
+    found++;
+    digits = 0;
+    number = 0;
+  }
+  return found < 3 ? null : { row: row - 1, col: col - 1, value };
 }

@@ -1,7 +1,15 @@
 import type { EnvAction, Environment, StepOutcome } from '../types.js';
 import { parseSudokuAction } from './action-parser.js';
 import { generateSudoku } from './generator.js';
-import { cellAt, copyGrid, isGridSolved, isPlacementValid, type SudokuGrid } from './sudoku-grid.js';
+import {
+  cellAt,
+  copyGrid,
+  countEmpty,
+  isConflictFree,
+  isGridSolved,
+  isPlacementValid,
+  type SudokuGrid,
+} from './sudoku-grid.js';
 import { describeSudoku, parseSudokuRender, renderSudoku } from './sudoku-render.js';
 import { SUDOKU_EASY, type SudokuConfig } from './variants.js';
 
@@ -12,6 +20,36 @@ interface Episode {
   /** The generator's full board when known (`reset`); success never depends on it. */
   readonly solution: SudokuGrid | null;
   steps: number;
+  /** Empty cells of `board`, kept up to date by `step`. */
+  empties: number;
+  /**
+   * The board had no row/column/box conflict when loaded; every write passes the constraint check,
+   * so it still has none and solved ⇔ `empties === 0`. False for a conflicting custom board, which
+   * is then checked in full.
+   */
+  readonly conflictFree: boolean;
+  /** render()/describe() of the current board; cleared on every write. */
+  rendered: string | null;
+  described: string | null;
+}
+
+/** An episode on `board` (a copy is not made) with its counters and caches initialised. */
+function episodeOf(
+  clues: SudokuGrid,
+  board: SudokuGrid,
+  solution: SudokuGrid | null,
+  steps: number,
+): Episode {
+  return {
+    clues,
+    board,
+    solution,
+    steps,
+    empties: countEmpty(board),
+    conflictFree: isConflictFree(board),
+    rendered: null,
+    described: null,
+  };
 }
 
 /**
@@ -54,7 +92,7 @@ export class SudokuEnv implements Environment {
       }),
     );
     const env = new SudokuEnv({ ...SUDOKU_EASY, ...config, size: clues.length });
-    env.episode = { clues, board: current, solution: null, steps: 0 };
+    env.episode = episodeOf(clues, current, null, 0);
     return env;
   }
 
@@ -66,7 +104,7 @@ export class SudokuEnv implements Environment {
   /** Generate the puzzle for `seed` (our `Rng`; see `generateSudoku`) and reset the step counter. */
   reset(seed: number): void {
     const { puzzle, solution } = generateSudoku(this.config, seed);
-    this.episode = { clues: puzzle, board: copyGrid(puzzle), solution, steps: 0 };
+    this.episode = episodeOf(puzzle, copyGrid(puzzle), solution, 0);
   }
 
   /**
@@ -98,18 +136,27 @@ export class SudokuEnv implements Environment {
     if (!isPlacementValid(episode.board, move.row, move.col, move.value)) {
       return { reward: 0.0, done: capped, success: false, effective: false, valid: true };
     }
-    (episode.board[move.row] as number[])[move.col] = move.value;
-    const success = isGridSolved(episode.board);
+    const cells = episode.board[move.row] as number[];
+    if (cells[move.col] === 0) episode.empties -= 1;
+    cells[move.col] = move.value;
+    episode.rendered = null;
+    episode.described = null;
+    const success = this.isSolved();
     return { reward: success ? 1.0 : 0.0, done: success || capped, success, effective: true, valid: true };
   }
 
+  /** RAGEN's text render, cached until the board changes. */
   render(): string {
-    return renderSudoku(this.current().board);
+    const episode = this.current();
+    episode.rendered ??= renderSudoku(episode.board);
+    return episode.rendered;
   }
 
   /** The `text_with_coordinates` sentence (1-indexed empty cells, reference §2.4). */
   describe(): string {
-    return describeSudoku(this.current().board);
+    const episode = this.current();
+    episode.described ??= describeSudoku(episode.board);
+    return episode.described;
   }
 
   state(): string {
@@ -122,7 +169,8 @@ export class SudokuEnv implements Environment {
 
   /** The board is complete and every row, column and box holds 1..N once. */
   isSolved(): boolean {
-    return isGridSolved(this.current().board);
+    const episode = this.current();
+    return episode.conflictFree ? episode.empties === 0 : isGridSolved(episode.board);
   }
 
   /** Step calls so far (RAGEN `current_step`). */
@@ -151,10 +199,10 @@ export class SudokuEnv implements Environment {
     const episode = this.episode;
     if (episode !== null) {
       copy.episode = {
+        ...episode,
         clues: copyGrid(episode.clues),
         board: copyGrid(episode.board),
         solution: episode.solution === null ? null : copyGrid(episode.solution),
-        steps: episode.steps,
       };
     }
     return copy;

@@ -36,12 +36,18 @@ export function isPlacementValid(
   value: number,
 ): boolean {
   const size = grid.length;
+  cellAt(grid, row, col); // throws off the board, like every read below would
   const box = boxSize(size);
   const boxRow = Math.floor(row / box) * box;
   const boxCol = Math.floor(col / box) * box;
+  const cells = grid[row] as readonly number[];
   for (let i = 0; i < size; i++) {
-    if (cellAt(grid, row, i) === value || cellAt(grid, i, col) === value) return false;
-    if (cellAt(grid, boxRow + Math.floor(i / box), boxCol + (i % box)) === value) return false;
+    // Direct reads: (row, col) is on the board, so every index below is too.
+    if (cells[i] === value || (grid[i] as readonly number[])[col] === value) return false;
+  }
+  for (let r = boxRow; r < boxRow + box; r++) {
+    const line = grid[r] as readonly number[];
+    for (let c = boxCol; c < boxCol + box; c++) if (line[c] === value) return false;
   }
   return true;
 }
@@ -79,4 +85,38 @@ export function isGridSolved(grid: readonly (readonly number[])[]): boolean {
     const seen = new Set(group);
     return seen.size === size && group.every((v) => v >= 1 && v <= size);
   });
+}
+
+/**
+ * Whether no row, column or box holds the same digit twice (empty cells ignored). A board with
+ * no conflicts stays that way under the env's writes, which all pass `isPlacementValid`; so for
+ * such a board "solved" is "no empty cell left" (`isGridSolved` on a conflict-free board whose
+ * digits are 1..N).
+ */
+export function isConflictFree(grid: readonly (readonly number[])[]): boolean {
+  const size = grid.length;
+  const box = boxSize(size);
+  for (let row = 0; row < size; row++) {
+    for (let col = 0; col < size; col++) {
+      const value = cellAt(grid, row, col);
+      if (value === 0) continue;
+      const boxRow = Math.floor(row / box) * box;
+      const boxCol = Math.floor(col / box) * box;
+      for (let i = 0; i < size; i++) {
+        const r = boxRow + Math.floor(i / box);
+        const c = boxCol + (i % box);
+        if (i !== col && cellAt(grid, row, i) === value) return false;
+        if (i !== row && cellAt(grid, i, col) === value) return false;
+        if ((r !== row || c !== col) && cellAt(grid, r, c) === value) return false;
+      }
+    }
+  }
+  return true;
+}
+
+/** Number of empty (0) cells. */
+export function countEmpty(grid: readonly (readonly number[])[]): number {
+  let empty = 0;
+  for (const cells of grid) for (const value of cells) if (value === 0) empty++;
+  return empty;
 }

@@ -5,7 +5,14 @@ import { boxSize, emptyCells, type SudokuGrid } from './sudoku-grid.js';
  * followed by a space (`.` for empty), e.g. `"| 3 2 4 1 | . 4 . . | 2 . 3 . | 4 3 . 2 "`.
  */
 export function renderSudoku(grid: readonly (readonly number[])[]): string {
-  return grid.map((row) => `| ${row.map((v) => (v === 0 ? '.' : String(v))).join(' ')} `).join('');
+  // One string built left to right: the env renders after every step (no per-row arrays).
+  let text = '';
+  for (const row of grid) {
+    text += '|';
+    for (const v of row) text += v === 0 ? ' .' : ` ${v}`;
+    text += ' ';
+  }
+  return text;
 }
 
 /**
