@@ -29,26 +29,18 @@ from pathlib import Path
 from typing import Any, get_args
 
 import torch
-from safetensors.torch import load_model, save_model
 from transformers import PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
-from .checkpoint import (
-    TrainerState,
-    latest_checkpoint,
-    read_optimizer,
-    restore_rng,
-    write_atomic_checkpoint,
-    write_optimizer,
-    write_rng,
-)
+from .checkpoint import latest_checkpoint
 from .data import Offsets
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
 from .models import load_policy, resolve_model_dir
 from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
+from .ppo_checkpoint import Progress, read_pending, read_progress, restore_training_state, write_ppo_checkpoint
 from .ppo_math import MaskMode
-from .rollout_groups import GroupBuffer, pending_item, pending_line
+from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
 
 
@@ -78,19 +70,6 @@ class ServiceConfig:
 
 class InputExhausted(RuntimeError):
     """A finite input (a JSONL file) ended before `--steps` steps."""
-
-
-@dataclass
-class Progress:
-    """What the checkpoint records besides weights: position, version, counters."""
-
-    step: int = 0
-    version: int = 0  # latest published policy version = the trainer's version
-    exported_step: int = 0  # step of the latest export (0: none yet)
-    records_trained: int = 0
-    rejected: dict[str, int] = field(default_factory=dict)  # reason → count
-    over_max_staleness: int = 0
-    next_offsets: Offsets = field(default_factory=dict)
 
 
 StepHook = Callable[[int, list[SourcedRollout]], None]
@@ -152,39 +131,30 @@ class Service:
 
 
 def save_service_checkpoint(svc: Service) -> Path:
-    """Actor (HF folder `model/`, usable as `--model`), critic, both optimizers, RNG, progress and
-    the read-but-untrained records, as one atomic checkpoint (`checkpoint.write_atomic_checkpoint`)."""
-    state, progress = svc.state, svc.progress
-
-    def fill(tmp: Path) -> None:
-        state.actor.save_pretrained(tmp / "model", safe_serialization=True)
-        svc.tokenizer.save_pretrained(tmp / "model")
-        save_model(state.critic, str(tmp / "critic.safetensors"))
-        write_optimizer(tmp, state.actor_optimizer, "actor_optimizer")
-        write_optimizer(tmp, state.critic_optimizer, "critic_optimizer")
-        rng = write_rng(tmp)
-        (tmp / "pending.jsonl").write_text("".join(pending_line(i) + "\n" for i in svc.buffer.items()))
-        trainer = TrainerState(
-            step=progress.step,
-            rows_trained=progress.records_trained,
-            offsets=progress.next_offsets,
-            source=svc.source.describe(),
-            extra={"progress": asdict(progress), "config": _config_json(svc.cfg)},
-        )
-        (tmp / "trainer_state.json").write_text(json.dumps({**trainer.to_json(), "rng": rng}, indent=2))
-
-    return write_atomic_checkpoint(svc.out, progress.step, fill)
+    """Everything a restart needs, atomically (`ppo_checkpoint.write_ppo_checkpoint`)."""
+    return write_ppo_checkpoint(
+        svc.out, svc.state, svc.tokenizer, svc.progress, svc.buffer.items(), svc.source.describe(),
+        json.loads(json.dumps(asdict(svc.cfg), default=str)),
+    )  # fmt: skip
 
 
-def _config_json(cfg: ServiceConfig) -> dict[str, Any]:
-    return json.loads(json.dumps(asdict(cfg), default=str))
+def _open_io(cfg: ServiceConfig, out: Path, start: Offsets) -> tuple[RolloutSource, DeadLetters]:
+    """Input, dead letters, and a check that the publish topic exists: all before the model loads,
+    so a missing broker or topic is reported in seconds."""
+    source = open_rollout_source(cfg.input, start, brokers=cfg.brokers, group_id=f"spa-ppo-{out.name}")
+    try:
+        default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
+        dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
+        if cfg.publish:
+            from .kafka_source import ck, default_brokers
+            from .policy_publish import check_topic
 
-
-def _load_progress(folder: Path) -> tuple[Progress, dict[str, Any]]:
-    raw = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
-    saved = dict(raw["extra"]["progress"])
-    saved["next_offsets"] = {int(p): int(o) for p, o in saved["next_offsets"].items()}
-    return Progress(**saved), raw["rng"]
+            address = default_brokers(cfg.brokers)
+            check_topic(ck.Producer({"bootstrap.servers": address}), cfg.publish, address)
+    except BaseException:
+        source.close()
+        raise
+    return source, dead_letters
 
 
 def prepare_service(cfg: ServiceConfig) -> Service:
@@ -192,37 +162,30 @@ def prepare_service(cfg: ServiceConfig) -> Service:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     resume = latest_checkpoint(out)
-    torch.manual_seed(cfg.seed)
-    actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_start_model(cfg.model)))
-    ppo = PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask})
-    state = init_ppo(actor, ppo)
-    buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
     if resume is None:
         start = cfg.start_version if cfg.start_version is not None else next_version(Path(cfg.export_root)) - 1
-        progress = Progress(version=start)
+        progress, rng = Progress(version=start), None
     else:
-        load_model(state.critic, str(resume / "critic.safetensors"))
-        read_optimizer(resume, state.actor_optimizer, "actor_optimizer")
-        read_optimizer(resume, state.critic_optimizer, "critic_optimizer")
-        progress, rng = _load_progress(resume)
-        restore_rng(resume, rng)
-        for line in (resume / "pending.jsonl").read_text(encoding="utf-8").splitlines():
-            buffer.add(pending_item(line))
+        progress, rng = read_progress(resume)
+    source, dead_letters = _open_io(cfg, out, progress.next_offsets)
+    try:
+        torch.manual_seed(cfg.seed)
+        actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_start_model(cfg.model)))
+        state = init_ppo(actor, PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask}))
+        if resume is not None and rng is not None:
+            restore_training_state(resume, state, rng)
+    except BaseException:
+        source.close()
+        raise
+    buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
+    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out)
+    for item in read_pending(resume) if resume else []:
+        for bad, reason, detail in buffer.add(item):  # only if --max-open-groups shrank
+            svc.reject(bad, reason, detail)
     metrics = out / "metrics.jsonl"
     if metrics.is_file():  # drop lines of steps the checkpoint does not hold (they are redone)
         kept = [ln for ln in metrics.read_text().splitlines() if ln and json.loads(ln)["step"] <= progress.step]
         metrics.write_text("".join(ln + "\n" for ln in kept))
-    source = open_rollout_source(cfg.input, progress.next_offsets, brokers=cfg.brokers, group_id=f"spa-ppo-{out.name}")
-    default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
-    dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
-    if cfg.publish:  # fail before training, not at the first export
-        from .kafka_source import ck, default_brokers
-        from .policy_publish import check_topic
-
-        check_topic(
-            ck.Producer({"bootstrap.servers": default_brokers(cfg.brokers)}), cfg.publish, default_brokers(cfg.brokers)
-        )
-    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out)
     where = f"resumed {resume.name}" if resume else f"started from {cfg.model}"
     svc.log(f"{where}: step {progress.step}/{cfg.steps}, version {progress.version}, offsets {progress.next_offsets}, "
             f"{len(buffer.items())} pending records; input {source.describe()} on {state.device}")  # fmt: skip
