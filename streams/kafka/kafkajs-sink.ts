@@ -49,9 +49,25 @@ function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** kafkajs marks broker errors that may succeed on retry (KafkaJSProtocolError.retriable). */
+/**
+ * Errors a transaction may retry. kafkajs marks protocol errors `retriable`, but reports a broker
+ * that is down longer than its own retry budget (a restart takes ~20 s on a busy box) as
+ * non-retriable connection/coordinator errors; retrying those is safe because an aborted
+ * transaction leaves nothing visible.
+ */
+const TRANSIENT_KAFKAJS_ERRORS = new Set([
+  'KafkaJSGroupCoordinatorNotFound',
+  'KafkaJSConnectionError',
+  'KafkaJSConnectionClosedError',
+  'KafkaJSNumberOfRetriesExceeded',
+  'KafkaJSRequestTimeoutError',
+]);
+
 function isRetriable(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { retriable?: unknown }).retriable === true;
+  if (typeof error !== 'object' || error === null) return false;
+  const name = (error as { name?: unknown }).name;
+  if (typeof name === 'string' && TRANSIENT_KAFKAJS_ERRORS.has(name)) return true;
+  return (error as { retriable?: unknown }).retriable === true;
 }
 
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
