@@ -32,7 +32,15 @@ function pythonInt(token: string | undefined): number | null {
  */
 export function parseSudokuAction(action: string): SudokuMove | null {
   const fast = parsePlainMove(action);
-  if (fast !== undefined) return fast;
+  return fast === undefined ? parseSudokuActionTokens(action) : fast;
+}
+
+/**
+ * The general path of {@link parseSudokuAction}, for every input: RAGEN's steps token by token.
+ * `parseSudokuAction` gives the same answer for every string (it only skips this for the common
+ * digits/commas/spaces shape); exported so tests can hold the two against each other.
+ */
+export function parseSudokuActionTokens(action: string): SudokuMove | null {
   const text = action.toLowerCase().trim();
   const parts = text
     .replace(/,/g, ' ')
