@@ -6,6 +6,7 @@ import { toSftRows } from '../operators/to-sft-rows.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
 import { isAccepted, isRejected, type Rejection } from '../operators/verdict.js';
 import type { Rejected, Trajectory } from '../schemas/index.js';
+import type { DemandGate } from './demand-gate.js';
 import type { EpisodeConfig } from './episodes/episode-config.js';
 import { episodes, type EnvFactory, type PolicySource } from './episodes/episodes.js';
 import type { Outbound } from './outbound.js';
@@ -16,6 +17,8 @@ export interface GeneratorOptions {
   readonly annotation?: Annotation;
   readonly maskTransitions?: boolean;
   readonly now?: () => number;
+  /** Backpressure from the sink: the episode loop waits while it is behind. */
+  readonly gate?: DemandGate;
 }
 
 /**
@@ -35,7 +38,7 @@ export function generatorPipeline(
   options: GeneratorOptions,
 ): Observable<Outbound> {
   const now = options.now ?? Date.now;
-  const trajectories = episodes(config, makeEnv, policy).pipe(toTrajectory(now), share());
+  const trajectories = episodes(config, makeEnv, policy, options.gate).pipe(toTrajectory(now), share());
   const raw = trajectories.pipe(
     map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t })),
   );

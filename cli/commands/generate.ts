@@ -4,6 +4,7 @@ import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../en
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { jsonlPathsBeside, writeJsonl } from '../../streams/files/jsonl-sink.js';
+import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
@@ -106,6 +107,8 @@ export function registerGenerateCommand(program: Command): void {
       const policy = builtinPolicy(options.policy, { mode, seed: options.policySeed });
       const total = config.groups * config.groupSize * config.batches;
       const progress = new Progress('generate', { key: 'trajectories', value: total });
+      // Records in flight to the sink before the episode loop waits (DemandGate: blocks).
+      const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
       const outputs = generatorPipeline(
         config,
         envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
@@ -114,13 +117,14 @@ export function registerGenerateCommand(program: Command): void {
           target: options.target,
           annotation: options.annotation,
           maskTransitions: options.maskTransitions,
+          gate,
         },
       ).pipe(tap((o) => progress.add(o.topic)));
       if (options.out === 'kafka') {
         const kafka = await connectSpaKafka({ clientId: 'spa-generate' });
         try {
           const sink = await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` });
-          const counts = await publishOutbound(outputs, sink, { topics: kafka.topics });
+          const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
           progress.done();
           console.log(
             JSON.stringify({ out: 'kafka', brokers: kafka.config.brokers, topics: kafka.topics, counts }),
@@ -131,7 +135,7 @@ export function registerGenerateCommand(program: Command): void {
         return;
       }
       const paths = jsonlPathsBeside(options.out, options.target);
-      const counts = await writeJsonl(outputs, paths);
+      const counts = await writeJsonl(outputs, paths, gate);
       progress.done();
       console.log(JSON.stringify({ out: options.out, files: paths, counts }));
     });

@@ -4,6 +4,7 @@ import { tap } from 'rxjs';
 import { envFactory } from '../../envs/registry.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
+import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
@@ -100,13 +101,14 @@ async function generateSftData(config: LoopConfig, kafka: SpaKafka, runId: strin
     value: config.sftGroups * config.sftGroupSize * config.sftBatches,
   });
   const sink = await kafka.transport.sink({ transactionalId: `spa-run-${runId}-sft` });
+  const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
   const outputs = generatorPipeline(
     episodes,
     envFactory({ name: config.env }),
     builtinPolicy(config.generator, { mode: 'wm', seed: 0 }),
-    { target: 'sft' },
+    { target: 'sft', gate },
   ).pipe(tap((o) => progress.add(o.topic)));
-  const counts = await publishOutbound(outputs, sink, { topics: kafka.topics });
+  const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
   progress.done();
   return counts;
 }
@@ -189,10 +191,12 @@ async function selfPlayAndPpo(
       value: config.ppoGroups * config.ppoGroupSize * config.ppoSteps,
     });
     const sink = await kafka.transport.sink({ transactionalId: `spa-run-${runId}-rl` });
+    const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
     const outputs = generatorPipeline(episodes, envFactory({ name: config.env }), latest.source, {
       target: 'rollouts',
+      gate,
     }).pipe(tap((o) => progress.add(o.topic)));
-    const selfPlay = await publishOutbound(outputs, sink, { topics: kafka.topics });
+    const selfPlay = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
     progress.done();
     await trainer.done;
     // The trainer's last export is the final policy; wait until the follower has it.

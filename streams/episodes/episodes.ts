@@ -8,6 +8,7 @@ import {
   turnRewardText,
   type HistoryEntry,
 } from '../../envs/protocol/index.js';
+import type { DemandGate } from '../demand-gate.js';
 import type { Policy } from '../policies/policy.js';
 import type { EpisodeConfig } from './episode-config.js';
 import type { StepRecord } from './types.js';
@@ -31,16 +32,17 @@ interface Slot {
 /**
  * The env × policy loop of SPA's es_manager (reference §2.1) as a cold Observable of
  * StepRecords. Batches run one after another (concatMap: a batch starts only when the
- * previous one completed), so at most one batch of records is ever in flight — the
- * producer blocks rather than buffering. The policy is resolved once per batch, so no
+ * previous one completed), and with a `gate` each batch and turn waits until the sink has
+ * caught up — the producer blocks rather than buffering. The policy is resolved once per batch, so no
  * episode mixes policy versions.
  */
 export function episodes(
   config: EpisodeConfig,
   makeEnv: EnvFactory,
   policy: PolicySource,
+  gate?: DemandGate,
 ): Observable<StepRecord> {
-  return range(0, config.batches).pipe(concatMap((batch) => runBatch(config, makeEnv, policy, batch)));
+  return range(0, config.batches).pipe(concatMap((batch) => runBatch(config, makeEnv, policy, batch, gate)));
 }
 
 function runBatch(
@@ -48,14 +50,18 @@ function runBatch(
   makeEnv: EnvFactory,
   policySource: PolicySource,
   batch: number,
+  gate: DemandGate | undefined,
 ): Observable<StepRecord> {
   return new Observable<StepRecord>((subscriber) => {
     let cancelled = false;
     const play = async () => {
+      await gate?.ready();
       const policy = typeof policySource === 'function' ? await policySource() : policySource;
       const slots = createSlots(config, makeEnv, batch);
       const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
       for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
+        // Block while the sink is behind (DemandGate): the loop never runs ahead of it.
+        await gate?.ready();
         const active = slots.filter((slot) => !slot.done);
         if (active.length === 0) break;
         const requests = active.map((slot) => {

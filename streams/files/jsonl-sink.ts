@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { concatMap, lastValueFrom, type Observable } from 'rxjs';
+import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
+import type { DemandGate } from '../demand-gate.js';
 import type { Outbound, TopicRole } from '../outbound.js';
 
 /** Which file each logical topic goes to; a topic without a path is not written. */
@@ -29,6 +30,7 @@ export function toJsonLine(outbound: Outbound): string {
 export async function writeJsonl(
   source: Observable<Outbound>,
   paths: JsonlPaths,
+  gate?: DemandGate,
 ): Promise<Record<TopicRole, number>> {
   const streams = new Map<TopicRole, WriteStream>();
   const counts: Record<TopicRole, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
@@ -47,11 +49,13 @@ export async function writeJsonl(
   try {
     await lastValueFrom(
       source.pipe(
+        tap(() => gate?.add()),
         concatMap(async (outbound) => {
           const stream = streamFor(outbound.topic);
-          if (!stream) return;
+          if (!stream) return gate?.done();
           counts[outbound.topic]++;
           if (!stream.write(toJsonLine(outbound) + '\n')) await once(stream, 'drain');
+          gate?.done();
         }),
       ),
       { defaultValue: undefined },

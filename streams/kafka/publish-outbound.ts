@@ -1,5 +1,6 @@
-import { concatMap, lastValueFrom, type Observable } from 'rxjs';
+import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
 import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
+import type { DemandGate } from '../demand-gate.js';
 import type { Outbound, TopicRole } from '../outbound.js';
 import { toKafkaRecord } from './spa-records.js';
 import type { RecordSink } from './transport.js';
@@ -11,13 +12,19 @@ export interface PublishOptions {
   readonly minRecordsPerTransaction?: number;
   /** Called after each committed transaction with its records. */
   readonly onCommitted?: (records: readonly Outbound[]) => void;
+  /**
+   * Backpressure to the episode loop: records count as in flight from arrival until their
+   * transaction commits. Its limit must be at least `minRecordsPerTransaction`.
+   */
+  readonly gate?: DemandGate;
 }
 
 /**
  * Publishes the generator's records to Kafka, one transaction per chunk (chunkAtTrajectories):
  * a trajectory's raw record, its SFT rows or rollout and its rejects become visible together
- * to read_committed consumers. One transaction in flight at a time (concatMap): the
- * pipeline blocks on Kafka instead of buffering. Resolves with records written per topic.
+ * to read_committed consumers. One transaction in flight at a time (concatMap); with a `gate`
+ * the episode loop blocks while records wait for Kafka, so nothing queues without bound.
+ * Resolves with records written per topic.
  */
 export async function publishOutbound(
   source: Observable<Outbound>,
@@ -25,13 +32,19 @@ export async function publishOutbound(
   options: PublishOptions,
 ): Promise<Record<TopicRole, number>> {
   const counts: Record<TopicRole, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
+  const minRecords = options.minRecordsPerTransaction ?? 64;
+  if (options.gate && options.gate.limit < minRecords) {
+    throw new RangeError(`gate limit ${options.gate.limit} must be ≥ minRecordsPerTransaction ${minRecords}`);
+  }
   await lastValueFrom(
     source.pipe(
-      chunkAtTrajectories(options.minRecordsPerTransaction ?? 64),
+      tap(() => options.gate?.add()),
+      chunkAtTrajectories(minRecords),
       concatMap(async (chunk) => {
         const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic]));
         await sink.transaction((tx) => tx.send(records));
         for (const o of chunk) counts[o.topic]++;
+        options.gate?.done(chunk.length);
         options.onCommitted?.(chunk);
       }),
     ),

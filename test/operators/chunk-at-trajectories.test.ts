@@ -1,0 +1,28 @@
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
+import type { Outbound } from '../../streams/outbound.js';
+
+const rec = (topic: 'trajectories' | 'sft', key: string) =>
+  ({ topic, key, record: {} }) as unknown as Outbound;
+
+describe('chunkAtTrajectories', () => {
+  it('closes a chunk before the next trajectory once it has enough records, never splitting one', () => {
+    new TestScheduler((a, e) => expect(a).toEqual(e)).run(({ cold, expectObservable }) => {
+      const t1 = rec('trajectories', 'a');
+      const r1 = rec('sft', 'a');
+      const r2 = rec('sft', 'a');
+      const t2 = rec('trajectories', 'b');
+      const r3 = rec('sft', 'b');
+      const source = cold('a-b-c-d-e|', { a: t1, b: r1, c: r2, d: t2, e: r3 });
+      // Microtask flushes happen between virtual frames too, so chunks close at the burst end.
+      expectObservable(source.pipe(chunkAtTrajectories(10))).toBe('---------(x|)', {
+        x: [t1, r1, r2, t2, r3],
+      });
+      expectObservable(source.pipe(chunkAtTrajectories(2))).toBe('------x--(y|)', {
+        x: [t1, r1, r2],
+        y: [t2, r3],
+      });
+    });
+  });
+});
