@@ -46,6 +46,8 @@ export class PolicyTokenizer {
    * `keepSpecialTokens` keeps them (a prompt then decodes back to itself).
    */
   decode(ids: readonly number[], options: { keepSpecialTokens?: boolean } = {}): string {
+    // @huggingface/tokenizers refuses an empty id list; an empty continuation decodes to ''.
+    if (ids.length === 0) return '';
     return this.tokenizer.decode(ids as number[], {
       skip_special_tokens: !options.keepSpecialTokens,
       clean_up_tokenization_spaces: false,
