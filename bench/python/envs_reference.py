@@ -2,10 +2,14 @@
 """Python reference throughputs for `npm run bench -- envs` (bench/envs.ts runs this as a subprocess).
 
 Measures, single-threaded, each for about `--seconds`:
-- frozenlake: the real gymnasium `FrozenLakeEnv` (slippery) step + a RAGEN-style text render;
-- sokoban: gym_sokoban's step logic (push-or-move, `_calc_reward`, `_check_if_done`, reference §2.2)
-  on numpy arrays as gym_sokoban stores them, + the text render RAGEN returns from `step`;
-- sudoku: RAGEN's Sudoku step rules (reference §2.4) on a numpy board, + its text render;
+- frozenlake: the real gymnasium `FrozenLakeEnv` (slippery) step + a RAGEN-style text render (lighter
+  than RAGEN's own, which goes through `np.vectorize`; so this reference is if anything too fast);
+- sokoban: RAGEN's `SokobanEnv.step` over gym_sokoban's `step`/`_push`/`_move`/`_calc_reward`/
+  `_check_if_done` (reference §2.2) copied statement for statement on numpy arrays as gym_sokoban
+  stores them, with RAGEN's text render (which its `step` returns) — minus the RGB frame gym's `step`
+  also draws and RAGEN throws away;
+- sudoku: mll-lab-nu/RAGEN's `SudokuEnv.step` and `render("text")` (reference §2.4) copied statement
+  for statement on its numpy board (`step` renders into `render_cache`, `render` returns it);
 - sokoban rooms: the room generator as reference §2.2 describes it (random-walk topology, placement,
   reverse-play DFS with ttl 300 and a 300 000-state cap, random player movement), with Python `random`
   and NumPy's legacy global RNG like RAGEN; written from that description, so not bit-exact with it.
@@ -15,10 +19,16 @@ The op of every step benchmark is "one step + render the new state", on the pape
 Prints one JSON object: {"frozenlake": steps/s, "sokoban": steps/s, "sudoku": steps/s, "sokoban_rooms": rooms/s}.
 """
 
+# The Sokoban and Sudoku references copy the reference code statement for statement; lint's
+# rewrites (SIM103, RUF046, S110/BLE001 for RAGEN's try/except) would change the measured code.
+# ruff: noqa: SIM103, RUF046, S110, BLE001
+
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import random
 import time
 from pathlib import Path
@@ -80,61 +90,125 @@ def bench_frozenlake(seconds: float) -> float:
 
 # ---------------------------------------------------------------- Sokoban (gym_sokoban step)
 CHARS = {"#": (0, 0), "_": (1, 1), "O": (2, 2), "√": (2, 3), "X": (1, 4), "P": (1, 5), "S": (2, 5)}
-GRID = np.array(["#", "_", "O", "√", "X", "P", "S"])
 CHANGE = [np.array(d) for d in [(-1, 0), (1, 0), (0, -1), (0, 1)]]
+# gym_sokoban's ACTION_LOOKUP / CHANGE_COORDINATES and RAGEN's SokobanEnvConfig.grid_lookup.
+ACTION_LOOKUP = {0: "no operation", 1: "push up", 2: "push down", 3: "push left", 4: "push right",
+                 5: "move up", 6: "move down", 7: "move left", 8: "move right"}
+CHANGE_COORDINATES = {0: (-1, 0), 1: (1, 0), 2: (0, -1), 3: (0, 1)}
+GRID_LOOKUP = {0: "#", 1: "_", 2: "O", 3: "√", 4: "X", 5: "P", 6: "S"}
 
 
 class Sokoban:
+    """RAGEN `SokobanEnv.step` over gym_sokoban's `step`/`_push`/`_move`/`_calc_reward`/`_check_if_done`,
+    copied statement for statement, minus the RGB frame gym's `step` renders (and RAGEN discards):
+    that image work is real cost in the reference but unrelated to the text env, so leaving it out
+    keeps this reference faster than the code it stands for."""
+
     def __init__(self, fixed: np.ndarray, state: np.ndarray):
         self.room_fixed, self.room_state = fixed, state.copy()
         self.player_position = np.argwhere(self.room_state == 5)[0]
         self.num_boxes = int(np.sum((state == 3) | (state == 4)))
         self.boxes_on_target = int(np.sum(state == 3))
         self.num_env_steps, self.max_steps = 0, 100
+        self.penalty_for_step, self.penalty_box_off_target = -0.1, -1
+        self.reward_box_on_target, self.reward_finished, self.reward_last = 1, 10, 0
 
-    def _move(self, change) -> bool:
-        new = self.player_position + change
-        if self.room_state[new[0], new[1]] in [1, 2]:
-            self.room_state[new[0], new[1]] = 5
-            old = self.player_position
-            self.room_state[old[0], old[1]] = self.room_fixed[old[0], old[1]]
-            self.player_position = new
+    def step(self, action: int):  # RAGEN SokobanEnv.step
+        previous_pos = self.player_position
+        _, reward, done, _ = self.gym_step(action)
+        next_obs = self.render()
+        action_effective = not np.array_equal(previous_pos, self.player_position)
+        info = {"action_is_effective": action_effective, "action_is_valid": True,
+                "success": self.boxes_on_target == self.num_boxes}
+        return next_obs, reward, done, info
+
+    def gym_step(self, action):  # gym_sokoban SokobanEnv.step without `self.render(mode="rgb_array")`
+        assert action in ACTION_LOOKUP
+        self.num_env_steps += 1
+        self.new_box_position = None
+        self.old_box_position = None
+        moved_box = False
+        if action == 0:
+            moved_player = False
+        elif action < 5:
+            moved_player, moved_box = self._push(action)
+        else:
+            moved_player = self._move(action)
+        self._calc_reward()
+        done = self._check_if_done()
+        info = {"action.name": ACTION_LOOKUP[action], "action.moved_player": moved_player,
+                "action.moved_box": moved_box}
+        if done:
+            info["maxsteps_used"] = self._check_if_maxsteps()
+            info["all_boxes_on_target"] = self._check_if_all_boxes_on_target()
+        return None, self.reward_last, done, info
+
+    def _push(self, action):
+        change = CHANGE_COORDINATES[(action - 1) % 4]
+        new_position = self.player_position + change
+        current_position = self.player_position.copy()
+        new_box_position = new_position + change
+        if new_box_position[0] >= self.room_state.shape[0] \
+                or new_box_position[1] >= self.room_state.shape[1]:
+            return False, False
+        can_push_box = self.room_state[new_position[0], new_position[1]] in [3, 4]
+        can_push_box &= self.room_state[new_box_position[0], new_box_position[1]] in [1, 2]
+        if can_push_box:
+            self.new_box_position = tuple(new_box_position)
+            self.old_box_position = tuple(new_position)
+            self.player_position = new_position
+            self.room_state[(new_position[0], new_position[1])] = 5
+            self.room_state[current_position[0], current_position[1]] = \
+                self.room_fixed[current_position[0], current_position[1]]
+            box_type = 4
+            if self.room_fixed[new_box_position[0], new_box_position[1]] == 2:
+                box_type = 3
+            self.room_state[new_box_position[0], new_box_position[1]] = box_type
+            return True, True
+        else:
+            return self._move(action), False
+
+    def _move(self, action):
+        change = CHANGE_COORDINATES[(action - 1) % 4]
+        new_position = self.player_position + change
+        current_position = self.player_position.copy()
+        if self.room_state[new_position[0], new_position[1]] in [1, 2]:
+            self.player_position = new_position
+            self.room_state[(new_position[0], new_position[1])] = 5
+            self.room_state[current_position[0], current_position[1]] = \
+                self.room_fixed[current_position[0], current_position[1]]
             return True
         return False
 
-    def _push(self, change) -> bool:
-        new = self.player_position + change
-        box = new + change
-        if box[0] >= self.room_state.shape[0] or box[1] >= self.room_state.shape[1]:
-            return False
-        if self.room_state[new[0], new[1]] in [3, 4] and self.room_state[box[0], box[1]] in [1, 2]:
-            old = self.player_position
-            self.room_state[new[0], new[1]] = 5
-            self.room_state[old[0], old[1]] = self.room_fixed[old[0], old[1]]
-            self.room_state[box[0], box[1]] = 3 if self.room_fixed[box[0], box[1]] == 2 else 4
-            self.player_position = new
-            return True
-        return self._move(change)
+    def _calc_reward(self):
+        self.reward_last = self.penalty_for_step
+        empty_targets = self.room_state == 2
+        player_on_target = (self.room_fixed == 2) & (self.room_state == 5)
+        total_targets = empty_targets | player_on_target
+        current_boxes_on_target = self.num_boxes - np.where(total_targets)[0].shape[0]
+        if current_boxes_on_target > self.boxes_on_target:
+            self.reward_last += self.reward_box_on_target
+        elif current_boxes_on_target < self.boxes_on_target:
+            self.reward_last += self.penalty_box_off_target
+        game_won = self._check_if_all_boxes_on_target()
+        if game_won:
+            self.reward_last += self.reward_finished
+        self.boxes_on_target = current_boxes_on_target
 
-    def step(self, action: int) -> bool:
-        self.num_env_steps += 1
-        self._push(CHANGE[action - 1])
-        reward = -0.1
-        uncovered = (self.room_state == 2) | ((self.room_fixed == 2) & (self.room_state == 5))
-        on_target = self.num_boxes - np.where(uncovered)[0].shape[0]
-        if on_target > self.boxes_on_target:
-            reward += 1
-        elif on_target < self.boxes_on_target:
-            reward -= 1
-        won = np.where((self.room_state == 2) | ((self.room_fixed == 2) & (self.room_state == 5)))[0].shape[0] == 0
-        if won:
-            reward += 10
-        self.boxes_on_target = on_target
-        return won or self.num_env_steps == self.max_steps
+    def _check_if_done(self):
+        return self._check_if_all_boxes_on_target() or self._check_if_maxsteps()
 
-    def render(self) -> str:
-        shown = np.where((self.room_state == 5) & (self.room_fixed == 2), 6, self.room_state)
-        return "\n".join("".join(row) for row in GRID[shown])
+    def _check_if_all_boxes_on_target(self):
+        empty_targets = self.room_state == 2
+        player_hiding_target = (self.room_fixed == 2) & (self.room_state == 5)
+        return np.where(empty_targets | player_hiding_target)[0].shape[0] == 0
+
+    def _check_if_maxsteps(self):
+        return self.max_steps == self.num_env_steps
+
+    def render(self) -> str:  # RAGEN SokobanEnv._render_text("grid")
+        room = np.where((self.room_state == 5) & (self.room_fixed == 2), 6, self.room_state)
+        return "\n".join("".join(GRID_LOOKUP.get(cell, "?") for cell in row) for row in room.tolist())
 
 
 def bench_sokoban(seconds: float) -> float:
@@ -150,8 +224,7 @@ def bench_sokoban(seconds: float) -> float:
     def body(n: int) -> None:
         env = holder["env"]
         for _ in range(n):
-            done = env.step(rng.randint(1, 4))
-            env.render()
+            _, _, done, _ = env.step(rng.randint(1, 4))  # RAGEN's step returns the text render
             if done:
                 holder["i"] = (holder["i"] + 1) % len(pool)
                 env = holder["env"] = Sokoban(*pool[holder["i"]])
@@ -161,46 +234,139 @@ def bench_sokoban(seconds: float) -> float:
 
 # ---------------------------------------------------------------- Sudoku (RAGEN rules)
 class Sudoku:
+    """mll-lab-nu/RAGEN `SudokuEnv` step/render (reference §2.4), copied statement for statement:
+    `step` renders into `render_cache`, `render("text")` reads RENDER_MODE and returns the cache."""
+
     def __init__(self, puzzle: str):
         rows = [r.split() for r in puzzle.split("|") if r.strip()]
         self.initial_board = np.array([[0 if v == "." else int(v) for v in r] for r in rows])
         self.board = self.initial_board.copy()
-        self.current_step, self.max_steps = 0, 30
+        self.board_size, self.current_step, self.max_steps = 4, 0, 30
+        self.render_mode = os.environ.get("RENDER_MODE")
+        self.render_cache = self._render_board()
 
-    @staticmethod
-    def parse(action: str):
-        s = action.lower().strip()
-        parts = s.replace(",", " ").split()
-        if len(parts) >= 3 and all(p.lstrip("-").isdigit() for p in parts[:3]):
-            return int(parts[0]) - 1, int(parts[1]) - 1, int(parts[2])
+    def _box_size(self) -> int:
+        b = int(math.isqrt(self.board_size))
+        assert b * b == self.board_size, "board_size must be a perfect square (e.g., 4, 9, 16)"
+        return b
+
+    def _render_board(self) -> str:
+        N = self.board_size
+        result = ""
+        for i in range(N):
+            row_str = "| "
+            for j in range(N):
+                cell = self.board[i, j]
+                row_str += str(cell) if cell != 0 else "."
+                row_str += " "
+            result += row_str
+        return result
+
+    def _parse_action(self, action: str):
+        s = (action or "").lower().strip()
+        try:
+            if "row" in s and "col" in s:
+                parts = s.replace(",", " ").split()
+                row_idx = parts.index("row") + 1
+                col_idx = parts.index("col") + 1
+                value = None
+                for i, p in enumerate(parts):
+                    if p.isdigit() and i not in (row_idx, col_idx):
+                        value = int(p)
+                        break
+                row = int(parts[row_idx]) - 1
+                col = int(parts[col_idx]) - 1
+                return row, col, value
+            parts = s.replace(",", " ").split()
+            if len(parts) >= 3 and all(p.lstrip("-").isdigit() for p in parts[:3]):
+                r, c, v = int(parts[0]) - 1, int(parts[1]) - 1, int(parts[2])
+                return r, c, v
+        except Exception:
+            pass
         return None, None, None
 
-    def step(self, action: str) -> bool:
+    def _is_action_valid(self, row, col, value) -> bool:
+        if row is None or col is None or value is None:
+            return False
+        N = self.board_size
+        if not (0 <= row < N and 0 <= col < N):
+            return False
+        if not (1 <= value <= N):
+            return False
+        if self.initial_board[row, col] != 0:
+            return False
+        return True
+
+    def _is_valid_move(self, board: np.ndarray, row: int, col: int, num: int) -> bool:
+        if num in board[row, :]:
+            return False
+        if num in board[:, col]:
+            return False
+        b = self._box_size()
+        sr, sc = (row // b) * b, (col // b) * b
+        if num in board[sr:sr + b, sc:sc + b]:
+            return False
+        return True
+
+    def _is_board_complete(self) -> bool:
+        return np.all(self.board != 0)
+
+    def _is_board_correct(self) -> bool:
+        N = self.board_size
+        need = set(range(1, N + 1))
+        for i in range(N):
+            row = list(self.board[i])
+            if 0 in row or set(row) != need:
+                return False
+        for j in range(N):
+            col = list(self.board[:, j])
+            if 0 in col or set(col) != need:
+                return False
+        b = self._box_size()
+        for bi in range(0, N, b):
+            for bj in range(0, N, b):
+                box = list(self.board[bi:bi + b, bj:bj + b].ravel())
+                if 0 in box or set(box) != need:
+                    return False
+        return True
+
+    def step(self, action: str):
         self.current_step += 1
-        row, col, value = self.parse(action)
-        capped = self.current_step >= self.max_steps
-        if row is None or not (0 <= row < 4 and 0 <= col < 4 and 1 <= value <= 4) \
-                or self.initial_board[row, col] != 0:
-            return capped
-        sr, sc = row // 2 * 2, col // 2 * 2
-        if value in self.board[row, :] or value in self.board[:, col] or value in self.board[sr:sr + 2, sc:sc + 2]:
-            return capped
+        row, col, value = self._parse_action(action)
+        if not self._is_action_valid(row, col, value):
+            done = self.current_step >= self.max_steps
+            info = {"action_is_effective": False, "action_is_valid": False, "success": False}
+            self.render_cache = next_obs = self._render_board()
+            return next_obs, 0.0, done, info
+        if not self._is_valid_move(self.board, row, col, value):
+            done = self.current_step >= self.max_steps
+            info = {"action_is_effective": False, "action_is_valid": True, "success": False}
+            self.render_cache = next_obs = self._render_board()
+            return next_obs, 0.0, done, info
         self.board[row, col] = value
-        if np.all(self.board != 0) and self.correct():
-            return True
-        return capped
+        if self._is_board_complete():
+            if self._is_board_correct():
+                reward, done = 1.0, True
+                info = {"action_is_effective": True, "action_is_valid": True, "success": True}
+            else:
+                reward, done = 0.0, self.current_step >= self.max_steps
+                info = {"action_is_effective": True, "action_is_valid": True, "success": False}
+        else:
+            reward, done = 0.0, self.current_step >= self.max_steps
+            info = {"action_is_effective": True, "action_is_valid": True, "success": False}
+        self.render_cache = next_obs = self._render_board()
+        return next_obs, reward, done, info
 
-    def correct(self) -> bool:
-        need = {1, 2, 3, 4}
-        groups = [self.board[i, :] for i in range(4)] + [self.board[:, j] for j in range(4)]
-        groups += [self.board[r:r + 2, c:c + 2].ravel() for r in (0, 2) for c in (0, 2)]
-        return all(set(g.tolist()) == need for g in groups)
-
-    def render(self) -> str:
-        return "".join("| " + "".join(("." if v == 0 else str(v)) + " " for v in row) for row in self.board)
+    def render(self, mode: str = "text") -> str:  # the "text" branch
+        mode = os.environ.get("RENDER_MODE")
+        render_mode = mode if mode is not None else self.render_mode
+        if render_mode == "text":
+            return self.render_cache
+        raise ValueError(f"Invalid mode: {render_mode}")
 
 
 def bench_sudoku(seconds: float) -> float:
+    os.environ.setdefault("RENDER_MODE", "text")  # RAGEN reads it on every render call
     pool = [p["puzzle"] for p in load("sudoku-4x4.jsonl")]
     rng = random.Random(0)
     holder = {"i": 0, "env": Sudoku(pool[0])}
@@ -208,7 +374,7 @@ def bench_sudoku(seconds: float) -> float:
     def body(n: int) -> None:
         env = holder["env"]
         for _ in range(n):
-            done = env.step(f"{rng.randint(1, 4)},{rng.randint(1, 4)},{rng.randint(1, 4)}")
+            _, _, done, _ = env.step(f"{rng.randint(1, 4)},{rng.randint(1, 4)},{rng.randint(1, 4)}")
             env.render()
             if done:
                 holder["i"] = (holder["i"] + 1) % len(pool)
