@@ -155,15 +155,15 @@ def ort_greedy(session, manifest: dict, rows: list[list[int]], new_tokens: int) 
     return out
 
 
-def timed(fn, repeats: int) -> float:  # noqa: ANN001
-    """Median wall seconds of `repeats` calls (after one untimed warm-up call)."""
-    fn()
-    times = []
+def timed(fn, repeats: int, warm_up=None) -> float:  # noqa: ANN001
+    """Fastest wall seconds of `repeats` calls after one untimed warm-up (as bench/generate.ts)."""
+    (warm_up or fn)()
+    best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def ort_session(artifact: str, threads: int):  # noqa: ANN201 - onnxruntime type
@@ -200,13 +200,13 @@ def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int
         for b in sizes:
             ids, mask, _ = left_pad(rows[:b], tok.pad_token_id)
 
-            def hf() -> None:
+            def hf(tokens: int = new_tokens) -> None:
                 with torch.no_grad():
                     model.generate(torch.from_numpy(ids), attention_mask=torch.from_numpy(mask), do_sample=False,
-                                   max_new_tokens=new_tokens, min_new_tokens=new_tokens,
-                                   pad_token_id=tok.pad_token_id)
+                                   max_new_tokens=tokens, min_new_tokens=tokens, pad_token_id=tok.pad_token_id)
 
-            seconds = timed(hf, repeats)
+            # torch with 2 threads on a busy 2-core machine takes ~40 s a run: time it once
+            seconds = timed(hf, repeats if threads == 1 else 1, warm_up=lambda: hf(8))
             results.append({"engine": "transformers generate", "batch": b, "seconds": seconds,
                             "threads": threads if threads == 1 else f"default ({threads})"})
     for r in results:

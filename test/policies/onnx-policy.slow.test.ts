@@ -87,6 +87,26 @@ describe('greedy decoding', () => {
     expect(batched.map((g) => g.ids)).toEqual(single.map((g) => g.ids));
     expect(batched.map((g) => g.stopReason)).toEqual(single.map((g) => g.stopReason));
   });
+  it('gives the same tokens when the prompt pass goes through the cache in 40-token chunks', async () => {
+    const vocab = greedy.manifest.vocab_size;
+    const chunked = await onnxPolicy({
+      folder: fixture.artifact,
+      temperature: 0,
+      maxNewTokens: 50,
+      prefillLogitsBudget: 40 * vocab,
+      intraOpThreads: 1,
+    });
+    try {
+      const [g] = await chunked.generate([prompts[0] as string]);
+      const [whole] = await greedy.generate([prompts[0] as string]);
+      const promptLength = greedy.tokenizer.encode(prompts[0] as string).length;
+      expect(g?.stopReason).toBe('length');
+      expect(g?.ids).toEqual(whole?.ids.slice(0, 50));
+      expect(g?.forwardCalls).toBe(Math.ceil(promptLength / 40) + 49); // chunks + one call per later token
+    } finally {
+      await chunked.close?.();
+    }
+  });
 });
 
 describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {

@@ -7,7 +7,7 @@
  */
 import type { Rng } from '../../../envs/internal/rng.js';
 import type { ForwardOutput, OnnxCausalLm } from './causal-lm.js';
-import type { KvCache } from './kv-cache.js';
+import { KvCache } from './kv-cache.js';
 import { sampleToken, type SamplingSettings } from './sampler.js';
 import { StopDetector, type StopReason, type StopRule } from './stop-detector.js';
 
@@ -100,20 +100,60 @@ async function prefill(
 }
 
 /**
+ * Samples each row's next id from the last position of `logits` (`[rows, seq, vocab]`). Rows
+ * that stop get their result in `done`; returns the indices of the rows that go on and their ids.
+ */
+function advance(
+  rows: readonly Row[],
+  step: { logits: Float32Array; seq: number },
+  vocab: number,
+  options: GenerateOptions,
+  done: (Generation | undefined)[],
+  calls: number,
+): { kept: number[]; next: number[] } {
+  const kept: number[] = [];
+  const next: number[] = [];
+  rows.forEach((row, r) => {
+    const offset = (r * step.seq + step.seq - 1) * vocab;
+    const id = sampleToken(step.logits, offset, vocab, options.sampling, row.rng);
+    const reason = row.detector.push(id);
+    if (reason) {
+      const { detector } = row;
+      done[row.index] = { ids: detector.ids, text: detector.text(), stopReason: reason, forwardCalls: calls };
+    } else {
+      kept.push(r);
+      next.push(id);
+    }
+  });
+  return { kept, next };
+}
+
+/** One decoding step: each row's newest id on top of the cache. */
+function decodeStep(lm: OnnxCausalLm, rows: readonly Row[], next: readonly number[], past: KvCache) {
+  return lm.forward({
+    inputIds: BigInt64Array.from(next, BigInt),
+    attentionMask: attentionMask(rows, past.length + 1),
+    positionIds: BigInt64Array.from(rows, (row) => BigInt(row.position++)),
+    batch: rows.length,
+    seq: 1,
+    past,
+  });
+}
+
+/**
  * Continues every request until its stop rule ends it. Results are in request order.
- * `prompts` may have different lengths; none may be empty.
+ * Prompts may have different lengths; none may be empty.
  */
 export async function generateBatch(
   lm: OnnxCausalLm,
   requests: readonly GenerationRequest[],
-  cacheFactory: (batch: number) => KvCache,
   options: GenerateOptions,
 ): Promise<Generation[]> {
   if (requests.length === 0) return [];
-  const width = Math.max(...requests.map((r) => r.promptIds.length));
   requests.forEach((r, i) => {
     if (r.promptIds.length === 0) throw new Error(`request ${i} has an empty prompt: expected ≥ 1 token`);
   });
+  const width = Math.max(...requests.map((r) => r.promptIds.length));
   let rows: Row[] = requests.map((r, index) => ({
     index,
     rng: r.rng,
@@ -121,36 +161,13 @@ export async function generateBatch(
     pad: width - r.promptIds.length,
     position: r.promptIds.length,
   }));
-  const done: (Generation | undefined)[] = new Array<Generation | undefined>(requests.length);
-  let step = await prefill(
-    lm,
-    rows,
-    requests.map((r) => r.promptIds),
-    cacheFactory(rows.length),
-    options,
-  );
-  let calls = step.calls;
+  const done = new Array<Generation | undefined>(requests.length);
+  const prompts = requests.map((r) => r.promptIds);
+  const first = await prefill(lm, rows, prompts, KvCache.empty(lm.shape, rows.length), options);
+  let step: ForwardOutput = first;
+  let calls = first.calls;
   for (;;) {
-    const vocab = lm.vocab;
-    const next: number[] = [];
-    const kept: number[] = [];
-    rows.forEach((row, r) => {
-      const offset = (r * step.seq + step.seq - 1) * vocab;
-      const id = sampleToken(step.logits, offset, vocab, options.sampling, row.rng);
-      const reason = row.detector.push(id);
-      if (reason) {
-        const { detector } = row;
-        done[row.index] = {
-          ids: detector.ids,
-          text: detector.text(),
-          stopReason: reason,
-          forwardCalls: calls,
-        };
-      } else {
-        kept.push(r);
-        next.push(id);
-      }
-    });
+    const { kept, next } = advance(rows, step, lm.vocab, options, done, calls);
     if (kept.length === 0) break;
     let cache = step.cache;
     if (kept.length < rows.length) {
@@ -159,18 +176,7 @@ export async function generateBatch(
       rows.forEach((row) => (row.pad -= drop));
       cache = cache.select(kept, drop);
     }
-    const columns = cache.length + 1;
-    step = {
-      ...(await lm.forward({
-        inputIds: BigInt64Array.from(next, BigInt),
-        attentionMask: attentionMask(rows, columns),
-        positionIds: BigInt64Array.from(rows, (row) => BigInt(row.position++)),
-        batch: rows.length,
-        seq: 1,
-        past: cache,
-      })),
-      calls: 0,
-    };
+    step = await decodeStep(lm, rows, next, cache);
     calls++;
   }
   return done.map((g, i) => {

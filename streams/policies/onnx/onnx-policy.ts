@@ -10,7 +10,6 @@ import type { Policy, PolicyRequest } from '../policy.js';
 import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
 import { OnnxCausalLm, type ExecutionProvider } from './causal-lm.js';
 import { generateBatch, type Generation, type GenerationRequest } from './generate.js';
-import { KvCache } from './kv-cache.js';
 import { checkSampling } from './sampler.js';
 import { PolicyTokenizer } from './tokenizer.js';
 
@@ -88,8 +87,7 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
       const results: Generation[] = [];
       for (let start = 0; start < requests.length; start += maxBatchSize) {
         const batch = requests.slice(start, start + maxBatchSize);
-        const cacheFactory = (rows: number) => KvCache.empty(lm.shape, rows);
-        results.push(...(await generateBatch(lm, batch, cacheFactory, generateOptions)));
+        results.push(...(await generateBatch(lm, batch, generateOptions)));
       }
       return results;
     };
