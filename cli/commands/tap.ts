@@ -2,7 +2,8 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { parseTapFilter, tapTopic, type TapFilter } from '../../streams/kafka/tap.js';
-import { positiveInt } from '../options.js';
+import { runWebTap } from '../../streams/web/run-web-tap.js';
+import { nonNegativeInt, positiveInt } from '../options.js';
 
 interface TapCliOptions {
   follow: boolean;
@@ -10,6 +11,9 @@ interface TapCliOptions {
   filter: TapFilter[];
   limit?: number;
   json: boolean;
+  web: boolean;
+  port: number;
+  topic: string[];
 }
 
 function collectFilter(text: string, previous: TapFilter[]): TapFilter[] {
@@ -30,7 +34,7 @@ export function registerTapCommand(program: Command): void {
   program
     .command('tap')
     .description('print records of a topic readably (ephemeral consumer, commits nothing)')
-    .argument('<topic>', 'topic name, e.g. spa.trajectories, spa.sft, spa.dlq')
+    .argument('[topic]', 'topic name, e.g. spa.trajectories, spa.sft, spa.dlq (required without --web)')
     .option('--follow', 'keep printing new records after the end (Ctrl-C stops)', false)
     .option('--only-new', 'skip the history: only records written after the tap starts', false)
     .option(
@@ -41,9 +45,34 @@ export function registerTapCommand(program: Command): void {
     )
     .option('--limit <n>', 'stop after printing n records', positiveInt('--limit'))
     .option('--json', 'one JSON line per record (bytes as base64) instead of text', false)
-    .action(async (topic: string, options: TapCliOptions) => {
+    .option(
+      '--web',
+      'serve a live page on 127.0.0.1 (URL with a token printed at start) instead of printing',
+      false,
+    )
+    .option('--port <n>', 'port of --web (0 = any free port)', nonNegativeInt('--port'), 0)
+    .option(
+      '--topic <name>',
+      'with --web: a topic to show (repeatable; default: every SPA topic)',
+      (t: string, p: string[]) => [...p, t],
+      [],
+    )
+    .action(async (topic: string | undefined, options: TapCliOptions, command: Command) => {
+      if (!options.web && topic === undefined) command.error('spa tap needs a <topic> (or --web)');
       const kafka = await connectSpaKafka({ clientId: 'spa-tap' });
       try {
+        if (options.web) {
+          const named = [...(topic === undefined ? [] : [topic]), ...options.topic];
+          return await runWebTap(kafka, {
+            topics: named.length > 0 ? named : Object.values(kafka.topics),
+            start: options.onlyNew ? 'latest' : 'earliest',
+            port: options.port,
+            filters: options.filter,
+            print: (line) => console.log(line),
+            log: (line) => console.error(line),
+          });
+        }
+        if (topic === undefined) return;
         const summary = await tapTopic(kafka, {
           topic,
           start: options.onlyNew ? 'latest' : 'earliest',

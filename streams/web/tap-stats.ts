@@ -1,0 +1,147 @@
+/**
+ * Running numbers for the web tap: per-env success rate and Pass@k over the trajectories seen
+ * (grouped by `group_id`, reference §10), records per second, and consumer lag over time.
+ * Memory is bounded: open groups are capped per env (the oldest are folded into a histogram
+ * that keeps their contribution), and the time series slide over the last {@link SERIES_SECONDS}.
+ */
+import { passAtK } from '../eval/pass-at-k.js';
+
+/** Seconds of throughput and lag history kept (a sliding window). */
+export const SERIES_SECONDS = 120;
+/** Groups per env kept by id before the oldest are folded into the histogram. */
+const OPEN_GROUPS_PER_ENV = 5000;
+
+/** One env's outcome numbers. */
+export interface EnvStats {
+  readonly env: string;
+  readonly episodes: number;
+  readonly successes: number;
+  /** Mean success over all episodes (SPA's Pass@1). */
+  readonly pass1: number;
+  /** Group size used for Pass@k: the largest group seen; groups still filling are left out. */
+  readonly k: number;
+  /** Fraction of full groups (k episodes) with at least one success; null before any is full. */
+  readonly passK: number | null;
+  readonly fullGroups: number;
+}
+
+/** A point of a time series: `t` in epoch ms (start of its second). */
+export interface SeriesPoint {
+  readonly t: number;
+  readonly value: number;
+}
+
+/** What the page's stats panel shows. */
+export interface TapStatsSnapshot {
+  readonly read: number;
+  readonly byKind: Readonly<Record<string, number>>;
+  readonly envs: readonly EnvStats[];
+  /** Records read per second. */
+  readonly throughput: readonly SeriesPoint[];
+  /** Records on the tapped topics not yet read (sum over partitions), per poll. */
+  readonly lag: readonly SeriesPoint[];
+}
+
+interface GroupCount {
+  n: number;
+  c: number;
+}
+
+class EnvOutcomes {
+  episodes = 0;
+  successes = 0;
+  readonly open = new Map<string, GroupCount>();
+  /** Folded groups: `${n}:${c}` → how many groups had n episodes and c successes. */
+  readonly folded = new Map<string, number>();
+
+  add(groupId: string, success: boolean): void {
+    this.episodes += 1;
+    if (success) this.successes += 1;
+    const group = this.open.get(groupId) ?? { n: 0, c: 0 };
+    group.n += 1;
+    if (success) group.c += 1;
+    this.open.set(groupId, group);
+    if (this.open.size > OPEN_GROUPS_PER_ENV) {
+      const [oldestId, oldest] = this.open.entries().next().value as [string, GroupCount];
+      this.open.delete(oldestId);
+      const key = `${oldest.n}:${oldest.c}`;
+      this.folded.set(key, (this.folded.get(key) ?? 0) + 1);
+    }
+  }
+
+  stats(env: string): EnvStats {
+    const groups: [GroupCount, number][] = [
+      ...[...this.open.values()].map((g): [GroupCount, number] => [g, 1]),
+      ...[...this.folded].map(([key, count]): [GroupCount, number] => {
+        const [n, c] = key.split(':').map(Number);
+        return [{ n: n ?? 0, c: c ?? 0 }, count];
+      }),
+    ];
+    const k = groups.reduce((max, [g]) => Math.max(max, g.n), 0);
+    const full = groups.filter(([g]) => g.n === k);
+    const fullGroups = full.reduce((sum, [, count]) => sum + count, 0);
+    const passK =
+      fullGroups === 0
+        ? null
+        : full.reduce((sum, [g, count]) => sum + count * passAtK(k, g.c, k), 0) / fullGroups;
+    return {
+      env,
+      episodes: this.episodes,
+      successes: this.successes,
+      pass1: this.episodes === 0 ? 0 : this.successes / this.episodes,
+      k,
+      passK,
+      fullGroups,
+    };
+  }
+}
+
+/** Accumulates what the tap has read; {@link snapshot} gives the page's numbers. */
+export class TapStats {
+  private read = 0;
+  private readonly byKind = new Map<string, number>();
+  private readonly envs = new Map<string, EnvOutcomes>();
+  private readonly perSecond = new Map<number, number>();
+  private readonly lagPoints: SeriesPoint[] = [];
+
+  /** Counts one record read at `now`. */
+  recordRead(kind: string, now = Date.now()): void {
+    this.read += 1;
+    this.byKind.set(kind, (this.byKind.get(kind) ?? 0) + 1);
+    const second = Math.floor(now / 1000) * 1000;
+    this.perSecond.set(second, (this.perSecond.get(second) ?? 0) + 1);
+    for (const t of this.perSecond.keys()) if (t <= second - SERIES_SECONDS * 1000) this.perSecond.delete(t);
+  }
+
+  /** Adds one finished episode's outcome (from a Trajectory record). */
+  episode(env: string, groupId: string, success: boolean): void {
+    let outcomes = this.envs.get(env);
+    if (!outcomes) this.envs.set(env, (outcomes = new EnvOutcomes()));
+    outcomes.add(groupId, success);
+  }
+
+  /** Adds a consumer-lag measurement taken at `now`. */
+  lag(value: number, now = Date.now()): void {
+    this.lagPoints.push({ t: now, value });
+    while (this.lagPoints.length > 0 && this.lagPoints[0]!.t <= now - SERIES_SECONDS * 1000)
+      this.lagPoints.shift();
+  }
+
+  /** The numbers as of `now`; seconds without records count as 0/s up to now. */
+  snapshot(now = Date.now()): TapStatsSnapshot {
+    const current = Math.floor(now / 1000) * 1000;
+    const first = Math.min(...this.perSecond.keys(), current);
+    const throughput: SeriesPoint[] = [];
+    for (let t = Math.max(first, current - (SERIES_SECONDS - 1) * 1000); t <= current; t += 1000)
+      throughput.push({ t, value: this.perSecond.get(t) ?? 0 });
+    return {
+      read: this.read,
+      byKind: Object.fromEntries(this.byKind),
+      envs: [...this.envs]
+        .map(([env, outcomes]) => outcomes.stats(env))
+        .sort((a, b) => a.env.localeCompare(b.env)),
+      throughput,
+      lag: [...this.lagPoints],
+    };
+  }
+}

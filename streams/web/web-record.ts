@@ -1,0 +1,191 @@
+/**
+ * What the web tap sends to the page for one consumed record: plain JSON with the boards
+ * already split into cells and the model's belief compared with the true state, so the page
+ * only draws. One shape per SPA record type (Trajectory, SftRow, Rollout, Rejected,
+ * PolicyUpdate); records that could not be decoded arrive as the dead letter that says why.
+ */
+import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
+import type { DecodedAnyRecord } from '../kafka/consume-spa-decode.js';
+import { boardGrid, differingCells, firstSpan, type BoardGrid } from './board-grid.js';
+
+/** A board to draw; `differs` lists the cells that differ from the true board it is shown beside. */
+export interface WebBoard extends BoardGrid {
+  readonly differs: readonly (readonly [number, number])[];
+}
+
+/** One turn: the true boards before/after, and what the model believed they were. */
+export interface WebTurn {
+  readonly turn: number;
+  readonly parse: Turn['parse'];
+  readonly executed: readonly string[];
+  readonly rewardText: string;
+  readonly done: boolean;
+  readonly before: WebBoard;
+  readonly after: WebBoard;
+  /** The model's `<observation>` (its belief of `before`); null when the response has none. */
+  readonly believedBefore: WebBoard | null;
+  /** The model's `<prediction>` (its belief of `after`); null when the response has none. */
+  readonly believedAfter: WebBoard | null;
+}
+
+/** A trajectory as the page shows it. */
+export interface WebTrajectory {
+  readonly trajectoryId: string;
+  readonly groupId: string;
+  readonly env: string;
+  readonly variant: string;
+  readonly seed: number;
+  readonly mode: string;
+  readonly policy: string;
+  readonly policyVersion: number;
+  readonly success: boolean;
+  readonly totalReward: number;
+  readonly penalty: number;
+  readonly turns: readonly WebTurn[];
+}
+
+/** Where a record was read. */
+export interface WebSource {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly timestamp: number;
+  readonly key: string | null;
+}
+
+/** A consumed record as the page receives it (`kind` is the SPA record name, or `Undecodable`). */
+export type WebRecord = { readonly source: WebSource } & (
+  | { readonly kind: 'Trajectory'; readonly trajectory: WebTrajectory }
+  | {
+      readonly kind: 'SftRow';
+      readonly trajectoryId: string;
+      readonly turn: number;
+      readonly env: string;
+      readonly annotation: string;
+      readonly observation: WebBoard | null;
+      readonly prediction: WebBoard | null;
+      readonly answer: string | null;
+    }
+  | { readonly kind: 'Rollout'; readonly rollout: Omit<Rollout, 'messages'> }
+  | {
+      readonly kind: 'Rejected' | 'Undecodable';
+      readonly rejected: Omit<Rejected, 'payload' | 'payload_fingerprint'>;
+      readonly payloadBytes: number;
+      /** The rejected trajectory when the payload is one as JSON (filterMalformed's dead letters). */
+      readonly payloadTrajectory: WebTrajectory | null;
+    }
+  | { readonly kind: 'PolicyUpdate'; readonly policy: PolicyUpdate }
+);
+
+const board = (grid: BoardGrid, differs: readonly (readonly [number, number])[] = []): WebBoard => ({
+  ...grid,
+  differs,
+});
+
+/** A belief (model text) beside the truth it describes; null when the model wrote no such span. */
+function belief(text: string | null, truth: BoardGrid): WebBoard | null {
+  if (text === null) return null;
+  const grid = boardGrid(text);
+  return board(grid, differingCells(grid, truth));
+}
+
+function webTurn(turn: Turn): WebTurn {
+  const before = boardGrid(turn.state);
+  const after = boardGrid(turn.state_after);
+  return {
+    turn: turn.turn,
+    parse: turn.parse,
+    executed: turn.executed,
+    rewardText: turn.reward_text,
+    done: turn.done,
+    before: board(before),
+    after: board(after),
+    // response_raw is the model's own text; llm_response may be canonicalised (reference §4).
+    believedBefore: belief(firstSpan(turn.response_raw, 'observation'), before),
+    believedAfter: belief(firstSpan(turn.response_raw, 'prediction'), after),
+  };
+}
+
+/** A trajectory with its boards split and the model's beliefs compared. */
+export function webTrajectory(t: Trajectory): WebTrajectory {
+  return {
+    trajectoryId: t.trajectory_id,
+    groupId: t.group_id,
+    env: t.env,
+    variant: t.variant,
+    seed: t.seed,
+    mode: t.mode,
+    policy: t.policy,
+    policyVersion: t.policy_version,
+    success: t.success,
+    totalReward: t.total_reward,
+    penalty: t.penalty,
+    turns: t.turns.map(webTurn),
+  };
+}
+
+/** filterMalformed puts the rejected trajectory in the payload as JSON; anything else is opaque. */
+function payloadTrajectory(payload: Buffer): WebTrajectory | null {
+  try {
+    const parsed = JSON.parse(payload.toString('utf8')) as Partial<Trajectory>;
+    if (typeof parsed.trajectory_id !== 'string' || !Array.isArray(parsed.turns)) return null;
+    return webTrajectory(parsed as Trajectory);
+  } catch {
+    return null; // not JSON, or not shaped like a trajectory: shown as bytes only
+  }
+}
+
+function webRejected(kind: 'Rejected' | 'Undecodable', r: Rejected, source: WebSource): WebRecord {
+  const { payload, payload_fingerprint: _fingerprint, ...rest } = r;
+  return {
+    kind,
+    source,
+    rejected: rest,
+    payloadBytes: payload.length,
+    payloadTrajectory: payloadTrajectory(payload),
+  };
+}
+
+function webSftRow(row: SftRow, source: WebSource): WebRecord {
+  const observation = firstSpan(row.response, 'observation');
+  const prediction = firstSpan(row.response, 'prediction');
+  return {
+    kind: 'SftRow',
+    source,
+    trajectoryId: row.trajectory_id,
+    turn: row.turn,
+    env: row.env,
+    annotation: row.annotation,
+    observation: observation === null ? null : board(boardGrid(observation)),
+    prediction: prediction === null ? null : board(boardGrid(prediction)),
+    answer: firstSpan(row.response, 'answer'),
+  };
+}
+
+/** The page's view of one decoded record. */
+export function toWebRecord(decoded: DecodedAnyRecord): WebRecord {
+  const s = decoded.source;
+  const source: WebSource = {
+    topic: s.topic,
+    partition: s.partition,
+    offset: s.offset.toString(),
+    timestamp: s.timestamp,
+    key: s.key?.toString('utf8') ?? null,
+  };
+  if (!decoded.ok) return webRejected('Undecodable', decoded.rejected, source);
+  const { value } = decoded;
+  switch (value.type) {
+    case 'Trajectory':
+      return { kind: 'Trajectory', source, trajectory: webTrajectory(value.record) };
+    case 'SftRow':
+      return webSftRow(value.record, source);
+    case 'Rollout': {
+      const { messages: _messages, ...rollout } = value.record;
+      return { kind: 'Rollout', source, rollout };
+    }
+    case 'Rejected':
+      return webRejected('Rejected', value.record, source);
+    case 'PolicyUpdate':
+      return { kind: 'PolicyUpdate', source, policy: value.record };
+  }
+}

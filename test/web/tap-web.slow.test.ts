@@ -1,0 +1,196 @@
+/**
+ * `spa tap --web` end to end: a real broker, records from the generator pipeline for all three
+ * envs (plus malformed episodes that go to the dead-letter topic), the CLI serving the page, and
+ * Debian's Chromium (driven by playwright-core) seeing the records arrive — history first, then
+ * records produced while the page is open. Takes a screenshot to test-results/tap-web.png.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
+import type { Admin } from 'kafkajs';
+import { envFactory } from '../../envs/registry.js';
+import type { EnvName } from '../../envs/types.js';
+import { applyTopicsTo, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
+import { episodeConfig } from '../../streams/episodes/episode-config.js';
+import { generatorPipeline } from '../../streams/generator-pipeline.js';
+import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
+import { connectKafkajsAdmin, kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
+import { oraclePolicy } from '../../streams/policies/oracle-policy.js';
+import type { Policy } from '../../streams/policies/policy.js';
+import { randomPolicy } from '../../streams/policies/random-policy.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import { launchChromium } from './chromium.js';
+
+const ports = { port: 19470, controllerPort: 19471 };
+const topics = spaTopicNames();
+const screenshot = 'test-results/tap-web.png';
+let brokers: readonly string[];
+let kafka: KafkaConnection;
+let admin: Admin;
+let tapProcess: ChildProcess | undefined;
+let pageUrl: string;
+let browser: BrowserContext | undefined;
+let page: Page;
+
+/** The oracle's plan, but it believes the board will not change: its prediction is its observation. */
+function staticBeliefPolicy(): Policy {
+  const oracle = oraclePolicy({ mode: 'wm' });
+  return {
+    name: 'static-belief',
+    version: 3,
+    act: async (requests) =>
+      (await oracle.act(requests)).map((text) => {
+        const observation = /<observation>(.*?)<\/observation>/s.exec(text)?.[1] ?? '';
+        return text.replace(
+          /<prediction>.*?<\/prediction>/s,
+          () => `<prediction>${observation}</prediction>`,
+        );
+      }),
+  };
+}
+
+/** Text with no world-model format at all: every turn fails to parse, the trajectory is rejected. */
+const malformedPolicy: Policy = {
+  name: 'malformed',
+  version: 0,
+  act: async (requests) => requests.map(() => ' I am not sure what to do.'),
+};
+
+/** Plays `groups × 2` episodes of `env` with `policy` and publishes every output transactionally. */
+async function produce(env: EnvName, policy: Policy, runId: string, groups = 2): Promise<void> {
+  const config = episodeConfig({ env, groups, groupSize: 2, batches: 1, runId, mode: 'wm' });
+  const outputs = generatorPipeline(config, envFactory({ name: env, puzzles: 'generated' }), policy, {
+    target: 'sft',
+  });
+  const sink = await kafka.transport.sink({ transactionalId: `tap-web-${runId}` });
+  try {
+    await publishOutbound(outputs, sink, { topics });
+  } finally {
+    await sink.close();
+  }
+}
+
+/** Starts `spa tap --web` and resolves with the URL it prints. */
+function startTap(): Promise<string> {
+  const child = spawn(process.execPath, ['bin/spa.mjs', 'tap', '--web', '--port', '0'], {
+    env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  tapProcess = child;
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const url = /open (http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]+)/.exec(stdout)?.[1];
+      if (url) resolve(url);
+    });
+    child.on('exit', (code) => reject(new Error(`spa tap --web exited with ${code}:\n${stderr}`)));
+  });
+}
+
+beforeAll(async () => {
+  brokers = (await startTestBroker('web', ports)).brokers;
+  const config = testConnection(brokers);
+  await applyTopicsTo(brokers, spaTopics());
+  kafka = { transport: kafkajsTransport(config), config };
+  admin = await connectKafkajsAdmin(config);
+  // History written before the tap starts.
+  await produce('sokoban', staticBeliefPolicy(), 'hist-sokoban');
+  await produce('frozenlake', oraclePolicy({ mode: 'wm' }), 'hist-frozenlake');
+  await produce('sudoku', randomPolicy({ mode: 'wm', seed: 7 }), 'hist-sudoku');
+  await produce('sokoban', malformedPolicy, 'hist-malformed', 1);
+  pageUrl = await startTap();
+  browser = await launchChromium();
+  page = await browser.newPage();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  if (tapProcess && tapProcess.exitCode === null) {
+    tapProcess.kill('SIGINT');
+    await new Promise((resolve) => tapProcess!.once('exit', resolve));
+  }
+  await admin?.disconnect();
+  await kafka?.transport.close();
+  await stopTestBroker('web', ports);
+});
+
+describe('spa tap --web', () => {
+  it('refuses requests without the right token (401)', async () => {
+    const url = new URL(pageUrl);
+    const wrong = new URL(pageUrl);
+    wrong.searchParams.set('token', '0'.repeat(32));
+    const eventsWrong = new URL('/events?token=nope', url);
+    for (const target of [`${url.origin}/`, wrong.href, eventsWrong.href, `${url.origin}/app.js`]) {
+      const response = await fetch(target);
+      expect(response.status, target).toBe(401);
+    }
+    expect((await fetch(pageUrl)).status).toBe(200);
+    expect(url.hostname).toBe('127.0.0.1');
+  });
+
+  it('shows boards, beliefs beside the truth, parse outcomes, rejects and stats in Chromium', async () => {
+    await page.goto(pageUrl);
+    await page.locator('#status.live').waitFor({ timeout: 30_000 });
+    // History: a sokoban trajectory whose model kept its board unchanged in the prediction.
+    const sokoban = page.locator('.card.Trajectory', { hasText: 'hist-sokoban/train/b0/g0/m0' }).first();
+    await sokoban.waitFor({ timeout: 60_000 });
+    const firstTurn = sokoban.locator('.turn').first();
+    await expect.poll(() => firstTurn.textContent()).toContain('parse ok (strict match)');
+    // The true board before turn 0 is drawn row by row; its first row is the wall row.
+    const before = firstTurn.locator('.board').nth(0);
+    expect(await before.locator('.row').first().textContent()).toMatch(/^#+$/);
+    expect(await before.textContent()).toContain('Player (P) is at');
+    // The static prediction differs from the true board after the move: those cells are marked.
+    const prediction = firstTurn.locator('.board').nth(3);
+    expect(await prediction.locator('.label').textContent()).toBe("model's prediction");
+    expect(await prediction.locator('.cell.diff').count()).toBeGreaterThan(0);
+    // The observation was right: nothing marked.
+    expect(await firstTurn.locator('.board').nth(1).locator('.cell.diff').count()).toBe(0);
+
+    // Dead letters: the reason, and the rejected trajectory's parse outcome.
+    const rejected = page.locator('.card.Rejected').first();
+    await rejected.waitFor({ timeout: 30_000 });
+    expect(await rejected.textContent()).toContain('reason no-format-match');
+    expect(await rejected.textContent()).toContain('parse REJECTED no-format-match');
+
+    // Sudoku boards split into rows of cells; FrozenLake boards appear too.
+    const sudoku = page.locator('.card.Trajectory', { hasText: 'sudoku (easy)' }).first();
+    await sudoku.waitFor({ timeout: 30_000 });
+    expect(await sudoku.locator('.turn .board').first().locator('.row').count()).toBe(4);
+    await page.locator('.card.Trajectory', { hasText: 'frozenlake (4x4)' }).first().waitFor();
+
+    // Per-env success and Pass@k for all three envs.
+    await expect.poll(() => page.locator('#envs tbody tr').count(), { timeout: 15_000 }).toBe(3);
+    const table = await page.locator('#envs').textContent();
+    for (const env of ['sokoban', 'frozenlake', 'sudoku']) expect(table).toContain(env);
+    expect(table).toContain('(k=2)');
+    await expect.poll(() => page.locator('#throughput polyline').count(), { timeout: 15_000 }).toBe(1);
+  });
+
+  it('streams records produced while the page is open', async () => {
+    await produce('frozenlake', oraclePolicy({ mode: 'wm' }), 'live-frozenlake', 1);
+    const live = page.locator('.card.Trajectory', { hasText: 'live-frozenlake/train/b0/g0/m1' });
+    await live.first().waitFor({ timeout: 60_000 });
+    expect(await live.first().textContent()).toContain('frozenlake (4x4)');
+    // Let the stats tick catch up so the screenshot shows lag and throughput.
+    await page.waitForTimeout(1500);
+    mkdirSync('test-results', { recursive: true });
+    await page.screenshot({ path: screenshot });
+    const png = readFileSync(screenshot);
+    expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+    expect(png.length).toBeGreaterThan(20_000);
+  });
+
+  it('stops on SIGINT and leaves no consumer group behind', async () => {
+    const exited = new Promise<number | null>((resolve) => tapProcess!.once('exit', resolve));
+    tapProcess!.kill('SIGINT');
+    expect(await exited).toBe(0);
+    const { groups } = await admin.listGroups();
+    expect(groups.filter((g) => g.groupId.startsWith('spa-tap-web-'))).toEqual([]);
+  });
+});
