@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerDoctorCommand } from './commands/doctor.js';
 import { registerEnvCommand } from './commands/env.js';
 import { registerEvalCommand } from './commands/eval.js';
 import { registerExportCommand } from './commands/export.js';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   registerReplayCommand(program);
   registerTapCommand(program);
   registerTopicsCommand(program);
+  registerDoctorCommand(program);
   return program;
 }
 

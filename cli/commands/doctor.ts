@@ -1,0 +1,206 @@
+/**
+ * `spa doctor`: checks what the pipeline needs on this machine — Node, Java and Maven (for the
+ * local broker), the Kafka jars, a broker answering, the trainer's Python environment (torch,
+ * confluent_kafka), onnxruntime-node, Chromium (browser test) — and prints one OK/WARN/FAIL line
+ * each with what to do. Exit code 1 when a required piece fails.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
+import { brokerAnswers } from '../../infra/kafka/probe.js';
+import { parseBrokerList } from '../../streams/kafka/config.js';
+
+/** One check's outcome; `fix` says what to do when it is not OK. */
+export interface DoctorCheck {
+  readonly name: string;
+  readonly status: 'ok' | 'warn' | 'fail';
+  readonly detail: string;
+  readonly fix?: string;
+}
+
+const repoRoot = join(kafkaInfraDir, '..', '..');
+/** Where scripts/setup-python.mjs puts the trainer's interpreter. */
+export const trainerPython = join(repoRoot, 'trainer', '.venv', 'bin', 'python');
+const CHROMIUM = '/usr/bin/chromium';
+
+/** Runs a program; resolves with its exit code and output (never rejects: ENOENT is code null). */
+function probe(
+  cmd: string,
+  args: string[],
+  timeoutMs = 20_000,
+): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    let out = '';
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    child.on('error', (error) => resolve({ code: null, out: error.message }));
+    child.on('close', (code) => resolve({ code, out: out.trim() }));
+  });
+}
+
+const ok = (name: string, detail: string): DoctorCheck => ({ name, status: 'ok', detail });
+const bad = (name: string, status: 'warn' | 'fail', detail: string, fix: string): DoctorCheck => ({
+  name,
+  status,
+  detail,
+  fix,
+});
+
+function checkNode(): DoctorCheck {
+  const major = Number(process.versions.node.split('.')[0]);
+  return major >= 20
+    ? ok('node', `Node ${process.versions.node}`)
+    : bad('node', 'fail', `Node ${process.versions.node}`, 'install Node 20 or newer');
+}
+
+/** Java and Maven matter only for the local broker; with KAFKA_BROKERS they are optional. */
+async function checkJava(remote: boolean): Promise<DoctorCheck> {
+  const { code, out } = await probe('java', ['-version']);
+  const version = /version "([^"]+)"/.exec(out)?.[1];
+  const major = Number(version?.split('.')[0]);
+  const level = remote ? 'warn' : 'fail';
+  if (code !== 0 || !version)
+    return bad(
+      'java',
+      level,
+      `no java on PATH (${out.split('\n')[0]})`,
+      'apt-get install -y openjdk-17-jre-headless',
+    );
+  if (major < 17)
+    return bad(
+      'java',
+      level,
+      `Java ${version}`,
+      'the broker needs Java 17+: apt-get install -y openjdk-17-jre-headless',
+    );
+  return ok('java', `Java ${version}`);
+}
+
+async function checkMaven(remote: boolean): Promise<DoctorCheck> {
+  const { code, out } = await probe('mvn', ['-v']);
+  // eslint-disable-next-line no-control-regex -- Maven colours its banner
+  const line = out.split('\n')[0]?.replace(/\x1b\[[0-9;]*m/g, '') ?? '';
+  if (code === 0) return ok('maven', line);
+  // Once the jars are in place Maven is no longer needed.
+  const needed = !remote && !jarsProvisioned();
+  return bad(
+    'maven',
+    needed ? 'fail' : 'warn',
+    'no mvn on PATH',
+    'apt-get install -y maven (fetches the Kafka jars from Maven Central)',
+  );
+}
+
+function checkJars(remote: boolean): DoctorCheck {
+  const version = pinnedKafkaVersion();
+  return jarsProvisioned()
+    ? ok('kafka jars', `Apache Kafka ${version} in infra/kafka/dist/libs`)
+    : bad(
+        'kafka jars',
+        remote ? 'warn' : 'fail',
+        `Kafka ${version} jars not provisioned`,
+        'node scripts/setup.mjs kafka (or npm run kafka:start)',
+      );
+}
+
+async function checkBroker(brokers: readonly string[], remote: boolean): Promise<DoctorCheck> {
+  if (await brokerAnswers(brokers, 3000)) return ok('broker', `answering at ${brokers.join(',')}`);
+  // The local broker is started on demand by every command; a remote one must be up.
+  return remote
+    ? bad(
+        'broker',
+        'fail',
+        `KAFKA_BROKERS=${brokers.join(',')} does not answer`,
+        'start that cluster or fix KAFKA_BROKERS',
+      )
+    : bad(
+        'broker',
+        'warn',
+        `nothing answers at ${brokers.join(',')}`,
+        'npm run kafka:start (commands also start it on demand)',
+      );
+}
+
+async function checkTrainer(): Promise<DoctorCheck> {
+  const fix = 'node scripts/setup.mjs python (creates trainer/.venv with torch and confluent_kafka)';
+  if (!existsSync(trainerPython)) return bad('trainer python', 'fail', `no venv at ${trainerPython}`, fix);
+  const script = 'import torch, confluent_kafka; print(torch.__version__, confluent_kafka.version()[0])';
+  const { code, out } = await probe(trainerPython, ['-c', script], 120_000);
+  if (code !== 0) return bad('trainer python', 'fail', out.split('\n').at(-1) ?? 'import failed', fix);
+  const [torch, kafka] = out.split('\n').at(-1)!.split(' ');
+  return ok('trainer python', `torch ${torch}, confluent_kafka ${kafka}`);
+}
+
+async function checkOnnxRuntime(): Promise<DoctorCheck> {
+  try {
+    const ort = await import('onnxruntime-node');
+    if (typeof ort.InferenceSession?.create !== 'function') throw new Error('no InferenceSession');
+    return ok('onnxruntime-node', 'native binding loads');
+  } catch (error) {
+    return bad(
+      'onnxruntime-node',
+      'fail',
+      (error as Error).message.split('\n')[0] ?? '',
+      'npm ci (with ONNXRUNTIME_NODE_INSTALL=skip offline)',
+    );
+  }
+}
+
+function checkChromium(): DoctorCheck {
+  return existsSync(CHROMIUM)
+    ? ok('chromium', `${CHROMIUM} (browser test of spa tap --web)`)
+    : bad(
+        'chromium',
+        'warn',
+        `no ${CHROMIUM}`,
+        'apt-get install -y chromium (the browser test installs it itself when run as root)',
+      );
+}
+
+/** Runs every check; `env` supplies KAFKA_BROKERS. */
+export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
+  const remote = Boolean(env.KAFKA_BROKERS?.trim());
+  const brokers = remote ? parseBrokerList(env.KAFKA_BROKERS!) : ['127.0.0.1:9092'];
+  const [java, maven, broker, trainer, onnx] = await Promise.all([
+    checkJava(remote),
+    checkMaven(remote),
+    checkBroker(brokers, remote),
+    checkTrainer(),
+    checkOnnxRuntime(),
+  ]);
+  return [checkNode(), java, maven, checkJars(remote), broker, trainer, onnx, checkChromium()];
+}
+
+/** The report as aligned lines: `OK   name  detail` plus `→ fix` under anything not OK. */
+export function formatDoctor(checks: readonly DoctorCheck[]): string {
+  const width = Math.max(...checks.map((c) => c.name.length));
+  return checks
+    .map((c) => {
+      const line = `${c.status.toUpperCase().padEnd(4)} ${c.name.padEnd(width)}  ${c.detail}`;
+      return c.fix && c.status !== 'ok' ? `${line}\n${' '.repeat(width + 7)}→ ${c.fix}` : line;
+    })
+    .join('\n');
+}
+
+/** `spa doctor [--json]`. */
+export function registerDoctorCommand(program: Command): void {
+  program
+    .command('doctor')
+    .description(
+      'check Java, Maven, the Kafka jars, the broker, the trainer venv, onnxruntime-node and Chromium; say what to do',
+    )
+    .option('--json', 'print the checks as JSON', false)
+    .action(async (options: { json: boolean }) => {
+      const checks = await runDoctor();
+      console.log(options.json ? JSON.stringify(checks, null, 2) : formatDoctor(checks));
+      const failed = checks.filter((c) => c.status === 'fail');
+      if (!options.json)
+        console.log(
+          failed.length === 0 ? '\nall required pieces OK' : `\n${failed.length} required piece(s) FAIL`,
+        );
+      if (failed.length > 0) process.exitCode = 1;
+    });
+}
