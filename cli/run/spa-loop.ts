@@ -11,6 +11,7 @@ import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
+import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
@@ -100,7 +101,7 @@ async function generateSftData(config: LoopConfig, kafka: SpaKafka, runId: strin
     key: 'trajectories',
     value: config.sftGroups * config.sftGroupSize * config.sftBatches,
   });
-  const sink = await kafka.transport.sink({ transactionalId: `spa-run-${runId}-sft` });
+  const sink = tracedSink(await kafka.transport.sink({ transactionalId: `spa-run-${runId}-sft` }));
   const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
   const outputs = generatorPipeline(
     episodes,
@@ -190,7 +191,7 @@ async function selfPlayAndPpo(
       key: 'trajectories',
       value: config.ppoGroups * config.ppoGroupSize * config.ppoSteps,
     });
-    const sink = await kafka.transport.sink({ transactionalId: `spa-run-${runId}-rl` });
+    const sink = tracedSink(await kafka.transport.sink({ transactionalId: `spa-run-${runId}-rl` }));
     const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
     const outputs = generatorPipeline(episodes, envFactory({ name: config.env }), latest.source, {
       target: 'rollouts',
