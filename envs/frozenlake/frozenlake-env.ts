@@ -4,14 +4,8 @@ import type { EnvAction, Environment, GridSize, Position, StepOutcome } from '..
 import { generateLakeMap } from './generator.js';
 import { findTiles, parseLakeDesc, tileAt, type LakeMap } from './lake-map.js';
 import { LAKE_GRID_VOCABULARY, parseLakeRender } from './lake-render.js';
-import { describeFromView, lakeView, renderFromView, type LakeView } from './lake-view.js';
-import {
-  lakeOutcomes,
-  moveOnLake,
-  slipDirection,
-  type GymDirection,
-  type LakeOutcome,
-} from './transitions.js';
+import { LakeView } from './lake-view.js';
+import { lakeOutcomes, slipDirection, type GymDirection, type LakeOutcome } from './transitions.js';
 import { FROZENLAKE_4X4, type FrozenLakeConfig } from './variants.js';
 
 /** Options for an env built from a fixed map instead of `reset(seed)`. */
@@ -98,17 +92,18 @@ export class FrozenLakeEnv implements Environment {
     const episode = this.current();
     const direction = toDirection(action);
     const u = this.draw();
-    const { view, player } = episode;
-    const here = view.tiles[player.row * view.cols + player.col];
+    const { view } = episode;
+    const cell = this.playerCell(episode);
+    const here = view.tiles[cell];
     if (here === 'H' || here === 'G') {
       return { reward: 0, done: true, success: here === 'G', effective: false, valid: true };
     }
     const moved = this.config.slippery ? slipDirection(direction, u) : direction;
-    const next = moveOnLake(episode.map, player, moved);
-    const tile = view.tiles[next.row * view.cols + next.col];
-    const effective = next.row !== player.row || next.col !== player.col;
+    const next = view.move(cell, moved);
+    const tile = view.tiles[next];
+    const effective = next !== cell;
     if (effective) {
-      episode.player = next;
+      episode.player = { row: Math.floor(next / view.cols), col: next % view.cols };
       episode.rendered = null;
       episode.described = null;
     }
@@ -128,14 +123,14 @@ export class FrozenLakeEnv implements Environment {
   /** `renderLake` of the current state, cached until the player moves. */
   render(): string {
     const episode = this.current();
-    episode.rendered ??= renderFromView(episode.view, this.playerCell(episode));
+    episode.rendered ??= episode.view.render(this.playerCell(episode));
     return episode.rendered;
   }
 
   /** Our documented coordinate sentence (see `describeLake`; the reference's is UNKNOWN, §5). */
   describe(): string {
     const episode = this.current();
-    episode.described ??= describeFromView(episode.view, this.playerCell(episode));
+    episode.described ??= episode.view.describe(this.playerCell(episode));
     return episode.described;
   }
 
@@ -180,7 +175,7 @@ export class FrozenLakeEnv implements Environment {
 
   private begin(map: LakeMap, player: Position | undefined, slipSeed: number): void {
     const start = player ?? (findTiles(map, 'S')[0] as Position);
-    const view = lakeView(map);
+    const view = new LakeView(map);
     this.episode = {
       map,
       view,

@@ -1,61 +1,92 @@
-import type { Position } from '../types.js';
 import type { LakeMap, LakeTile } from './lake-map.js';
 import { describeLake, renderLake } from './lake-render.js';
+import type { GymDirection } from './transitions.js';
 
 /**
- * Per-map tables for the env's hot path (step + render): the map is immutable, so these are
- * built once when a map is loaded and shared by clones. Renders and descriptions built from them
- * equal `renderLake` / `describeLake` byte for byte (test/envs/env-fast-paths.test.ts checks every
- * cell of every SPA puzzle); those two stay the readable definitions.
+ * A map's render pieces for the env's hot path (step + render). The map is immutable, so a view is
+ * built once per loaded map and shared by clones; it starts with two short strings per row and
+ * fills the rest on first use, so loading a map stays cheap. Its renders and descriptions equal
+ * `renderLake` / `describeLake` byte for byte (test/envs/env-fast-paths.test.ts checks every cell
+ * of every SPA puzzle); those two stay the readable definitions.
  */
-export interface LakeView {
+export class LakeView {
   readonly rows: number;
   readonly cols: number;
   /** `tiles[row * cols + col]`, the map flattened row-major. */
   readonly tiles: readonly LakeTile[];
-  /** Each row's render without the player. */
-  readonly floorRows: readonly string[];
-  /** `playerRows[cell]`: the render of the cell's row with the player on that cell. */
-  readonly playerRows: readonly string[];
-  /** `describeLake` after the player clause: `; hole (O) is at (r,c)…; goal (G) is at (r,c).` */
-  readonly describeTail: string;
-}
+  /** `above[row]`: the render of the rows before `row`, each followed by `\n` (no player there). */
+  private readonly above: string[] = [];
+  /** `below[row]`: `\n` and the render of the rows after `row`, joined by `\n`. */
+  private readonly below: string[] = [];
+  /** `playerRows[cell]`: the cell's row rendered with the player on it, once asked for. */
+  private readonly playerRows: (string | undefined)[] = [];
+  /** `describeLake` after the player clause, once asked for. */
+  private describeTail: string | undefined;
 
-/** Build the tables of `map` (rows × cols short strings; cheap next to generating the map). */
-export function lakeView(map: LakeMap): LakeView {
-  const { rows, cols } = map;
-  const tiles = map.tiles.flat();
-  const noPlayer = { row: -1, col: -1 };
-  const floorRows = renderLake(map, noPlayer).split('\n');
-  const playerRows: string[] = [];
-  for (let row = 0; row < rows; row++) {
-    // One-row maps through renderLake keep a single definition of the characters.
-    const line: LakeMap = { rows: 1, cols, tiles: [map.tiles[row] as readonly LakeTile[]] };
-    for (let col = 0; col < cols; col++) playerRows.push(renderLake(line, { row: 0, col }));
+  constructor(private readonly map: LakeMap) {
+    this.rows = map.rows;
+    this.cols = map.cols;
+    this.tiles = map.tiles.flat();
+    const lines = renderLake(map, { row: -1, col: -1 }).split('\n');
+    let above = '';
+    for (const line of lines) {
+      this.above.push(above);
+      above += `${line}\n`;
+    }
+    let below = '';
+    for (let row = lines.length - 1; row >= 0; row--) {
+      this.below[row] = below;
+      below = `\n${lines[row] as string}${below}`;
+    }
   }
-  // describeLake's player clause comes first; everything after it does not depend on the player.
-  const sentence = describeLake(map, { row: 0, col: 0 });
-  const describeTail = sentence.slice(describeFromTail({ row: 0, col: 0 }, '').length);
-  return { rows, cols, tiles, floorRows, playerRows, describeTail };
-}
 
-/** `renderLake(map, player)` for the player on `cell` (row-major index), from the view's rows. */
-export function renderFromView(view: LakeView, cell: number): string {
-  const playerRow = Math.floor(cell / view.cols);
-  let text = '';
-  for (let row = 0; row < view.rows; row++) {
-    if (row > 0) text += '\n';
-    text += row === playerRow ? view.playerRows[cell] : view.floorRows[row];
+  /**
+   * `renderLake(map, player)` for the player on `cell` (row-major index): three pieces, so one
+   * string is built per render (measured fastest of row loops, joins and these pieces).
+   */
+  render(cell: number): string {
+    const row = Math.floor(cell / this.cols);
+    return (this.above[row] as string) + this.playerRow(cell, row) + (this.below[row] as string);
   }
-  return text;
+
+  /** `describeLake(map, player)` for the player on `cell`. */
+  describe(cell: number): string {
+    const row = Math.floor(cell / this.cols);
+    if (this.describeTail === undefined) {
+      // describeLake's player clause comes first; everything after it does not depend on the player.
+      this.describeTail = describeLake(this.map, { row: 0, col: 0 }).slice(playerClause(0, 0).length);
+    }
+    return playerClause(row, cell - row * this.cols) + this.describeTail;
+  }
+
+  /** gymnasium `_inc` on cell indexes: one cell in `direction`, clamped (as `moveOnLake`). */
+  move(cell: number, direction: GymDirection): number {
+    const row = Math.floor(cell / this.cols);
+    const col = cell - row * this.cols;
+    switch (direction) {
+      case 0:
+        return col > 0 ? cell - 1 : cell;
+      case 1:
+        return row < this.rows - 1 ? cell + this.cols : cell;
+      case 2:
+        return col < this.cols - 1 ? cell + 1 : cell;
+      case 3:
+        return row > 0 ? cell - this.cols : cell;
+    }
+  }
+
+  private playerRow(cell: number, row: number): string {
+    let text = this.playerRows[cell];
+    if (text === undefined) {
+      // A one-row map through renderLake keeps a single definition of the characters.
+      const line: LakeMap = { rows: 1, cols: this.cols, tiles: [this.map.tiles[row] as readonly LakeTile[]] };
+      text = renderLake(line, { row: 0, col: cell - row * this.cols });
+      this.playerRows[cell] = text;
+    }
+    return text;
+  }
 }
 
-/** `describeLake(map, player)` for the player on `cell`. */
-export function describeFromView(view: LakeView, cell: number): string {
-  const row = Math.floor(cell / view.cols);
-  return describeFromTail({ row, col: cell - row * view.cols }, view.describeTail);
-}
-
-function describeFromTail(player: Position, tail: string): string {
-  return `Player (P) is at (${player.row},${player.col})${tail}`;
+function playerClause(row: number, col: number): string {
+  return `Player (P) is at (${row},${col})`;
 }

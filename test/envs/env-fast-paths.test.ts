@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { FrozenLakeEnv } from '../../envs/frozenlake/frozenlake-env.js';
 import { findTiles, lakeDesc, parseLakeDesc, type LakeMap } from '../../envs/frozenlake/lake-map.js';
 import { describeLake, renderLake } from '../../envs/frozenlake/lake-render.js';
-import { describeFromView, lakeView, renderFromView } from '../../envs/frozenlake/lake-view.js';
+import { LakeView } from '../../envs/frozenlake/lake-view.js';
 import { sampleOutcomeIndex, type LakeOutcome } from '../../envs/frozenlake/transitions.js';
 import { Rng } from '../../envs/internal/rng.js';
 import { spaPuzzles } from '../../envs/puzzles.js';
@@ -27,10 +27,10 @@ describe('FrozenLake view tables = renderLake / describeLake', () => {
     const actual: string[] = [];
     const wanted: string[] = [];
     for (const [seed, map] of lakeMaps()) {
-      const view = lakeView(map);
+      const view = new LakeView(map);
       for (let cell = 0; cell < map.rows * map.cols; cell++) {
         const player = { row: Math.floor(cell / map.cols), col: cell % map.cols };
-        actual.push(`${seed}/${cell}: ${renderFromView(view, cell)}\n${describeFromView(view, cell)}`);
+        actual.push(`${seed}/${cell}: ${view.render(cell)}\n${view.describe(cell)}`);
         wanted.push(`${seed}/${cell}: ${renderLake(map, player)}\n${describeLake(map, player)}`);
       }
     }
@@ -40,9 +40,9 @@ describe('FrozenLake view tables = renderLake / describeLake', () => {
 
   it('a 6×6 map without holes too', () => {
     const map = parseLakeDesc(['SFFFFF', 'FFFFFF', 'FFFFFF', 'FFFFFF', 'FFFFFF', 'FFFFFG']);
-    const view = lakeView(map);
-    expect(renderFromView(view, 35)).toBe(renderLake(map, { row: 5, col: 5 }));
-    expect(describeFromView(view, 7)).toBe(describeLake(map, { row: 1, col: 1 }));
+    const view = new LakeView(map);
+    expect(view.render(35)).toBe(renderLake(map, { row: 5, col: 5 }));
+    expect(view.describe(7)).toBe(describeLake(map, { row: 1, col: 1 }));
   });
 });
 
