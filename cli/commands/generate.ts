@@ -9,6 +9,7 @@ import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
+import { withConfigFile } from '../config/command-config.js';
 import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
 import { Progress } from '../progress.js';
 
@@ -33,7 +34,7 @@ interface GenerateOptions {
 
 /** `spa generate`: self-play data generation into JSON Lines files or Kafka's spa.* topics. */
 export function registerGenerateCommand(program: Command): void {
-  program
+  const command = program
     .command('generate')
     .description('play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines')
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
@@ -139,4 +140,5 @@ export function registerGenerateCommand(program: Command): void {
       progress.done();
       console.log(JSON.stringify({ out: options.out, files: paths, counts }));
     });
+  withConfigFile(command);
 }

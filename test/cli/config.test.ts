@@ -1,0 +1,149 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command, CommanderError } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { withConfigFile } from '../../cli/config/command-config.js';
+import { ConfigError, loadConfig, parseConfig } from '../../cli/config/load-config.js';
+import { flag, integer, listOf, object, oneOf, text } from '../../cli/config/schema.js';
+import { positiveInt } from '../../cli/options.js';
+
+const schema = object(
+  {
+    env: oneOf(['sokoban', 'frozenlake', 'sudoku'] as const),
+    groups: integer(),
+    'seed-base': integer(0),
+    kafka: object({ brokers: listOf(text()), ssl: flag() }),
+  },
+  ['env'],
+);
+
+/** The problems a YAML text has, one line each. */
+function problems(yamlText: string): readonly string[] {
+  try {
+    parseConfig(yamlText, schema, 'gen.yaml');
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('parseConfig', () => {
+  it('returns typed values for a valid file', () => {
+    const config = parseConfig(
+      'env: sudoku\ngroups: 4\nkafka:\n  brokers: [a:1, b:2]\n  ssl: false\n',
+      schema,
+    );
+    expect(config).toEqual({ env: 'sudoku', groups: 4, kafka: { brokers: ['a:1', 'b:2'], ssl: false } });
+  });
+
+  it('names the field path, the bad value and the line of every problem at once', () => {
+    expect(
+      problems(
+        'env: sokoban\ngroups: x\nseed-base: -1\nkafka:\n  brokers:\n    - a:1\n    - 5\n  ssl: yes\n',
+      ),
+    ).toEqual([
+      'groups: must be a positive integer, got "x" (line 2)',
+      'seed-base: must be an integer ≥ 0, got -1 (line 3)',
+      'kafka.brokers[1]: must be text, got 5 (line 7)',
+      'kafka.ssl: must be true or false, got "yes" (line 8)',
+    ]);
+  });
+
+  it('refuses unknown fields (with a suggestion), missing required ones and non-mappings', () => {
+    expect(problems('env: sokoban\nGroups: 2\nbatchez: 1\n')).toEqual([
+      'Groups: unknown field; did you mean groups? (line 2)',
+      'batchez: unknown field; known fields: env, groups, seed-base, kafka (line 3)',
+    ]);
+    expect(problems('groups: 2\n')).toEqual([
+      'env: is required (one of sokoban, frozenlake, sudoku) (line 1)',
+    ]);
+    expect(problems('- env: sokoban\n')).toEqual([
+      '(root): must be a mapping of field: value, got a list (line 1)',
+    ]);
+    expect(problems('env: sokoban\nkafka: 3\n')).toEqual([
+      'kafka: must be a mapping of field: value, got 3 (line 2)',
+    ]);
+  });
+
+  it('reports YAML syntax errors with their line', () => {
+    const [problem] = problems('env: sokoban\ngroups: [1, 2\n');
+    expect(problem).toMatch(/^line \d+: YAML syntax: /);
+  });
+
+  it('loadConfig names a file it cannot read', () => {
+    expect(() => loadConfig('/nonexistent/gen.yaml', schema)).toThrow(
+      /config file \/nonexistent\/gen\.yaml is not valid:\n {2}cannot read the file: ENOENT/,
+    );
+  });
+});
+
+/** A command like `spa generate`: a required option, a parsed number, a flag. */
+function demoCommand(seen: (options: Record<string, unknown>) => void): Command {
+  const command = new Command('demo')
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, writeOut: () => {} })
+    .requiredOption('--env <env>', 'environment')
+    .option('--groups <n>', 'groups', positiveInt('--groups'), 32)
+    .option('--mask-transitions', 'mask', false)
+    .action((options: Record<string, unknown>) => seen(options));
+  return withConfigFile(command);
+}
+
+function fileWith(yamlText: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'spa-config-')), 'config.yaml');
+  writeFileSync(path, yamlText);
+  return path;
+}
+
+describe('--config-file', () => {
+  it('fills options from the file; the command line wins; a required option may come from the file', async () => {
+    let options: Record<string, unknown> = {};
+    const file = fileWith('env: sudoku\ngroups: 3\nmask-transitions: true\n');
+    await demoCommand((o) => (options = o)).parseAsync(['--config-file', file], { from: 'user' });
+    expect(options).toMatchObject({ env: 'sudoku', groups: 3, maskTransitions: true });
+    await demoCommand((o) => (options = o)).parseAsync(['--config-file', file, '--groups', '7'], {
+      from: 'user',
+    });
+    expect(options).toMatchObject({ env: 'sudoku', groups: 7 });
+  });
+
+  it("checks file values with the option's own parser and names the field", async () => {
+    const file = fileWith('env: sudoku\ngroups: x\n');
+    const run = demoCommand(() => undefined).parseAsync(['--config-file', file], { from: 'user' });
+    await expect(run).rejects.toThrow(CommanderError);
+    await expect(
+      demoCommand(() => undefined).parseAsync(['--config-file', file], { from: 'user' }),
+    ).rejects.toThrow('groups: must be a positive integer, got "x" (line 2)');
+  });
+
+  it('still requires a required option that is in neither place', async () => {
+    const file = fileWith('groups: 2\n');
+    await expect(
+      demoCommand(() => undefined).parseAsync(['--config-file', file], { from: 'user' }),
+    ).rejects.toThrow(`required option '--env <env>' not specified`);
+    await expect(demoCommand(() => undefined).parseAsync([], { from: 'user' })).rejects.toThrow(
+      `required option '--env <env>' not specified`,
+    );
+  });
+
+  it('spa generate reads its options from a YAML file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spa-generate-config-'));
+    const out = join(dir, 'rows.jsonl');
+    const good = fileWith(`env: frozenlake\ngroups: 1\ngroup-size: 2\nbatches: 1\nout: ${out}\n`);
+    const ok = spawnSync(process.execPath, ['bin/spa.mjs', 'generate', '--config-file', good], {
+      encoding: 'utf8',
+    });
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout).counts.trajectories).toBe(2);
+    expect(readFileSync(join(dir, 'rows.trajectories.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+    const bad = fileWith('env: frozenlake\ngroups: x\nout: x.jsonl\n');
+    const failed = spawnSync(process.execPath, ['bin/spa.mjs', 'generate', '--config-file', bad], {
+      encoding: 'utf8',
+    });
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toContain('groups: must be a positive integer, got "x" (line 2)');
+  });
+});
