@@ -24,8 +24,9 @@ function apt(args: string[]): void {
 export function ensureChromium(): string {
   if (existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
   try {
-    apt(['update']);
-    apt(['install', '-y', '--no-install-recommends', 'chromium']);
+    // Wait for another apt/dpkg run (up to 5 min) instead of failing on its lock.
+    apt(['-o', 'DPkg::Lock::Timeout=300', 'update']);
+    apt(['-o', 'DPkg::Lock::Timeout=300', 'install', '-y', 'chromium']);
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().slice(-2000) ?? '';
     throw new Error(

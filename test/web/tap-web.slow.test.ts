@@ -93,6 +93,8 @@ function startTap(): Promise<string> {
 }
 
 beforeAll(async () => {
+  // First, so a fresh machine's apt-get install of Chromium fails fast and clearly.
+  browser = await launchChromium();
   brokers = (await startTestBroker('web', ports)).brokers;
   const config = testConnection(brokers);
   await applyTopicsTo(brokers, spaTopics());
@@ -104,9 +106,8 @@ beforeAll(async () => {
   await produce('sudoku', randomPolicy({ mode: 'wm', seed: 7 }), 'hist-sudoku');
   await produce('sokoban', malformedPolicy, 'hist-malformed', 1);
   pageUrl = await startTap();
-  browser = await launchChromium();
   page = await browser.newPage();
-});
+}, 900_000);
 
 afterAll(async () => {
   await browser?.close();
