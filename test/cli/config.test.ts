@@ -145,5 +145,5 @@ describe('--config-file', () => {
     });
     expect(failed.status).toBe(1);
     expect(failed.stderr).toContain('groups: must be a positive integer, got "x" (line 2)');
-  });
+  }, 60_000); // two CLI start-ups on a busy 2-core box
 });
