@@ -47,7 +47,12 @@ function positionsOf(reads: readonly TopicRead[]): Map<string, bigint> {
   );
 }
 
-/** Σ over partitions of (high watermark − next offset the tap will read). */
+/**
+ * Σ over partitions of (high watermark − offset after the last record read). The tap knows the
+ * last record's offset, not the consumer's position, so a partition whose log ends in a
+ * transaction marker (every transactional write does) shows 1 too many: an idle, caught-up
+ * tap reads at most one per partition, never more.
+ */
 async function measureLag(admin: Admin, topics: readonly string[], positions: Map<string, bigint>) {
   let lag = 0n;
   for (const topic of topics) {
