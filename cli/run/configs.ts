@@ -12,6 +12,8 @@ export interface LoopConfig {
   readonly sftBatches: number;
   /** SFT epochs (SPA: 5). */
   readonly sftEpochs: number;
+  /** SFT learning rate (SPA: 1e-4 for a pretrained 1.5B model). */
+  readonly sftLr: number;
   /** PPO: steps, each on groups × group size self-play episodes (SPA: 1000 steps of 32 × 8, top 25% kept). */
   readonly ppoSteps: number;
   readonly ppoGroups: number;
@@ -29,21 +31,43 @@ export interface LoopConfig {
   readonly model: string;
 }
 
+/**
+ * The default size: minutes on 2 CPU cores. The tiny model starts from random weights, so it
+ * gets a 10× larger SFT learning rate than SPA's pretrained 1.5B model and a short token budget
+ * per turn (an untrained model rarely closes `</answer>` on its own).
+ */
 const small = {
   generator: 'oracle',
-  sftGroups: 16,
-  sftGroupSize: 4,
+  sftGroups: 8,
+  sftGroupSize: 2,
   sftBatches: 2,
-  sftEpochs: 3,
+  sftEpochs: 4,
+  sftLr: 1e-3,
   ppoSteps: 3,
   ppoGroups: 4,
   ppoGroupSize: 4,
   exportEvery: 1,
   maxStaleness: 1,
-  evalPuzzles: 32,
+  evalPuzzles: 16,
+  evalK: 8,
+  maxNewTokens: 128,
+  model: 'tiny',
+} as const;
+
+/** SPA's sizes for a real model (`--full`): reference §6 (1280 trajectories), §8, §9.1, §10. */
+export const SPA_FULL_SIZE = {
+  sftGroups: 32,
+  sftGroupSize: 8,
+  sftBatches: 5,
+  sftEpochs: 5,
+  sftLr: 1e-4,
+  ppoSteps: 1000,
+  ppoGroups: 32,
+  ppoGroupSize: 8,
+  exportEvery: 10,
+  evalPuzzles: 128,
   evalK: 8,
   maxNewTokens: 400,
-  model: 'tiny',
 } as const;
 
 /** SPA's config names (`SPA/run_spa.sh <CONFIG_NAME>`), at a small default size. */

@@ -129,6 +129,7 @@ async function trainSft(
       ['--model', config.model],
       ['--input', `kafka:${kafka.topics.sft}`],
       ['--epochs', String(config.sftEpochs)],
+      ['--lr', String(config.sftLr)],
       ['--out', join(runDir, 'sft')],
       ['--export', join(runDir, 'policies')],
       ['--publish', kafka.topics.policy],
