@@ -1,8 +1,9 @@
 /**
- * What telemetry costs the generator (issue item 1, goal ≤ 5%): the in-process generator
- * pipeline (random policy, no Kafka) with telemetry off vs on, where "on" means episode/turn
- * spans, a span + latency histogram per stage per record, spa_* counters on every record,
- * spans exported over OTLP/HTTP to a local receiver and metrics served for Prometheus.
+ * What telemetry costs the generator (issue item 1, goal ≤ 5%): the real generator pipeline
+ * (streams/generator-pipeline.ts, random policy, no Kafka) with telemetry off vs on, where
+ * "on" means episode spans with turn events for the sampled episodes, sampled stage timing,
+ * spa_* counters on every record, spans exported over OTLP/HTTP to a local receiver and
+ * metrics served for Prometheus; "bare" is the same pipeline without the telemetry hooks.
  *
  *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]
  *
@@ -16,11 +17,8 @@ import { envFactory } from '../envs/registry.js';
 import type { EnvName } from '../envs/types.js';
 import { annotateGroundTruth } from '../operators/annotate-ground-truth.js';
 import { filterMalformed } from '../operators/filter-malformed.js';
-import { meterOutbound } from '../operators/meter-outbound.js';
 import { toSftRows } from '../operators/to-sft-rows.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
-import { traceEpisodes } from '../operators/trace-episodes.js';
-import { traceStage } from '../operators/trace-stage.js';
 import { isAccepted, isRejected } from '../operators/verdict.js';
 import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { episodes } from '../streams/episodes/episodes.js';
@@ -28,30 +26,24 @@ import { generatorPipeline, toRejected } from '../streams/generator-pipeline.js'
 import type { Outbound } from '../streams/outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
-import { startTelemetry } from '../streams/telemetry/telemetry.js';
+import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telemetry.js';
 
 /**
- * generatorPipeline's SFT side with the telemetry hooks the lead wires into
- * streams/generator-pipeline.ts (traceEpisodes after episodes, traceStage around each stage,
- * meterOutbound at the end). Kept here until that wiring lands; then the bench runs the real one.
+ * The SFT side of generatorPipeline as it was before telemetry was wired in (no traceEpisodes,
+ * traceStage or meterOutbound): "bare" shows what the hooks cost while telemetry is off.
  */
-function instrumentedPipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
+function barePipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
   const now = Date.now;
   const policy = builtinPolicy('random', { mode: config.mode, seed: 7 });
   const trajectories = episodes(config, envFactory({ name: env, puzzles: 'generated' }), policy).pipe(
-    traceEpisodes(),
-    traceStage('toTrajectory', toTrajectory(now)),
+    toTrajectory(now),
     share(),
   );
-  const verdicts = trajectories.pipe(
-    traceStage('annotateGroundTruth', annotateGroundTruth({ annotation: 'gt' })),
-    traceStage('filterMalformed', filterMalformed()),
-    share(),
-  );
+  const verdicts = trajectories.pipe(annotateGroundTruth({ annotation: 'gt' }), filterMalformed(), share());
   const rows = verdicts.pipe(
     filter(isAccepted),
     map((v) => v.value),
-    traceStage('toSftRows', toSftRows({ maskTransitions: false })),
+    toSftRows({ maskTransitions: false }),
     map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
   );
   const rejects = verdicts.pipe(
@@ -61,7 +53,7 @@ function instrumentedPipeline(config: EpisodeConfig, env: EnvName): Observable<O
   const raw = trajectories.pipe(
     map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t })),
   );
-  return merge(raw, rows, rejects).pipe(meterOutbound());
+  return merge(raw, rows, rejects);
 }
 
 /** A local OTLP/HTTP endpoint that reads and discards what it is sent (the export cost stays in). */
@@ -75,18 +67,19 @@ async function discardingReceiver(): Promise<{ url: string; server: Server }> {
   return { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, server };
 }
 
-/**
- * CPU seconds (user + system) of this process for one run: on a shared 2-core box, wall time
- * swings with other processes' load, CPU time much less. The exporters' work (serialising
- * and posting spans, in this process) is included, and so is the discarding receiver's.
- */
-function plainPipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
+/** The real generator pipeline (streams/generator-pipeline.ts, telemetry hooks included). */
+function generator(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
   const policy = builtinPolicy('random', { mode: config.mode, seed: 7 });
   return generatorPipeline(config, envFactory({ name: env, puzzles: 'generated' }), policy, {
     target: 'sft',
   });
 }
 
+/**
+ * CPU seconds (user + system) of this process for one run: on a shared 2-core box, wall time
+ * swings with other processes' load, CPU time much less. The exporters' work (serialising
+ * and posting spans, in this process) is included, and so is the discarding receiver's.
+ */
 async function timeRun(pipeline: () => Observable<Outbound>): Promise<{ seconds: number; records: number }> {
   collectGarbage(); // each run starts from a clean heap, not paying for the previous run's garbage
   let records = 0;
@@ -100,15 +93,25 @@ async function timeRun(pipeline: () => Observable<Outbound>): Promise<{ seconds:
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
-const median = (values: readonly number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+/** The median (the mean of the middle two for an even count). */
+const median = (values: readonly number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  return Number.isInteger(middle) ? (sorted[middle - 1]! + sorted[middle]!) / 2 : sorted[Math.floor(middle)]!;
+};
+const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
 
-/** Runs `rounds` alternating off/on measurements for one sample ratio; returns medians. */
+/**
+ * Runs `rounds` rotated bare/off/on measurements for one sample ratio. The overhead is the
+ * median of the per-round on/off ratios (a round's runs share the box's load of the moment);
+ * `rounds` is a multiple of 3 so each setting runs first, second and third equally often (the
+ * first run after a switch is a few % slower on this box whatever it runs).
+ */
 export async function measureTelemetryOverhead(
   env: EnvName,
   episodeCount: number,
   sampleRatio: number,
-  rounds = 5,
+  rounds = 6,
 ) {
   const groups = 8;
   const groupSize = 8;
@@ -121,23 +124,23 @@ export async function measureTelemetryOverhead(
   const receiver = await discardingReceiver();
   const off: number[] = [];
   const on: number[] = [];
-  const plain: number[] = [];
+  const bare: number[] = [];
   try {
     for (let round = 0; round < rounds + 1; round++) {
       // Rotate the order so no setting always runs first (or right after another's garbage).
       const runs = [
-        async () => off.push((await timeRun(() => instrumentedPipeline(config, env))).seconds),
-        async () => plain.push((await timeRun(() => plainPipeline(config, env))).seconds),
+        async () => off.push((await timeRun(() => generator(config, env))).seconds),
+        async () => bare.push((await timeRun(() => barePipeline(config, env))).seconds),
         async () => {
           const telemetry = await startTelemetry({
             serviceName: 'spa-bench',
             otlpEndpoint: receiver.url,
             metricsPort: 0,
             sampleRatio,
-            env: {},
+            env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
           });
           const cpu = process.cpuUsage();
-          const { seconds } = await timeRun(() => instrumentedPipeline(config, env));
+          const { seconds } = await timeRun(() => generator(config, env));
           await telemetry.shutdown(); // exporting what is still queued is part of the cost
           const total = process.cpuUsage(cpu);
           on.push(Math.max(seconds, (total.user + total.system) / 1e6));
@@ -145,7 +148,7 @@ export async function measureTelemetryOverhead(
         },
       ];
       for (let i = 0; i < runs.length; i++) await runs[(i + round) % runs.length]!();
-      if (round === 0) [off, plain, on].forEach((list) => list.splice(0)); // warm-up (JIT, module loading)
+      if (round === 0) [off, bare, on].forEach((list) => list.splice(0)); // warm-up (JIT, module loading)
     }
   } finally {
     receiver.server.close();
@@ -156,18 +159,20 @@ export async function measureTelemetryOverhead(
     episodes: episodesRun,
     sampleRatio,
     rounds,
-    episodesPerSecondPlain: Math.round(episodesRun / median(plain)),
+    episodesPerSecondBare: Math.round(episodesRun / median(bare)),
     episodesPerSecondOff: Math.round(episodesRun / median(off)),
     episodesPerSecondOn: Math.round(episodesRun / median(on)),
-    overheadPercent: Number(((median(on) / median(off) - 1) * 100).toFixed(1)),
+    overheadPercent: percent(median(on.map((seconds, round) => seconds / off[round]!))),
+    hooksOffPercent: percent(median(off.map((seconds, round) => seconds / bare[round]!))),
+    stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
   };
 }
 
-/** `npm run bench -- telemetry [env] [episodes] [sampleRatio…]`. */
+/** `npm run bench -- telemetry [env] [episodes] [sampleRatio…]` (SPA_TRACE_STAGES=1: stage spans too). */
 export async function run(args: string[]): Promise<void> {
   const [envName, countText, ...ratios] = args;
   const env = (envName ?? 'sokoban') as EnvName;
   const count = countText ? Number(countText) : 2048;
-  for (const ratio of ratios.length > 0 ? ratios.map(Number) : [1, 0.1])
+  for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
     console.log(JSON.stringify(await measureTelemetryOverhead(env, count, ratio)));
 }

@@ -1,9 +1,12 @@
 import { filter, map, merge, share, type Observable } from 'rxjs';
 import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
 import { filterMalformed } from '../operators/filter-malformed.js';
+import { meterOutbound } from '../operators/meter-outbound.js';
 import { toRollout } from '../operators/to-rollout.js';
 import { toSftRows } from '../operators/to-sft-rows.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
+import { traceEpisodes } from '../operators/trace-episodes.js';
+import { traceStage } from '../operators/trace-stage.js';
 import { isAccepted, isRejected, type Rejection } from '../operators/verdict.js';
 import type { Rejected, Trajectory } from '../schemas/index.js';
 import type { DemandGate } from './demand-gate.js';
@@ -29,7 +32,9 @@ export interface GeneratorOptions {
  *                             │                                           └─► spa.dlq (with reason)
  *                             └─► toRollout ─► spa.rollouts   (PPO target instead of SFT)
  *
- * The trajectory stream is shared, so each episode is played once and fans out.
+ * The trajectory stream is shared, so each episode is played once and fans out. Telemetry
+ * (streams/telemetry; a pass-through while off): an episode span per trajectory, stage timing
+ * around each operator, spa_* counters on the merged output.
  */
 export function generatorPipeline(
   config: EpisodeConfig,
@@ -38,7 +43,11 @@ export function generatorPipeline(
   options: GeneratorOptions,
 ): Observable<Outbound> {
   const now = options.now ?? Date.now;
-  const trajectories = episodes(config, makeEnv, policy, options.gate).pipe(toTrajectory(now), share());
+  const trajectories = episodes(config, makeEnv, policy, options.gate).pipe(
+    traceEpisodes(),
+    traceStage('toTrajectory', toTrajectory(now)),
+    share(),
+  );
   const raw = trajectories.pipe(
     map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t })),
   );
@@ -46,27 +55,27 @@ export function generatorPipeline(
     return merge(
       raw,
       trajectories.pipe(
-        toRollout(),
+        traceStage('toRollout', toRollout()),
         map((r): Outbound => ({ topic: 'rollouts', key: r.group_id, record: r })),
       ),
-    );
+    ).pipe(meterOutbound());
   }
   const verdicts = trajectories.pipe(
-    annotateGroundTruth({ annotation: options.annotation ?? 'gt' }),
-    filterMalformed(),
+    traceStage('annotateGroundTruth', annotateGroundTruth({ annotation: options.annotation ?? 'gt' })),
+    traceStage('filterMalformed', filterMalformed()),
     share(),
   );
   const rows = verdicts.pipe(
     filter(isAccepted),
     map((v) => v.value),
-    toSftRows({ maskTransitions: options.maskTransitions ?? false }),
+    traceStage('toSftRows', toSftRows({ maskTransitions: options.maskTransitions ?? false })),
     map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
   );
   const rejects = verdicts.pipe(
     filter(isRejected),
     map((v): Outbound => ({ topic: 'dlq', key: v.rejection.key, record: toRejected(v.rejection, now()) })),
   );
-  return merge(raw, rows, rejects);
+  return merge(raw, rows, rejects).pipe(meterOutbound());
 }
 
 /** A filter rejection as a dead-letter record; the payload is the trajectory as JSON. */

@@ -9,6 +9,8 @@ import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
+import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
+import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
 import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
 import { Progress } from '../progress.js';
@@ -30,6 +32,8 @@ interface GenerateOptions {
   spaFallbackBug: boolean;
   runId: string;
   out: string;
+  metricsPort?: number;
+  otlpEndpoint?: string;
 }
 
 /** `spa generate`: self-play data generation into JSON Lines files or Kafka's spa.* topics. */
@@ -89,56 +93,75 @@ export function registerGenerateCommand(program: Command): void {
       '--out <file.jsonl|kafka>',
       'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker)',
     )
-    .action(async (options: GenerateOptions) => {
-      const env = parseEnvName(options.env);
-      const mode = options.target === 'sft' ? 'wm' : 'base';
-      const config = episodeConfig({
-        env,
-        variant: options.variant,
-        runId: options.runId,
-        split: options.split,
-        mode,
-        puzzles: options.puzzles,
-        groups: options.groups,
-        groupSize: options.groupSize,
-        batches: options.batches,
-        seedBase: options.seedBase,
-        reproduceSpaFallbackBug: options.spaFallbackBug,
-      });
-      const policy = builtinPolicy(options.policy, { mode, seed: options.policySeed });
-      const total = config.groups * config.groupSize * config.batches;
-      const progress = new Progress('generate', { key: 'trajectories', value: total });
-      // Records in flight to the sink before the episode loop waits (DemandGate: blocks).
-      const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
-      const outputs = generatorPipeline(
-        config,
-        envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
-        policy,
+    .option(
+      '--metrics-port <port>',
+      'serve spa_* metrics at http://127.0.0.1:<port>/metrics',
+      nonNegativeInt('--metrics-port'),
+    )
+    .option('--otlp-endpoint <url>', 'send traces and metrics over OTLP/HTTP, e.g. http://127.0.0.1:4318')
+    .action((options: GenerateOptions) =>
+      withTelemetry(
         {
-          target: options.target,
-          annotation: options.annotation,
-          maskTransitions: options.maskTransitions,
-          gate,
+          serviceName: 'spa-generator',
+          metricsPort: options.metricsPort,
+          otlpEndpoint: options.otlpEndpoint,
         },
-      ).pipe(tap((o) => progress.add(o.topic)));
-      if (options.out === 'kafka') {
-        const kafka = await connectSpaKafka({ clientId: 'spa-generate' });
-        try {
-          const sink = await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` });
-          const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
-          progress.done();
-          console.log(
-            JSON.stringify({ out: 'kafka', brokers: kafka.config.brokers, topics: kafka.topics, counts }),
-          );
-        } finally {
-          await kafka.close();
-        }
-        return;
-      }
-      const paths = jsonlPathsBeside(options.out, options.target);
-      const counts = await writeJsonl(outputs, paths, gate);
-      progress.done();
-      console.log(JSON.stringify({ out: options.out, files: paths, counts }));
-    });
+        () => generate(options),
+      ),
+    );
   withConfigFile(command);
+}
+
+async function generate(options: GenerateOptions): Promise<void> {
+  const env = parseEnvName(options.env);
+  const mode = options.target === 'sft' ? 'wm' : 'base';
+  const config = episodeConfig({
+    env,
+    variant: options.variant,
+    runId: options.runId,
+    split: options.split,
+    mode,
+    puzzles: options.puzzles,
+    groups: options.groups,
+    groupSize: options.groupSize,
+    batches: options.batches,
+    seedBase: options.seedBase,
+    reproduceSpaFallbackBug: options.spaFallbackBug,
+  });
+  const policy = builtinPolicy(options.policy, { mode, seed: options.policySeed });
+  const total = config.groups * config.groupSize * config.batches;
+  const progress = new Progress('generate', { key: 'trajectories', value: total });
+  // Records in flight to the sink before the episode loop waits (DemandGate: blocks).
+  const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
+  const outputs = generatorPipeline(
+    config,
+    envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
+    policy,
+    {
+      target: options.target,
+      annotation: options.annotation,
+      maskTransitions: options.maskTransitions,
+      gate,
+    },
+  ).pipe(tap((o) => progress.add(o.topic)));
+  if (options.out === 'kafka') {
+    const kafka = await connectSpaKafka({ clientId: 'spa-generate' });
+    try {
+      const sink = tracedSink(
+        await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` }),
+      );
+      const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+      progress.done();
+      console.log(
+        JSON.stringify({ out: 'kafka', brokers: kafka.config.brokers, topics: kafka.topics, counts }),
+      );
+    } finally {
+      await kafka.close();
+    }
+    return;
+  }
+  const paths = jsonlPathsBeside(options.out, options.target);
+  const counts = await writeJsonl(outputs, paths, gate);
+  progress.done();
+  console.log(JSON.stringify({ out: options.out, files: paths, counts }));
 }

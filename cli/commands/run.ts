@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { LOOP_CONFIGS, loopConfig, type LoopConfig } from '../run/configs.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
-import { oneOf, positiveInt } from '../options.js';
+import { withTelemetry } from '../../streams/telemetry/telemetry.js';
+import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
 
 interface RunOptions {
   config: string;
@@ -11,6 +12,8 @@ interface RunOptions {
   evalPuzzles?: number;
   runsDir: string;
   runId?: string;
+  metricsPort?: number;
+  otlpEndpoint?: string;
 }
 
 /** `spa run`: the whole SPA loop at a small default size (the README's main job). */
@@ -31,7 +34,18 @@ export function registerRunCommand(program: Command): void {
     .option('--eval-puzzles <n>', 'validation puzzles (SPA: 128)', positiveInt('--eval-puzzles'))
     .option('--runs-dir <dir>', 'where run folders go', 'runs')
     .option('--run-id <id>', 'run id (default: run-<timestamp>)')
+    .option(
+      '--metrics-port <port>',
+      'serve spa_* metrics at http://127.0.0.1:<port>/metrics',
+      nonNegativeInt('--metrics-port'),
+    )
+    .option(
+      '--otlp-endpoint <url>',
+      'send traces and metrics over OTLP/HTTP (the trainers too), e.g. http://127.0.0.1:4318',
+    )
     .action(async (options: RunOptions) => {
+      // The trainer processes inherit the environment: their step spans go to the same receiver.
+      if (options.otlpEndpoint) process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = options.otlpEndpoint;
       const base = loopConfig(options.config);
       const config: LoopConfig = {
         ...base,
@@ -41,7 +55,10 @@ export function registerRunCommand(program: Command): void {
         ...(options.evalPuzzles ? { evalPuzzles: options.evalPuzzles } : {}),
       };
       const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
-      const summary = await runSpaLoop(config, { runsDir: options.runsDir, runId });
+      const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
+      const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>
+        runSpaLoop(config, { runsDir: options.runsDir, runId }),
+      );
       printSummary(summary);
       console.log(summary.runDir);
     });

@@ -11,6 +11,7 @@ interface TapCliOptions {
   filter: TapFilter[];
   limit?: number;
   json: boolean;
+  headers: boolean;
   web: boolean;
   port: number;
   topic: string[];
@@ -45,6 +46,7 @@ export function registerTapCommand(program: Command): void {
     )
     .option('--limit <n>', 'stop after printing n records', positiveInt('--limit'))
     .option('--json', 'one JSON line per record (bytes as base64) instead of text', false)
+    .option('--headers', "also print each record's headers (traceparent, schema, policy version)", false)
     .option(
       '--web',
       'serve a live page on 127.0.0.1 (URL with a token printed at start) instead of printing',
@@ -80,6 +82,7 @@ export function registerTapCommand(program: Command): void {
           filters: options.filter,
           ...(options.limit === undefined ? {} : { limit: options.limit }),
           json: options.json,
+          headers: options.headers,
           write: (text) => console.log(options.json ? text : `${text}\n`),
           stop: fromEvent(process, 'SIGINT').pipe(take(1)),
         });

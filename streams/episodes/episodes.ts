@@ -10,6 +10,7 @@ import {
 } from '../../envs/protocol/index.js';
 import type { DemandGate } from '../demand-gate.js';
 import type { Policy } from '../policies/policy.js';
+import { spaMetrics } from '../telemetry/metrics.js';
 import type { EpisodeConfig } from './episode-config.js';
 import type { StepRecord } from './types.js';
 
@@ -56,7 +57,12 @@ function runBatch(
     let cancelled = false;
     const play = async () => {
       await gate?.ready();
-      const policy = typeof policySource === 'function' ? await policySource() : policySource;
+      // spa_wait_for_policy_seconds: resolving (a live swap may load a model) and acting.
+      const metrics = spaMetrics();
+      const policy =
+        typeof policySource === 'function'
+          ? await metrics.timeWait(metrics.waitForPolicy, async () => policySource())
+          : policySource;
       const slots = createSlots(config, makeEnv, batch);
       const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
       for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
@@ -77,7 +83,7 @@ function runBatch(
             view: slot.env.clone(),
           };
         });
-        const continuations = await policy.act(requests);
+        const continuations = await metrics.timeWait(metrics.waitForPolicy, () => policy.act(requests));
         if (continuations.length !== active.length) {
           throw new Error(
             `policy "${policy.name}" answered ${continuations.length} of ${active.length} requests`,

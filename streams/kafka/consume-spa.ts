@@ -8,6 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import { Observable, type Subscription } from 'rxjs';
 import type { Admin } from 'kafkajs';
+import { tracedBatchHandler } from '../telemetry/kafka-spans.js';
+import { ConsumerLagTable, spaMetrics } from '../telemetry/metrics.js';
 import type { KafkaConnectionConfig } from './config.js';
 import { connectKafkajsAdmin } from './kafkajs-adapter.js';
 import { recordStream, type InFlightRecord } from './rx-source.js';
@@ -177,15 +179,22 @@ async function deleteGroup(config: KafkaConnectionConfig, groupId: string): Prom
   }
 }
 
-/** Wraps a source to learn when it has joined its group and to clean up after closing. */
+/**
+ * Wraps a source to learn when it has joined its group and to clean up after closing; its
+ * batches are traced (process spans, received bytes) and its lag reported to spa_consumer_lag.
+ */
 function instrumented(
   source: RecordSource,
+  groupId: string,
   onJoined: () => void,
   onClose: () => Promise<void>,
 ): RecordSource {
+  const lagTable = new ConsumerLagTable();
+  const unregisterLag = spaMetrics().observeConsumerLag(lagTable.read);
   return {
     run: async (handler, onFatal) => {
-      await source.run(handler, onFatal);
+      const onLag = lagTable.update.bind(lagTable);
+      await source.run(tracedBatchHandler(handler, { groupId, onLag }), onFatal);
       onJoined();
     },
     pause: (partitions) => source.pause(partitions),
@@ -193,6 +202,7 @@ function instrumented(
     seek: (position) => source.seek(position),
     commit: (offsets) => source.commit(offsets),
     close: async () => {
+      unregisterLag();
       await source.close().catch(() => undefined);
       await onClose();
     },
@@ -239,7 +249,8 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       .source({ groupId: options.groupId, topics: [options.topic], start: options.start })
       .then(
         (source) => {
-          const tracked = instrumented(source, () => ((joined = true), (lastActivity = Date.now())), cleanup);
+          const joinedNow = () => ((joined = true), (lastActivity = Date.now()));
+          const tracked = instrumented(source, options.groupId, joinedNow, cleanup);
           if (subscriber.closed) return void tracked.close();
           inner = recordStream(tracked, { maxInFlight: options.maxInFlight }).subscribe({
             next: ({ record, ack }) => {

@@ -2,6 +2,7 @@ import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
 import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
 import type { DemandGate } from '../demand-gate.js';
 import type { Outbound, TopicRole } from '../outbound.js';
+import { outboundTraceparent } from '../telemetry/episode-key.js';
 import { toKafkaRecord } from './spa-records.js';
 import type { RecordSink } from './transport.js';
 
@@ -41,7 +42,8 @@ export async function publishOutbound(
       tap(() => options.gate?.add()),
       chunkAtTrajectories(minRecords),
       concatMap(async (chunk) => {
-        const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic]));
+        // The episode's traceparent (design: Topics, headers carry traceparent); none while telemetry is off.
+        const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic], outboundTraceparent(o)));
         await sink.transaction((tx) => tx.send(records));
         for (const o of chunk) counts[o.topic]++;
         options.gate?.done(chunk.length);

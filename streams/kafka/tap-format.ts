@@ -108,9 +108,19 @@ function formatPolicyUpdate(p: PolicyUpdate): string {
   ].join('\n');
 }
 
-/** A decoded record as readable text: a heading with its position, then its fields. */
-export function formatTapRecord(decoded: DecodedAnyRecord): string {
-  const heading = `── ${where(decoded.source)}  key ${decoded.source.key?.toString('utf8') ?? '(none)'}`;
+/** A record's headers as text (SPA's are UTF-8: traceparent, schema fingerprint, policy version). */
+export function headersAsText(source: ConsumedRecord): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(source.headers).map(([name, value]) => [name, value.toString('utf8')]),
+  );
+}
+
+/** A decoded record as readable text: a heading with its position (and headers), then its fields. */
+export function formatTapRecord(decoded: DecodedAnyRecord, withHeaders = false): string {
+  const headers = withHeaders
+    ? Object.entries(headersAsText(decoded.source)).map(([name, value]) => `\n   header ${name}: ${value}`)
+    : [];
+  const heading = `── ${where(decoded.source)}  key ${decoded.source.key?.toString('utf8') ?? '(none)'}${headers.join('')}`;
   if (!decoded.ok) return `${heading}\n${formatRejected(decoded.rejected, 'UNDECODABLE')}`;
   const { value } = decoded;
   switch (value.type) {
@@ -135,8 +145,11 @@ function bytesAsBase64(_key: string, value: unknown): unknown {
   return value;
 }
 
-/** A decoded record as one JSON line: position, key, type (`Undecodable` for dead letters made here), record. */
-export function tapJsonLine(decoded: DecodedAnyRecord): string {
+/**
+ * A decoded record as one JSON line: position, key, (headers as text,) type (`Undecodable`
+ * for dead letters made here), record.
+ */
+export function tapJsonLine(decoded: DecodedAnyRecord, withHeaders = false): string {
   const { source } = decoded;
   return JSON.stringify(
     {
@@ -145,6 +158,7 @@ export function tapJsonLine(decoded: DecodedAnyRecord): string {
       offset: Number(source.offset),
       timestamp: source.timestamp,
       key: source.key?.toString('utf8') ?? null,
+      ...(withHeaders ? { headers: headersAsText(source) } : {}),
       type: decoded.ok ? decoded.value.type : 'Undecodable',
       record: decoded.ok ? decoded.value.record : decoded.rejected,
     },

@@ -44,6 +44,8 @@ export interface TapOptions {
   /** Stop after printing this many records. */
   readonly limit?: number;
   readonly json: boolean;
+  /** Also print each record's headers (traceparent, schema fingerprint, policy version). */
+  readonly headers?: boolean;
   /** Where each printed record goes (one call per record). */
   readonly write: (text: string) => void;
   /** Ends the tap (e.g. SIGINT while following). */
@@ -81,7 +83,10 @@ export async function tapTopic(kafka: KafkaConnection, options: TapOptions): Pro
         options.limit === undefined ? (source) => source : take(options.limit),
         tap((decoded) => {
           printed += 1;
-          options.write(options.json ? tapJsonLine(decoded) : formatTapRecord(decoded));
+          const withHeaders = options.headers ?? false;
+          options.write(
+            options.json ? tapJsonLine(decoded, withHeaders) : formatTapRecord(decoded, withHeaders),
+          );
         }),
       ),
       { defaultValue: undefined },

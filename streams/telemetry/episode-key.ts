@@ -50,6 +50,7 @@ export function outboundTraceparent(
   outbound: Outbound,
   registry: EpisodeTraceRegistry = episodeTraces,
 ): string | undefined {
+  if (registry.size === 0) return undefined; // telemetry off: nothing registered
   const key = episodeKeyOf(outbound);
   return key === undefined ? undefined : registry.traceparent(key);
 }

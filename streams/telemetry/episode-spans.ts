@@ -1,19 +1,11 @@
 /**
- * Episode and turn spans (issue item 2): each self-play episode is one trace whose root is
- * the `episode` span, with a `turn N` child per assistant turn. The records the pipeline
+ * Episode spans (issue item 2): each self-play episode is one trace whose root is the
+ * `episode` span, with a `turn N` event per assistant turn. The records the pipeline
  * derives from an episode (trajectory, SFT rows, rollout, DLQ entry) find the episode's
  * context by trajectory id in {@link episodeTraces}, so later stages and the Kafka sink
  * continue the same trace without any field added to the records.
  */
-import {
-  context as apiContext,
-  ROOT_CONTEXT,
-  SpanStatusCode,
-  trace,
-  TraceFlags,
-  type Context,
-  type Span,
-} from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Context, type Span } from '@opentelemetry/api';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import { traceparentOf } from './propagation.js';
 import { episodeSampleRatio, spaTracer, telemetryActive } from './telemetry.js';
@@ -36,90 +28,132 @@ export interface EpisodeOutcome {
   readonly envSteps?: number;
 }
 
-/**
- * Episode contexts by trajectory id, bounded: past `capacity` entries the oldest is dropped
- * (slides). Dropping only costs the link from a late record to its episode (its spans start
- * a new trace); it never blocks or grows. The default capacity covers many batches in flight.
- */
-export class EpisodeTraceRegistry {
-  private readonly contexts = new Map<string, Context>();
-
-  constructor(readonly capacity = 16_384) {}
-
-  /** Remembers the context of an episode's span. */
-  set(trajectoryId: string, context: Context): void {
-    this.contexts.delete(trajectoryId);
-    this.contexts.set(trajectoryId, context);
-    if (this.contexts.size > this.capacity) {
-      const oldest = this.contexts.keys().next().value;
-      if (oldest !== undefined) this.contexts.delete(oldest);
-    }
-  }
-
-  /** The episode's context, or `undefined` for an unknown (or evicted) episode. */
-  get(trajectoryId: string): Context | undefined {
-    return this.contexts.get(trajectoryId);
-  }
-
-  /** The episode's `traceparent` header value, for stamping records on their way to Kafka. */
-  traceparent(trajectoryId: string): string | undefined {
-    const context = this.contexts.get(trajectoryId);
-    return context === undefined ? undefined : traceparentOf(context);
-  }
-
-  get size(): number {
-    return this.contexts.size;
-  }
-
-  clear(): void {
-    this.contexts.clear();
-  }
-}
-
-/** The process-wide registry the episode loop writes and the stages and sinks read. */
-export const episodeTraces = new EpisodeTraceRegistry();
-
-/** A started episode span; end it exactly once. */
-export interface EpisodeSpan {
-  /** The episode's context (ROOT while telemetry is off). */
-  readonly context: Context;
-  /** Runs one turn inside a `turn N` child span; the span ends when `play` returns or throws. */
-  turn<T>(turn: number, play: () => T): T;
-  /** Records a turn that already happened, from `startedAt` (a `performance.now()` value) to now. */
-  recordTurn(turn: number, startedAt: number): void;
-  /** Ends the episode span with its outcome. */
-  end(outcome: EpisodeOutcome): void;
+/** What the registry keeps per episode: a sampled span's context, or a lazily made unsampled one. */
+interface EpisodeEntry {
+  context: Context | undefined;
+  traceparent: string | undefined;
 }
 
 const ids = new RandomIdGenerator();
 
 /**
- * An episode that was not drawn for tracing: no SDK span, but a real (unsampled, flags 00)
- * context, so its records still carry a `traceparent` and every downstream span — TS or
- * Python, parent-based — drops itself instead of starting a new sampled trace.
+ * Episode contexts by trajectory id, bounded: past `capacity` entries the oldest is dropped
+ * (slides). Dropping only costs the link from a late record to its episode (its spans start
+ * a new trace); it never blocks or grows. The default capacity covers many batches in flight.
+ *
+ * An unsampled episode is registered without a context: its ids are drawn only when a record
+ * of it asks for a `traceparent` (the Kafka sink), so the in-process pipeline pays a map entry
+ * per dropped episode and nothing more.
  */
-function unsampledEpisode(trajectoryId: string, registry: EpisodeTraceRegistry): EpisodeSpan {
-  const context = trace.setSpanContext(ROOT_CONTEXT, {
+export class EpisodeTraceRegistry {
+  private readonly entries = new Map<string, EpisodeEntry>();
+
+  constructor(readonly capacity = 16_384) {}
+
+  /** Remembers the context of an episode's span. */
+  set(trajectoryId: string, context: Context): void {
+    this.put(trajectoryId, { context, traceparent: undefined });
+  }
+
+  /** Registers an episode that was not drawn for tracing (flags 00, ids made on demand). */
+  setUnsampled(trajectoryId: string): void {
+    this.put(trajectoryId, { context: undefined, traceparent: undefined });
+  }
+
+  private put(trajectoryId: string, entry: EpisodeEntry): void {
+    this.entries.delete(trajectoryId);
+    this.entries.set(trajectoryId, entry);
+    if (this.entries.size > this.capacity) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+
+  /** The episode's context, or `undefined` for an unknown (or evicted) episode. */
+  get(trajectoryId: string): Context | undefined {
+    const entry = this.entries.get(trajectoryId);
+    if (entry === undefined) return undefined;
+    entry.context ??= unsampledContext();
+    return entry.context;
+  }
+
+  /** True when the episode is registered and drawn for tracing (its spans are recorded). */
+  isSampled(trajectoryId: string): boolean {
+    const context = this.entries.get(trajectoryId)?.context;
+    return context !== undefined && isSampledContext(context);
+  }
+
+  /** The episode's `traceparent` header value, for stamping records on their way to Kafka. */
+  traceparent(trajectoryId: string): string | undefined {
+    const entry = this.entries.get(trajectoryId);
+    if (entry === undefined) return undefined;
+    entry.context ??= unsampledContext();
+    entry.traceparent ??= traceparentOf(entry.context);
+    return entry.traceparent;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+/** A fresh remote-style context with flags 00: downstream spans (TS or Python) drop themselves. */
+function unsampledContext(): Context {
+  return trace.setSpanContext(ROOT_CONTEXT, {
     traceId: ids.generateTraceId(),
     spanId: ids.generateSpanId(),
     traceFlags: TraceFlags.NONE,
   });
-  registry.set(trajectoryId, context);
-  return { ...noopEpisode, context };
 }
 
+function isSampledContext(context: Context): boolean {
+  const spanContext = trace.getSpanContext(context);
+  return spanContext !== undefined && (spanContext.traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
+/** The process-wide registry the episode loop writes and the stages and sinks read. */
+export const episodeTraces = new EpisodeTraceRegistry();
+
+/**
+ * A started episode span; end it exactly once. Turns are events on it (`turn N` with the
+ * turn's start time and `spa.turn.duration_ms`), not child spans: an event costs a fraction of
+ * a span, and a trace backend shows them on the episode's timeline all the same.
+ */
+export interface EpisodeSpan {
+  /** False for an episode not drawn for tracing (or telemetry off): every call is a no-op. */
+  readonly recording: boolean;
+  /** Runs one turn and records it as a `turn N` event; an error is recorded and rethrown. */
+  turn<T>(turn: number, play: () => T): T;
+  /** Records a turn that already happened, from `startedAt` (a `performance.now()` value) to now. */
+  recordTurn(turn: number, startedAt: number): void;
+  /** Ends the episode span with its outcome. */
+  end(outcome: EpisodeOutcome): void;
+  /** Ends the episode span as failed with `error`. */
+  fail(error: unknown): void;
+}
+
+/**
+ * An episode that was not drawn for tracing, or telemetry off: no SDK span. A dropped episode
+ * is still registered (unsampled) so its records carry a `traceparent` with flags 00 and every
+ * downstream span — TS or Python, parent-based — drops itself instead of starting a new trace.
+ */
 const noopEpisode: EpisodeSpan = {
-  context: ROOT_CONTEXT,
+  recording: false,
   turn: (_turn, play) => play(),
   recordTurn: () => {},
   end: () => {},
+  fail: () => {},
 };
 
 /**
  * Starts an episode's root span and registers it under its trajectory id, if the episode is
- * drawn for tracing (`sampleRatio`); otherwise registers an unsampled context. While telemetry
- * is off it returns a shared no-op (no allocation, no registry entry). `startedAt` (a
- * `performance.now()` value) backdates the span; default now.
+ * drawn for tracing (`sampleRatio`); otherwise registers it as unsampled and returns the shared
+ * no-op. While telemetry is off it returns the no-op without touching the registry.
+ * `startedAt` (a `performance.now()` value) backdates the span; default now.
  */
 export function startEpisodeSpan(
   attributes: EpisodeAttributes,
@@ -128,43 +162,52 @@ export function startEpisodeSpan(
 ): EpisodeSpan {
   if (!telemetryActive()) return noopEpisode;
   // The episode is the unit of sampling (telemetry.ts); draw once here.
-  if (Math.random() >= episodeSampleRatio()) return unsampledEpisode(attributes.trajectoryId, registry);
-  const tracer = spaTracer();
+  if (Math.random() >= episodeSampleRatio()) {
+    registry.setUnsampled(attributes.trajectoryId);
+    return noopEpisode;
+  }
   // Each episode is its own trace (root), whatever context the caller happens to run in.
-  const span = tracer.startSpan('episode', {
+  const span = spaTracer().startSpan('episode', {
     root: true,
     attributes: episodeSpanAttributes(attributes),
     ...(startedAt === undefined ? {} : { startTime: performance.timeOrigin + startedAt }),
   });
-  const context = trace.setSpan(ROOT_CONTEXT, span);
-  registry.set(attributes.trajectoryId, context);
+  registry.set(attributes.trajectoryId, trace.setSpan(ROOT_CONTEXT, span));
+  return recordingEpisode(span);
+}
+
+function recordingEpisode(span: Span): EpisodeSpan {
+  const origin = performance.timeOrigin;
+  const recordTurn = (turn: number, startedAt: number): void => {
+    const duration = performance.now() - startedAt;
+    span.addEvent(
+      `turn ${turn}`,
+      { 'spa.turn': turn, 'spa.turn.duration_ms': Math.round(duration * 1000) / 1000 },
+      origin + startedAt,
+    );
+  };
   return {
-    context,
+    recording: true,
     turn<T>(turn: number, play: () => T): T {
-      const turnSpan = tracer.startSpan(`turn ${turn}`, { attributes: { 'spa.turn': turn } }, context);
+      const startedAt = performance.now();
       try {
-        return apiContext.with(trace.setSpan(context, turnSpan), play);
+        return play();
       } catch (error) {
-        markFailed(turnSpan, error);
+        span.recordException(error instanceof Error ? error : String(error));
         throw error;
       } finally {
-        turnSpan.end();
+        recordTurn(turn, startedAt);
       }
     },
-    recordTurn(turn: number, startedAt: number): void {
-      const origin = performance.timeOrigin;
-      tracer
-        .startSpan(
-          `turn ${turn}`,
-          { startTime: origin + startedAt, attributes: { 'spa.turn': turn } },
-          context,
-        )
-        .end(origin + performance.now());
-    },
+    recordTurn,
     end(outcome: EpisodeOutcome): void {
       span.setAttribute('spa.success', outcome.success);
       if (outcome.turns !== undefined) span.setAttribute('spa.turns', outcome.turns);
       if (outcome.envSteps !== undefined) span.setAttribute('spa.env_steps', outcome.envSteps);
+      span.end();
+    },
+    fail(error: unknown): void {
+      markFailed(span, error);
       span.end();
     },
   };
@@ -182,11 +225,9 @@ export async function withEpisodeSpan<T extends EpisodeOutcome>(
   const episode = startEpisodeSpan(attributes, registry);
   let outcome: T;
   try {
-    outcome = await apiContext.with(episode.context, () => play(episode));
+    outcome = await play(episode);
   } catch (error) {
-    const span = trace.getSpan(episode.context);
-    if (span) markFailed(span, error);
-    span?.end();
+    episode.fail(error);
     throw error;
   }
   episode.end(outcome);

@@ -103,6 +103,17 @@ export function startSendSpan(record: OutgoingRecord): { span: Span; record: Out
   return { span, record: { ...record, headers: stamped } };
 }
 
+/**
+ * True when a record's `traceparent` says "not sampled" (flags bit 0 clear): its episode was
+ * not drawn for tracing, so a send or process span would be dropped anyway; skipping it keeps
+ * the record's header (flags 00) and saves the span machinery per record.
+ */
+export function isUnsampledRecord(headers: RecordHeaders | undefined): boolean {
+  const traceparent = headers?.['traceparent'];
+  if (traceparent === undefined || traceparent.length !== 55) return false;
+  return (parseInt(traceparent.toString('latin1', 53, 55), 16) & 1) === 0;
+}
+
 /** Ends spans as failed, naming the error. */
 function failSpans(spans: readonly Span[], error: unknown): void {
   const message = error instanceof Error ? error.message : String(error);
@@ -123,13 +134,15 @@ export function tracedSink(sink: RecordSink): RecordSink {
   ) => {
     if (!telemetryActive()) return send(records);
     const bytes = spaMetrics().topicBytes;
-    const started = records.map(startSendSpan);
-    const spans = started.map((s) => s.span);
+    const started = records.map((record) =>
+      isUnsampledRecord(record.headers) ? { span: undefined, record } : startSendSpan(record),
+    );
+    const spans = started.flatMap((s) => (s.span ? [s.span] : []));
     try {
       const writes = await send(started.map((s) => s.record));
       for (const { span, record } of started) {
         bytes.add(recordBytes(record), { topic: record.topic, operation: 'send' });
-        span.end();
+        span?.end();
       }
       return writes;
     } catch (error) {
@@ -154,9 +167,10 @@ export interface TracedHandlerOptions {
 }
 
 /**
- * Wraps a batch handler: one CONSUMER `process <topic>` span per record, each the child of the
- * record's `traceparent` and all open while the handler works on the batch; the handler runs
- * with the first record's span active. Also counts received bytes and reports lag.
+ * Wraps a batch handler: one CONSUMER `process <topic>` span per record of a sampled (or
+ * untraced) episode, each the child of the record's `traceparent` and all open while the
+ * handler works on the batch; the handler runs with the first span active (synchronously
+ * only, unless telemetry runs with `asyncContext`). Also counts received bytes and reports lag.
  */
 export function tracedBatchHandler(handler: BatchHandler, options: TracedHandlerOptions = {}): BatchHandler {
   return async (batch) => {
@@ -164,8 +178,9 @@ export function tracedBatchHandler(handler: BatchHandler, options: TracedHandler
     if (last) options.onLag?.(batch.topic, batch.partition, batch.highWatermark, last.offset + 1n);
     const attributes = { topic: batch.topic, operation: 'receive' };
     for (const record of batch.records) spaMetrics().topicBytes.add(recordBytes(record), attributes);
-    if (!telemetryActive() || batch.records.length === 0) return handler(batch);
-    const spans = batch.records.map((record) =>
+    const sampled = batch.records.filter((record) => !isUnsampledRecord(record.headers));
+    if (!telemetryActive() || sampled.length === 0) return handler(batch);
+    const spans = sampled.map((record) =>
       spaTracer().startSpan(
         `process ${record.topic}`,
         { kind: SpanKind.CONSUMER, attributes: receiveAttributes(record, options.groupId) },

@@ -16,7 +16,15 @@
  *   unit of sampling: `startEpisodeSpan` draws once per episode, and every later span follows
  *   its parent's decision (parent-based), so a sampled episode keeps all its spans down to the
  *   trainer and a dropped one costs no SDK span at all. Spans without a parent (rare: a record
- *   without `traceparent`) are always sampled.
+ *   without `traceparent`) are always sampled. Default {@link DEFAULT_SAMPLE_RATIO}.
+ * - `stageSpans` / `SPA_TRACE_STAGES=1`: a `stage <operator>` span per element per stage of a
+ *   sampled episode. Off by default: stage timing goes to `spa_stage_seconds` either way, and
+ *   the spans would triple a sampled episode's cost (infra/otel/README.md, Cost).
+ * - `asyncContext` / `SPA_OTEL_ASYNC_CONTEXT=1`: Node's AsyncLocalStorage context manager, so
+ *   the active span survives `await`. Off by default: its async hooks alone cost ~5% of the
+ *   random-policy generator, and SPA code never relies on an implicit active span (episode
+ *   contexts are looked up by trajectory id, Kafka contexts come from headers), so the
+ *   synchronous StackContextManager is enough.
  * Telemetry is off unless `enabled: true` or an endpoint or port is configured; while off, the
  * API's no-op tracer and meter answer every call.
  */
@@ -28,6 +36,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
+import { StackContextManager } from '@opentelemetry/sdk-trace';
 import {
   AlwaysOnSampler,
   BatchSpanProcessor,
@@ -40,6 +49,14 @@ import { resetSpaMetrics, type SpaMetrics } from './metrics.js';
 /** Name and version of the tracer (instrumentation scope) of every SPA span. */
 export const SPA_TRACER_NAME = 'spa';
 
+/**
+ * Fraction of episodes traced when nothing is configured. 1 in 20 keeps the random-policy
+ * generator (~0.3 ms per episode, the worst case) within the 5% budget while a run of a few
+ * thousand episodes still yields a hundred full traces; with a real model (ms per token) set
+ * SPA_TRACE_SAMPLE_RATIO=1 for every episode at a cost well under 1%.
+ */
+export const DEFAULT_SAMPLE_RATIO = 0.05;
+
 /** How to start telemetry; every field is optional except the service name. */
 export interface TelemetryOptions {
   /** `service.name` resource attribute, e.g. spa-generator or spa-trainer. */
@@ -51,8 +68,12 @@ export interface TelemetryOptions {
   readonly otlpEndpoint?: string;
   /** Port of the Prometheus scrape endpoint on 127.0.0.1; 0 = any free port. */
   readonly metricsPort?: number;
-  /** Fraction of new traces (episodes) to sample, 0..1. Default 1. */
+  /** Fraction of new traces (episodes) to sample, 0..1. Default {@link DEFAULT_SAMPLE_RATIO}. */
   readonly sampleRatio?: number;
+  /** A `stage <operator>` span per element of a sampled episode. Default false (metrics only). */
+  readonly stageSpans?: boolean;
+  /** AsyncLocalStorage context manager (active span survives `await`). Default false. */
+  readonly asyncContext?: boolean;
   /** Extra resource attributes, e.g. { 'spa.run_id': 'r1' }. */
   readonly resourceAttributes?: Readonly<Record<string, string | number | boolean>>;
   /** How often metrics are pushed over OTLP (ms). Default 10000. */
@@ -83,15 +104,23 @@ interface Resolved {
   readonly otlpEndpoint?: string;
   readonly metricsPort?: number;
   readonly sampleRatio: number;
+  readonly stageSpans: boolean;
+  readonly asyncContext: boolean;
 }
 
 let running: Telemetry | undefined;
 let active = false;
 let episodeRatio = 0;
+let stageSpansOn = false;
 
 /** Fraction of episodes to trace while telemetry runs (0 when off). */
 export function episodeSampleRatio(): number {
   return episodeRatio;
+}
+
+/** True while telemetry runs with stage spans on (`stageSpans`); otherwise stages only time. */
+export function stageSpansEnabled(): boolean {
+  return stageSpansOn;
 }
 
 /** True while telemetry runs; stages check it to skip span work entirely when off. */
@@ -118,9 +147,12 @@ export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
   )
     throw new Error(`metrics port "${options.metricsPort ?? portText}" must be an integer 0..65535`);
   const ratioText = nonEmpty(env['SPA_TRACE_SAMPLE_RATIO']);
-  const sampleRatio = options.sampleRatio ?? (ratioText === undefined ? 1 : Number(ratioText));
+  const sampleRatio =
+    options.sampleRatio ?? (ratioText === undefined ? DEFAULT_SAMPLE_RATIO : Number(ratioText));
   if (!(sampleRatio >= 0 && sampleRatio <= 1))
     throw new Error(`trace sample ratio "${options.sampleRatio ?? ratioText}" must be a number in 0..1`);
+  const stageSpans = options.stageSpans ?? flag(env, 'SPA_TRACE_STAGES');
+  const asyncContext = options.asyncContext ?? flag(env, 'SPA_OTEL_ASYNC_CONTEXT');
   const configured =
     otlpEndpoint !== undefined ||
     metricsPort !== undefined ||
@@ -131,7 +163,17 @@ export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
     ...(otlpEndpoint === undefined ? {} : { otlpEndpoint: otlpEndpoint.replace(/\/+$/, '') }),
     ...(metricsPort === undefined ? {} : { metricsPort }),
     sampleRatio,
+    stageSpans,
+    asyncContext,
   };
+}
+
+/** A boolean env setting: 1/true/yes/on or 0/false/no/off (or unset: false); anything else throws. */
+function flag(env: Readonly<Record<string, string | undefined>>, name: string): boolean {
+  const text = nonEmpty(env[name])?.toLowerCase();
+  if (text === undefined || ['0', 'false', 'no', 'off'].includes(text)) return false;
+  if (['1', 'true', 'yes', 'on'].includes(text)) return true;
+  throw new Error(`${name}="${env[name]}" must be 1/true/yes/on or 0/false/no/off`);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -174,10 +216,13 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
     logRecordProcessors: [],
     // Episodes are sampled at their start (episodeSampleRatio); everything else follows its parent.
     sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+    // undefined: the SDK's AsyncLocalStorage manager; see the module doc for why not by default.
+    ...(settings.asyncContext ? {} : { contextManager: new StackContextManager() }),
   });
   sdk.start();
   active = true;
   episodeRatio = settings.sampleRatio;
+  stageSpansOn = settings.stageSpans;
   const telemetry: Telemetry = {
     enabled: true,
     ...(scrape ? { metricsUrl: scrape.url } : {}),
@@ -188,6 +233,7 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       running = undefined;
       active = false;
       episodeRatio = 0;
+      stageSpansOn = false;
       try {
         await sdk.shutdown();
       } finally {
@@ -198,6 +244,24 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
   };
   running = telemetry;
   return telemetry;
+}
+
+/**
+ * Runs `work` with telemetry started from `options` and shuts it down afterwards (flushing
+ * spans and metrics), also when `work` throws: the shape of every CLI command that takes
+ * `--metrics-port` / `--otlp-endpoint`. Announces the scrape URL on stderr.
+ */
+export async function withTelemetry<T>(
+  options: TelemetryOptions,
+  work: (telemetry: Telemetry) => Promise<T>,
+): Promise<T> {
+  const telemetry = await startTelemetry(options);
+  if (telemetry.metricsUrl) process.stderr.write(`[telemetry] spa_* metrics at ${telemetry.metricsUrl}\n`);
+  try {
+    return await work(telemetry);
+  } finally {
+    await telemetry.shutdown();
+  }
 }
 
 async function flushAll(

@@ -84,7 +84,7 @@ describe('OTLP/HTTP export', () => {
     receiver = await startOtlpReceiver();
     telemetry = await startTelemetry({
       serviceName: 'spa-generator',
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url },
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, SPA_TRACE_SAMPLE_RATIO: '1' },
     });
     const episode = startEpisodeSpan({
       trajectoryId: 'r/t/b0/g0/m0',
@@ -110,9 +110,13 @@ describe('OTLP/HTTP export', () => {
       },
     ]);
     await telemetry.flush();
-    await receiver.waitFor((spans) => spans.length >= 3);
+    await receiver.waitFor((spans) => spans.length >= 2);
     const traceId = traceparent.split('-')[1];
-    expect(receiver.spans.map((s) => s.name).sort()).toEqual(['episode', 'send spa.trajectories', 'turn 1']);
+    expect(receiver.spans.map((s) => s.name).sort()).toEqual(['episode', 'send spa.trajectories']);
+    // The turn is an event on the episode span (name, start time, spa.turn).
+    expect(receiver.spans.find((s) => s.name === 'episode')!.events).toEqual([
+      expect.objectContaining({ name: 'turn 1', attributes: expect.objectContaining({ 'spa.turn': 1 }) }),
+    ]);
     expect(new Set(receiver.spans.map((s) => s.traceId))).toEqual(new Set([traceId]));
     expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['spa-generator']));
     const send = receiver.spans.find((s) => s.name.startsWith('send'))!;

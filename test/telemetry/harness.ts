@@ -16,7 +16,7 @@ export class TestMetricReader extends MetricReader {
   protected async onShutdown(): Promise<void> {}
 }
 
-/** Telemetry with in-memory span exporter and metric reader. */
+/** Telemetry with in-memory span exporter and metric reader (every episode sampled unless told). */
 export interface InMemoryTelemetry {
   readonly telemetry: Telemetry;
   readonly spans: InMemorySpanExporter;
@@ -43,6 +43,7 @@ export async function startInMemoryTelemetry(
     env: {},
     spanProcessors: [new SimpleSpanProcessor(spans)],
     metricReaders: [reader],
+    sampleRatio: 1,
     ...options,
   });
   const collect = async () => (await reader.collect()).resourceMetrics;
@@ -75,6 +76,7 @@ export interface ReceivedSpan {
   readonly spanId: string;
   readonly parentSpanId: string;
   readonly links: readonly { traceId: string; spanId: string }[];
+  readonly events: readonly { name: string; attributes: Readonly<Record<string, unknown>> }[];
   readonly attributes: Readonly<Record<string, unknown>>;
 }
 
@@ -111,6 +113,7 @@ export function spansOfRequest(body: unknown): ReceivedSpan[] {
           spanId: string;
           parentSpanId?: string;
           links?: { traceId: string; spanId: string }[];
+          events?: { name: string; attributes?: OtlpKeyValue[] }[];
           attributes?: OtlpKeyValue[];
         }[];
       }[];
@@ -126,6 +129,7 @@ export function spansOfRequest(body: unknown): ReceivedSpan[] {
         spanId: span.spanId,
         parentSpanId: span.parentSpanId ?? '',
         links: (span.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
+        events: (span.events ?? []).map((e) => ({ name: e.name, attributes: attributeMap(e.attributes) })),
         attributes: attributeMap(span.attributes),
       })),
     );

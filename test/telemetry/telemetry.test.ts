@@ -13,9 +13,10 @@ import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { Outbound } from '../../streams/outbound.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { episodeTraces } from '../../streams/telemetry/episode-spans.js';
-import { outboundTraceparent } from '../../streams/telemetry/episode-key.js';
+import { episodeKeyOf, outboundTraceparent } from '../../streams/telemetry/episode-key.js';
 import { ConsumerLagTable, spaMetrics } from '../../streams/telemetry/metrics.js';
 import {
+  DEFAULT_SAMPLE_RATIO,
   resolveTelemetryOptions,
   startTelemetry,
   telemetryActive,
@@ -68,15 +69,17 @@ describe('resolveTelemetryOptions', () => {
       enabled: true,
       otlpEndpoint: 'http://127.0.0.1:4318',
       metricsPort: 9464,
-      sampleRatio: 1,
+      sampleRatio: DEFAULT_SAMPLE_RATIO,
+      stageSpans: false,
+      asyncContext: false,
     });
     const options = resolveTelemetryOptions({
       serviceName: 's',
       metricsPort: 0,
       sampleRatio: 0.25,
-      env: { SPA_METRICS_PORT: '9464', SPA_TRACE_SAMPLE_RATIO: '1' },
+      env: { SPA_METRICS_PORT: '9464', SPA_TRACE_SAMPLE_RATIO: '1', SPA_TRACE_STAGES: 'yes' },
     });
-    expect(options).toMatchObject({ metricsPort: 0, sampleRatio: 0.25 });
+    expect(options).toMatchObject({ metricsPort: 0, sampleRatio: 0.25, stageSpans: true });
   });
 
   it('names the bad input', () => {
@@ -84,28 +87,37 @@ describe('resolveTelemetryOptions', () => {
     expect(bad({ SPA_METRICS_PORT: '70000' })).toThrow(/metrics port "70000"/);
     expect(bad({ SPA_TRACE_SAMPLE_RATIO: '2' })).toThrow(/sample ratio "2"/);
     expect(bad({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toThrow(/must be an http/);
+    expect(bad({ SPA_TRACE_STAGES: 'maybe' })).toThrow(/SPA_TRACE_STAGES="maybe" must be 1\/true/);
   });
 });
 
+const generate = (target: 'sft' | 'rollouts') =>
+  lastValueFrom(generatorPipeline(config, makeEnv, policy(), { target, now }).pipe(toArray()));
+
 describe('telemetry off', () => {
-  it('uses the no-op API: nothing recorded, operators pass records through unchanged', async () => {
+  it('uses the no-op API: nothing recorded, nothing registered', async () => {
     const telemetry = await startTelemetry({ serviceName: 'spa-test', env: {} });
     expect(telemetry.enabled).toBe(false);
     expect(telemetryActive()).toBe(false);
     expect(trace.getTracer('x').startSpan('s').isRecording()).toBe(false);
-    const plain = await lastValueFrom(
-      generatorPipeline(config, makeEnv, policy(), { target: 'rollouts', now }).pipe(toArray()),
-    );
-    const hooked = await lastValueFrom(instrumentedRollouts().pipe(toArray()));
-    expect(hooked).toEqual(plain);
+    const out = await generate('sft');
+    expect(out.length).toBeGreaterThan(0);
     expect(episodeTraces.size).toBe(0);
+    expect(outboundTraceparent(out[0]!)).toBeUndefined();
     await telemetry.shutdown();
+  });
+
+  it('the hooked generator pipeline emits exactly the same records with telemetry on as off', async () => {
+    const off = { sft: await generate('sft'), rollouts: await generate('rollouts') };
+    running = await startInMemoryTelemetry({ stageSpans: true });
+    expect(await generate('sft')).toEqual(off.sft);
+    expect(await generate('rollouts')).toEqual(off.rollouts);
   });
 });
 
 describe('telemetry on (in-memory exporters)', () => {
   it('puts every stage span of an episode under its episode span, one trace per episode', async () => {
-    running = await startInMemoryTelemetry();
+    running = await startInMemoryTelemetry({ stageSpans: true });
     const out = await lastValueFrom(instrumentedRollouts().pipe(toArray()));
     await running.telemetry.flush();
     const spans = await running.finished();
@@ -120,16 +132,45 @@ describe('telemetry on (in-memory exporters)', () => {
     const trajectories = out.filter((o) => o.topic === 'trajectories');
     for (const t of trajectories) {
       const episode = episodesSeen.find((s) => s.attributes['spa.trajectory_id'] === t.key)!;
-      const turns = spans.filter(
-        (s) => s.parentSpanContext?.spanId === episode.spanContext().spanId && s.name.startsWith('turn '),
-      );
-      expect(turns).toHaveLength(t.record.turns.length);
+      // One `turn N` event per turn on the episode span, in order, each with its duration.
+      expect(episode.events.map((e) => e.name)).toEqual(t.record.turns.map((_, i) => `turn ${i + 1}`));
+      for (const event of episode.events)
+        expect(event.attributes?.['spa.turn.duration_ms']).toBeGreaterThanOrEqual(0);
       expect(episode.attributes['spa.env_steps']).toBe(t.record.num_actions);
       // The record that goes to Kafka is stamped with its own episode's trace.
       expect(outboundTraceparent(t)).toMatch(new RegExp(`^00-${episode.spanContext().traceId}-`));
     }
     const stageNames = new Set(spans.filter((s) => s.name.startsWith('stage ')).map((s) => s.name));
     expect(stageNames).toEqual(new Set(['stage toTrajectory', 'stage toRollout']));
+  });
+
+  it('by default records one span per sampled episode (turns as events, stages as metrics only)', async () => {
+    running = await startInMemoryTelemetry();
+    const out = await generate('sft');
+    const spans = await running.finished();
+    const trajectories = out.filter((o) => o.topic === 'trajectories');
+    expect(spans.map((s) => s.name)).toEqual(trajectories.map(() => 'episode'));
+    // Every record of the run is stamped with its own episode's (sampled) trace.
+    for (const o of out) {
+      const episode = spans.find((s) => s.attributes['spa.trajectory_id'] === episodeKeyOf(o))!;
+      expect(outboundTraceparent(o)).toMatch(new RegExp(`^00-${episode.spanContext().traceId}-.*-01$`));
+    }
+  });
+
+  it('samples episodes at the configured ratio (each episode is drawn once, whole)', async () => {
+    running = await startInMemoryTelemetry({ sampleRatio: 0.5 });
+    const big = episodeConfig({ env: 'sokoban', groups: 8, groupSize: 8, batches: 4, mode: 'base' });
+    const out = await lastValueFrom(
+      generatorPipeline(big, makeEnv, policy(), { target: 'rollouts', now }).pipe(toArray()),
+    );
+    const episodes = (await running.finished()).filter((s) => s.name === 'episode');
+    const trajectories = out.filter((o) => o.topic === 'trajectories');
+    // 256 draws at p = 0.5: outside 96..160 has probability < 1e-4.
+    expect(episodes.length).toBeGreaterThan(96);
+    expect(episodes.length).toBeLessThan(160);
+    const sampled = new Set(episodes.map((s) => s.attributes['spa.trajectory_id']));
+    for (const t of trajectories)
+      expect(outboundTraceparent(t)!.endsWith('-01')).toBe(sampled.has(t.record.trajectory_id));
   });
 
   it('counts spa_* metrics from the records themselves, with units', async () => {

@@ -41,7 +41,12 @@ let telemetry: Telemetry;
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
-  telemetry = await startTelemetry({ serviceName: 'spa-generator', otlpEndpoint: receiver.url, env: {} });
+  telemetry = await startTelemetry({
+    serviceName: 'spa-generator',
+    otlpEndpoint: receiver.url,
+    sampleRatio: 1,
+    env: {},
+  });
   const broker = await startTestBroker('otel', ports);
   transport = kafkajsTransport(testConnection(broker.brokers));
   admin = await connectKafkajsAdmin(testConnection(broker.brokers));
