@@ -12,6 +12,7 @@ import { OnnxCausalLm, type ExecutionProvider } from './causal-lm.js';
 import { generateBatch, type Generation, type GenerationRequest } from './generate.js';
 import { checkSampling } from './sampler.js';
 import { PolicyTokenizer } from './tokenizer.js';
+import { spaMetrics } from '../../telemetry/metrics.js';
 
 /** SPA's response budget (`max_tokens = response_length = 400`, reference §3.4). */
 export const SPA_MAX_NEW_TOKENS = 400;
@@ -96,14 +97,20 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
     return result;
   };
 
+  const name = `onnx:${basename(folder)}`;
   return {
-    name: `onnx:${basename(folder)}`,
+    name,
     version: artifact.manifest.version,
     manifest: artifact.manifest,
     tokenizer,
     generate,
-    act: async (requests: readonly PolicyRequest[]) =>
-      (await generate(requests.map((r) => r.prompt))).map((g) => g.text),
+    act: async (requests: readonly PolicyRequest[]) => {
+      const generations = await generate(requests.map((r) => r.prompt));
+      // spa_generation_tokens_total{policy}: tokens decoded for the self-play episodes.
+      const tokens = generations.reduce((sum, g) => sum + g.ids.length, 0);
+      spaMetrics().generationTokens.add(tokens, { policy: name });
+      return generations.map((g) => g.text);
+    },
     close: () => lm.release(),
   };
 }
