@@ -152,39 +152,36 @@ export async function run(args: string[]): Promise<void> {
   console.log(
     `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy`,
   );
-  const before = await measureOnnxNode(fixture.artifact, prompts, options);
-  const results: GenerateResult[] = [];
-  const python: GenerateResult[] = [];
-  if (options.python) {
-    const py = await callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
+  if (!options.python) {
+    console.log(table(await measureOnnxNode(fixture.artifact, prompts, options)));
+    return;
+  }
+  // The load of a shared machine drifts over minutes, so onnxruntime-node and Python
+  // onnxruntime take turns (node, python, node, python) and each keeps its fastest run: neither
+  // side gets the quieter minute alone. transformers runs last, once (it is the slow one).
+  const python = (engines: string) =>
+    callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
       'bench',
       [
-        '--artifact',
-        fixture.artifact,
-        '--model-dir',
-        fixture.model_dir,
-        '--max-new-tokens',
-        String(options.tokens),
-        '--batch-sizes',
-        BATCH_SIZES.join(','),
-        '--repeats',
-        String(options.repeats),
+        ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', engines],
+        ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
+        ...['--repeats', String(options.repeats)],
       ],
       { prompts },
     );
-    console.log(`python: torch ${py.torch}, onnxruntime ${py.onnxruntime}`);
-    python.push(...py.results);
-    // Node is measured again after Python, and the faster of the two kept: the load of a
-    // shared machine drifts over the minutes Python takes, and this keeps it from favouring
-    // whichever side ran in the quieter minute.
-    const after = await measureOnnxNode(fixture.artifact, prompts, options);
-    before.forEach((b, i) =>
-      results.push((after[i]?.seconds ?? Infinity) < b.seconds ? (after[i] as GenerateResult) : b),
-    );
-  } else {
-    results.push(...before);
+  const nodeRuns: GenerateResult[][] = [];
+  const ortRuns: GenerateResult[][] = [];
+  for (let round = 0; round < 2; round++) {
+    nodeRuns.push(await measureOnnxNode(fixture.artifact, prompts, options));
+    ortRuns.push((await python('ort')).results);
   }
-  results.push(...python);
+  const hf = await python('hf');
+  console.log(`python: torch ${hf.torch}, onnxruntime ${hf.onnxruntime}`);
+  const fastest = (runs: GenerateResult[][]) =>
+    (runs[0] ?? []).map((first, i) =>
+      runs.map((run) => run[i] ?? first).reduce((a, b) => (b.seconds < a.seconds ? b : a)),
+    );
+  const results = [...fastest(nodeRuns), ...fastest(ortRuns), ...hf.results];
   console.log(table(results));
-  if (options.python) console.log(goals(results));
+  console.log(goals(results));
 }

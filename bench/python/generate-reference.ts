@@ -4,7 +4,6 @@
  * and `npm run bench -- generate` feed to it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -27,10 +26,15 @@ export interface ReferenceFixture {
   readonly artifact: string;
 }
 
-/** Runs `node scripts/setup-python.mjs` when the trainer venv is missing. */
-async function ensureVenv(): Promise<void> {
-  if (existsSync(venvPython)) return;
-  await run(process.execPath, [join(repo, 'scripts', 'setup-python.mjs')], '');
+let venvReady: Promise<string> | undefined;
+
+/**
+ * `node scripts/setup-python.mjs` once per process: it creates or updates trainer/.venv and is
+ * a quick stamp check when nothing changed.
+ */
+function ensureVenv(): Promise<string> {
+  venvReady ??= run(process.execPath, [join(repo, 'scripts', 'setup-python.mjs')], '');
+  return venvReady;
 }
 
 function run(command: string, args: readonly string[], stdin: string): Promise<string> {

@@ -176,8 +176,8 @@ def ort_session(artifact: str, threads: int):  # noqa: ANN201 - onnxruntime type
 
 
 def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int, sizes: list[int],
-              repeats: int) -> dict[str, object]:
-    """tokens/s of each engine × batch size; every run greedy, exactly `new_tokens` per row."""
+              repeats: int, engines: str = "all") -> dict[str, object]:
+    """tokens/s of each engine (`ort`, `hf` or `all`) × batch size; greedy, exactly `new_tokens` per row."""
     import onnxruntime as ort
     import torch
     from transformers import AutoTokenizer
@@ -186,7 +186,7 @@ def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int
     rows = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
     manifest = json.loads((Path(artifact) / "manifest.json").read_text())
     results: list[dict[str, object]] = []
-    for threads in (1, 0):
+    for threads in (1, 0) if engines in ("ort", "all") else ():
         session = ort_session(artifact, threads)
         for b in sizes:
             batch = rows[:b]
@@ -195,7 +195,7 @@ def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int
                             "seconds": seconds})
     model = load_model(model_dir)
     default_threads = torch.get_num_threads()
-    for threads in sorted({1, default_threads}):
+    for threads in sorted({1, default_threads}) if engines in ("hf", "all") else ():
         torch.set_num_threads(threads)
         for b in sizes:
             ids, mask, _ = left_pad(rows[:b], tok.pad_token_id)
@@ -225,6 +225,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--model-dir")
     p.add_argument("--max-new-tokens", type=int, default=400)
     p.add_argument("--batch-sizes", default="1,8")
+    p.add_argument("--engines", default="all", choices=["ort", "hf", "all"])
     p.add_argument("--repeats", type=int, default=1)
     a = p.parse_args(argv)
     if a.command == "fixture":
@@ -239,7 +240,8 @@ def main(argv: list[str]) -> None:
             result = greedy(a.model_dir, a.artifact, data["prompts"], a.max_new_tokens)
         else:
             sizes = [int(s) for s in a.batch_sizes.split(",")]
-            result = run_bench(a.artifact, a.model_dir, data["prompts"], a.max_new_tokens, sizes, a.repeats)
+            result = run_bench(a.artifact, a.model_dir, data["prompts"], a.max_new_tokens, sizes, a.repeats,
+                               a.engines)
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 
