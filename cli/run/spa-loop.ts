@@ -65,10 +65,10 @@ export async function runSpaLoop(
     const brokers = kafka.config.brokers.join(',');
     const sftData = await timed('generate sft data', () => generateSftData(config, kafka, options.runId));
     const sft = await timed('sft', () => trainSft(config, kafka, python, runDir, brokers));
-    const { selfPlay, generatorVersions, finalVersion } = await timed('self-play + ppo', () =>
+    const { selfPlay, generatorVersions, evalArtifacts } = await timed('self-play + ppo', () =>
       selfPlayAndPpo(config, kafka, python, runDir, brokers, options.runId),
     );
-    const evaluations = await timed('evaluate', () => evaluate(config, runDir, finalVersion));
+    const evaluations = await timed('evaluate', () => evaluate(config, evalArtifacts));
     const summary: LoopSummary = {
       runId: options.runId,
       runDir,
@@ -161,6 +161,7 @@ async function selfPlayAndPpo(
     seed: 1,
     maxNewTokens: config.maxNewTokens,
   });
+  let finalVersion: number | undefined;
   const trainer = runTrainerModule(
     python,
     'spa_trainer.ppo_service',
@@ -177,7 +178,13 @@ async function selfPlayAndPpo(
       ['--max-staleness', String(config.maxStaleness)],
       ['--brokers', brokers],
     ].flat(),
-    { label: 'ppo' },
+    {
+      label: 'ppo',
+      onLine: (line) => {
+        const done = /\] done: step \d+, version (\d+)/.exec(line);
+        if (done) finalVersion = Number(done[1]);
+      },
+    },
   );
   try {
     const episodes = episodeConfig({
@@ -201,10 +208,15 @@ async function selfPlayAndPpo(
     const selfPlay = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
     progress.done();
     await trainer.done;
-    // The trainer's last export is the final policy; wait until the follower has it.
+    // The trainer's last export is the final policy; wait until the follower has loaded it.
     const generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
-    const finalVersion = await waitForNewestVersion(latest.follower!);
-    return { selfPlay, generatorVersions, finalVersion };
+    if (finalVersion === undefined)
+      throw new Error('the PPO trainer exited without reporting its final policy version');
+    await latest.follower!.waitForVersion(finalVersion);
+    const artifacts = latest.follower!.artifacts;
+    const first = Math.min(...artifacts.keys());
+    const evalArtifacts = new Map([first, finalVersion].map((v) => [v, artifacts.get(v)!]));
+    return { selfPlay, generatorVersions, evalArtifacts };
   } catch (error) {
     trainer.kill();
     throw error;
@@ -213,22 +225,10 @@ async function selfPlayAndPpo(
   }
 }
 
-async function waitForNewestVersion(follower: { version: number | undefined }): Promise<number> {
-  // PolicyUpdates are published before the trainer exits; give the follower a moment to load it.
-  let last = follower.version;
-  for (let i = 0; i < 10; i++) {
-    await new Promise((r) => setTimeout(r, 500));
-    if (follower.version === last && i >= 2) break;
-    last = follower.version;
-  }
-  if (last === undefined) throw new Error('no policy version was ever loaded from the policy topic');
-  return last;
-}
-
+/** Pass@1 / Pass@k of the random policy (a floor), the SFT policy and the final PPO policy. */
 async function evaluate(
   config: LoopConfig,
-  runDir: string,
-  finalVersion: number,
+  artifacts: ReadonlyMap<number, string>,
 ): Promise<EvaluationResult[]> {
   const results: EvaluationResult[] = [];
   const run = async (label: string, policy: Parameters<typeof evaluatePolicy>[0]) => {
@@ -246,9 +246,9 @@ async function evaluate(
     results.push(result);
   };
   await run('random', builtinPolicy('random', { mode: 'base', seed: 7 }));
-  for (const version of [...new Set([1, finalVersion])]) {
+  for (const [version, folder] of artifacts) {
     const policy = await onnxPolicy({
-      folder: join(runDir, 'policies', `v${version}`),
+      folder,
       seed: 11,
       maxNewTokens: config.maxNewTokens,
     });

@@ -35,6 +35,8 @@ export class LatestPolicy {
   private retired: Policy[] = [];
   /** Policy version → batches started with it (the generator's staleness view). */
   readonly batchesByVersion = new Map<number, number>();
+  /** Policy version → artifact URI of every version loaded. */
+  readonly artifacts = new Map<number, string>();
 
   private constructor(
     private readonly options: LatestPolicyOptions,
@@ -92,6 +94,20 @@ export class LatestPolicy {
     return this.current;
   };
 
+  /** Resolves once `version` (or a newer one) has been loaded; rejects after `timeoutMs`. */
+  async waitForVersion(version: number, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while ((this.current?.version ?? -1) < version) {
+      if (Date.now() > deadline)
+        throw new Error(`policy v${version} did not arrive on ${this.options.topic} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 500);
+        this.waiters.push(() => (clearTimeout(timer), resolve()));
+      });
+      await this.loading;
+    }
+  }
+
   /** The version in use, or undefined before the first one loaded. */
   get version(): number | undefined {
     return this.current?.version;
@@ -112,6 +128,7 @@ export class LatestPolicy {
         if (this.current) this.retired.push(this.current);
         this.current = policy;
         this.batchesOnCurrent = 0;
+        this.artifacts.set(update.version, update.uri);
         this.log(`policy v${update.version} (${update.stage} step ${update.step}) loaded from ${update.uri}`);
       } catch (error) {
         this.log(
