@@ -25,8 +25,21 @@ import { episodes } from '../streams/episodes/episodes.js';
 import { generatorPipeline, toRejected } from '../streams/generator-pipeline.js';
 import type { Outbound } from '../streams/outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
+import { onnxPolicy, type OnnxPolicy } from '../streams/policies/onnx/index.js';
+import type { Policy } from '../streams/policies/policy.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
 import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telemetry.js';
+
+let onnx: OnnxPolicy | undefined;
+
+/**
+ * The policy of every run: a fresh seeded random policy (the worst case: ~0.3 ms of work per
+ * episode), or with SPA_BENCH_POLICY=<artifact folder> the ONNX policy, greedy (so every run
+ * plays the same episodes), 64 new tokens per turn, loaded once.
+ */
+function benchPolicy(config: EpisodeConfig): Policy {
+  return onnx ?? builtinPolicy('random', { mode: config.mode, seed: 7 });
+}
 
 /**
  * The SFT side of generatorPipeline as it was before telemetry was wired in (no traceEpisodes,
@@ -34,7 +47,7 @@ import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telem
  */
 function barePipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
   const now = Date.now;
-  const policy = builtinPolicy('random', { mode: config.mode, seed: 7 });
+  const policy = benchPolicy(config);
   const trajectories = episodes(config, envFactory({ name: env, puzzles: 'generated' }), policy).pipe(
     toTrajectory(now),
     share(),
@@ -69,7 +82,7 @@ async function discardingReceiver(): Promise<{ url: string; server: Server }> {
 
 /** The real generator pipeline (streams/generator-pipeline.ts, telemetry hooks included). */
 function generator(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
-  const policy = builtinPolicy('random', { mode: config.mode, seed: 7 });
+  const policy = benchPolicy(config);
   return generatorPipeline(config, envFactory({ name: env, puzzles: 'generated' }), policy, {
     target: 'sft',
   });
@@ -80,14 +93,22 @@ function generator(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
  * swings with other processes' load, CPU time much less. The exporters' work (serialising
  * and posting spans, in this process) is included, and so is the discarding receiver's.
  */
-async function timeRun(pipeline: () => Observable<Outbound>): Promise<{ seconds: number; records: number }> {
+async function timeRun(
+  pipeline: () => Observable<Outbound>,
+  after?: () => Promise<void>,
+): Promise<{ seconds: number; records: number }> {
   collectGarbage(); // each run starts from a clean heap, not paying for the previous run's garbage
   let records = 0;
   const start = process.cpuUsage();
   await lastValueFrom(pipeline().pipe(map(() => records++)), { defaultValue: 0 });
-  const used = process.cpuUsage(start);
-  return { seconds: (used.user + used.system) / 1e6, records };
+  await after?.();
+  return { seconds: cpuSeconds(start), records };
 }
+
+const cpuSeconds = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1e6;
+};
 
 // Expose V8's gc() without a command-line flag (bin/bench.mjs runs plain node).
 setFlagsFromString('--expose-gc');
@@ -102,16 +123,17 @@ const median = (values: readonly number[]) => {
 const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
 
 /**
- * Runs `rounds` rotated bare/off/on measurements for one sample ratio. The overhead is the
+ * Runs `rounds` rotated bare/off/on measurements for one sample ratio. "on" is charged for the
+ * run plus a flush of its spans and metrics (the export work the run caused); starting and
+ * shutting telemetry down are per-process costs, reported apart in ms. The overhead is the
  * median of the per-round on/off ratios (a round's runs share the box's load of the moment);
- * `rounds` is a multiple of 3 so each setting runs first, second and third equally often (the
- * first run after a switch is a few % slower on this box whatever it runs).
+ * `rounds` is a multiple of 3 so each setting runs first, second and third equally often.
  */
 export async function measureTelemetryOverhead(
   env: EnvName,
   episodeCount: number,
   sampleRatio: number,
-  rounds = 6,
+  rounds = 9,
 ) {
   const groups = 8;
   const groupSize = 8;
@@ -122,33 +144,49 @@ export async function measureTelemetryOverhead(
     batches: Math.ceil(episodeCount / (groups * groupSize)),
   });
   const receiver = await discardingReceiver();
-  const off: number[] = [];
-  const on: number[] = [];
-  const bare: number[] = [];
+  const [bare, off, on, startMs, stopMs]: [number[], number[], number[], number[], number[]] = [
+    [],
+    [],
+    [],
+    [],
+    [],
+  ];
+  const runOn = async (ratio = sampleRatio) => {
+    let cpu = process.cpuUsage();
+    const telemetry = await startTelemetry({
+      serviceName: 'spa-bench',
+      otlpEndpoint: receiver.url,
+      metricsPort: 0,
+      sampleRatio: ratio,
+      env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
+    });
+    startMs.push(cpuSeconds(cpu) * 1000);
+    on.push(
+      (
+        await timeRun(
+          () => generator(config, env),
+          () => telemetry.flush(),
+        )
+      ).seconds,
+    );
+    cpu = process.cpuUsage();
+    await telemetry.shutdown();
+    stopMs.push(cpuSeconds(cpu) * 1000);
+    episodeTraces.clear();
+  };
   try {
+    // Warm the SDK's span paths (JIT) as a long run would: at small ratios a short run records
+    // too few spans for V8 to optimise them, and cold spans cost several times warm ones.
+    await runOn(1);
     for (let round = 0; round < rounds + 1; round++) {
       // Rotate the order so no setting always runs first (or right after another's garbage).
       const runs = [
         async () => off.push((await timeRun(() => generator(config, env))).seconds),
         async () => bare.push((await timeRun(() => barePipeline(config, env))).seconds),
-        async () => {
-          const telemetry = await startTelemetry({
-            serviceName: 'spa-bench',
-            otlpEndpoint: receiver.url,
-            metricsPort: 0,
-            sampleRatio,
-            env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
-          });
-          const cpu = process.cpuUsage();
-          const { seconds } = await timeRun(() => generator(config, env));
-          await telemetry.shutdown(); // exporting what is still queued is part of the cost
-          const total = process.cpuUsage(cpu);
-          on.push(Math.max(seconds, (total.user + total.system) / 1e6));
-          episodeTraces.clear();
-        },
+        () => runOn(),
       ];
       for (let i = 0; i < runs.length; i++) await runs[(i + round) % runs.length]!();
-      if (round === 0) [off, bare, on].forEach((list) => list.splice(0)); // warm-up (JIT, module loading)
+      if (round === 0) [off, bare, on, startMs, stopMs].forEach((list) => list.splice(0)); // warm-up
     }
   } finally {
     receiver.server.close();
@@ -164,15 +202,31 @@ export async function measureTelemetryOverhead(
     episodesPerSecondOn: Math.round(episodesRun / median(on)),
     overheadPercent: percent(median(on.map((seconds, round) => seconds / off[round]!))),
     hooksOffPercent: percent(median(off.map((seconds, round) => seconds / bare[round]!))),
+    startMs: Math.round(median(startMs)),
+    shutdownMs: Math.round(median(stopMs)),
     stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
   };
 }
 
-/** `npm run bench -- telemetry [env] [episodes] [sampleRatio…]` (SPA_TRACE_STAGES=1: stage spans too). */
+/**
+ * `npm run bench -- telemetry [env] [episodes] [sampleRatio…]`; SPA_TRACE_STAGES=1 adds stage
+ * spans, SPA_BENCH_POLICY=<artifact folder> runs the ONNX policy instead of the random one.
+ */
 export async function run(args: string[]): Promise<void> {
   const [envName, countText, ...ratios] = args;
   const env = (envName ?? 'sokoban') as EnvName;
   const count = countText ? Number(countText) : 2048;
-  for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
-    console.log(JSON.stringify(await measureTelemetryOverhead(env, count, ratio)));
+  const folder = process.env['SPA_BENCH_POLICY'];
+  onnx = folder ? await onnxPolicy({ folder, temperature: 0, maxNewTokens: 64, seed: 3 }) : undefined;
+  try {
+    for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
+      console.log(
+        JSON.stringify({
+          policy: onnx?.name ?? 'random',
+          ...(await measureTelemetryOverhead(env, count, ratio, onnx ? 3 : 9)),
+        }),
+      );
+  } finally {
+    await onnx?.close?.();
+  }
 }

@@ -9,7 +9,7 @@ export interface TraceStageOptions {
   /** Where episode contexts are looked up; default the process-wide registry. */
   readonly registry?: EpisodeTraceRegistry;
   /**
-   * Time one input in `timingEvery` into the histogram (default 16): a clock read plus a
+   * Time one input in `timingEvery` into the histogram (default 64): a clock read plus a
    * histogram record cost about as much as a cheap stage's work per element. The sample is
    * systematic, so the distribution is unbiased; element counts come from spa_records_total.
    */
@@ -32,7 +32,7 @@ export function traceStage<T, R>(
   operator: OperatorFunction<T, R>,
   options: TraceStageOptions = {},
 ): OperatorFunction<T, R> {
-  const every = options.timingEvery ?? 16;
+  const every = options.timingEvery ?? 64;
   if (!(Number.isInteger(every) && every >= 1))
     throw new Error(`traceStage(${stage}): timingEvery ${every} must be an integer >= 1`);
   return (source) =>

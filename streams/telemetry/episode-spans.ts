@@ -48,7 +48,7 @@ const ids = new RandomIdGenerator();
 export class EpisodeTraceRegistry {
   private readonly entries = new Map<string, EpisodeEntry>();
 
-  constructor(readonly capacity = 16_384) {}
+  constructor(readonly capacity = 4096) {}
 
   /** Remembers the context of an episode's span. */
   set(trajectoryId: string, context: Context): void {

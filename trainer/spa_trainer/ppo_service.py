@@ -19,6 +19,7 @@ command resumes from `<out>/checkpoints/latest`: the same records, none skipped 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -42,6 +43,7 @@ from .ppo_checkpoint import Progress, read_pending, read_progress, restore_train
 from .ppo_math import MaskMode
 from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
+from .sft import step_tracer
 
 
 @dataclass
@@ -106,6 +108,7 @@ class Service:
     buffer: GroupBuffer
     out: Path
     last_line_at: float = field(default_factory=time.monotonic)
+    tracer: Any = None  # spa_otlp.OtlpJsonTracer when OTEL_EXPORTER_OTLP_ENDPOINT is set
 
     def log(self, line: str) -> None:
         """Progress and problems go to stderr (stdout stays free for a final summary)."""
@@ -178,7 +181,7 @@ def prepare_service(cfg: ServiceConfig) -> Service:
         source.close()
         raise
     buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
-    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out)
+    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=step_tracer())
     for item in read_pending(resume) if resume else []:
         for bad, reason, detail in buffer.add(item):  # only if --max-open-groups shrank
             svc.reject(bad, reason, detail)
@@ -291,7 +294,11 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     cfg, progress = svc.cfg, svc.progress
     items, waited = collect_groups(svc)
     svc.state.version = progress.version  # staleness against the latest published version
-    report = ppo_step(svc.state, [i.record for i in items if i.record is not None], svc.tokenizer)
+    # A `train step N` span linked to every record's traceparent (infra/otel/README.md).
+    topic = svc.source.describe().split(":", 1)[1]
+    records = [(topic, i.headers) for i in items]
+    with svc.tracer.traced_step(progress.step + 1, records, "ppo") if svc.tracer else contextlib.nullcontext():
+        report = ppo_step(svc.state, [i.record for i in items if i.record is not None], svc.tokenizer)
     over = sum(n for lag, n in report.staleness.items() if cfg.max_staleness is not None and lag > cfg.max_staleness)
     progress.step += 1
     progress.records_trained += len(items)

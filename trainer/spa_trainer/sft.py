@@ -14,14 +14,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib.util
 import json
 import math
+import os
 import random
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
@@ -96,6 +99,21 @@ def scan_range(source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig) 
         val_source = open_source(cfg.val_input, brokers=cfg.brokers)
         held_out = [s.row for s in val_source.read({}, val_source.end_offsets())]
     return n_train, held_out
+
+
+def step_tracer() -> Any:
+    """The trainer's OTLP tracer (infra/otel/python/spa_otlp.py, stdlib only; infra/otel/README.md)
+    when OTEL_EXPORTER_OTLP_ENDPOINT is set, else None. Loaded from the repository by path: it is
+    shared with tools outside this package."""
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
+        return None
+    path = Path(__file__).resolve().parents[2] / "infra" / "otel" / "python" / "spa_otlp.py"
+    spec = importlib.util.spec_from_file_location("spa_otlp", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"OTEL_EXPORTER_OTLP_ENDPOINT is set but {path} cannot be loaded")
+    module = sys.modules.setdefault("spa_otlp", importlib.util.module_from_spec(spec))  # dataclasses look it up
+    spec.loader.exec_module(module)
+    return module.tracer_from_env("spa-trainer")
 
 
 def train_step(
@@ -216,11 +234,15 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
             commit(state.offsets or state.range_end)
 
     stopped = False
+    tracer, topic = step_tracer(), run.source.describe().split(":", 1)[-1]
     while state.epoch < cfg.epochs and not stopped:
         for rows, next_offsets in batches(run.source, state.offsets or state.range_start, state.range_end, cfg):
             t0 = time.perf_counter()
             examples = [run.encode(r.row) for r in rows]
-            loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
+            # A `train step N` span, linked to the rows' traceparents where the source keeps headers.
+            records = [(topic, getattr(r, "headers", None)) for r in rows]
+            with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
+                loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
             state.step += 1
             state.rows_trained += len(rows)
             state.offsets = next_offsets

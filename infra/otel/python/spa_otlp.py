@@ -22,6 +22,12 @@ Usage::
     with tracer.training_step(step, records) as step_span:   # records: [(topic, headers)]
         ...  # the optimizer step
     tracer.flush()
+
+or, as the trainers do (a no-op unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set)::
+
+    tracer = tracer_from_env("spa-trainer")          # None without the variable
+    with tracer.traced_step(step, records, "ppo") if tracer else contextlib.nullcontext():
+        ...  # the optimizer step; the spans are exported when the block ends
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import secrets
 import sys
@@ -203,6 +210,24 @@ class OtlpJsonTracer:
                 self.end_span(record)
             yield step_span
 
+    @contextlib.contextmanager
+    def traced_step(
+        self,
+        step: int,
+        records: Sequence[tuple[str, Mapping[str, bytes | str] | Sequence[tuple[str, bytes]] | None]],
+        stage: str = "ppo",
+    ) -> Iterator[Span]:
+        """``training_step`` then ``flush``: one export per optimizer step. An export failure is
+        reported on stderr and the spans are dropped; telemetry never stops training."""
+        try:
+            with self.training_step(step, records, stage=stage) as span:
+                yield span
+        finally:
+            try:
+                self.flush()
+            except RuntimeError as error:
+                print(f"[otel] {error}", file=sys.stderr, flush=True)
+
     def _request(self, spans: Sequence[Span]) -> dict[str, object]:
         def encode(span: Span) -> dict[str, object]:
             return {
@@ -242,6 +267,12 @@ class OtlpJsonTracer:
         return len(spans)
 
 
+def tracer_from_env(service_name: str = "spa-trainer", env: Mapping[str, str] | None = None) -> OtlpJsonTracer | None:
+    """A tracer exporting to ``OTEL_EXPORTER_OTLP_ENDPOINT``, or None when it is unset or empty."""
+    endpoint = (os.environ if env is None else env).get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    return OtlpJsonTracer(endpoint, service_name=service_name) if endpoint else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Emits one training step over records given by their traceparents; prints the span ids."""
     parser = argparse.ArgumentParser(description=main.__doc__)
@@ -250,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--topic", default="spa.rollouts")
     parser.add_argument("--step", type=int, default=1)
     args = parser.parse_args(argv)
-    tracer = OtlpJsonTracer(args.endpoint)
+    tracer = tracer_from_env(env={"OTEL_EXPORTER_OTLP_ENDPOINT": args.endpoint})
+    assert tracer is not None
     records = [(args.topic, {"traceparent": tp.encode()}) for tp in args.traceparent]
     with tracer.training_step(args.step, records) as step_span:
         pass
