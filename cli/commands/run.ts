@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { LOOP_CONFIGS, loopConfig, type LoopConfig } from '../run/configs.js';
+import { LOOP_CONFIGS, SPA_FULL_SIZE, loopConfig, type LoopConfig } from '../run/configs.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
@@ -14,6 +14,9 @@ interface RunOptions {
   runId?: string;
   metricsPort?: number;
   otlpEndpoint?: string;
+  full?: boolean;
+  evalSft?: boolean;
+  device: 'cpu' | 'cuda';
 }
 
 /** `spa run`: the whole SPA loop at a small default size (the README's main job). */
@@ -32,6 +35,17 @@ export function registerRunCommand(program: Command): void {
     )
     .option('--ppo-steps <n>', 'PPO steps', positiveInt('--ppo-steps'))
     .option('--eval-puzzles <n>', 'validation puzzles (SPA: 128)', positiveInt('--eval-puzzles'))
+    .option(
+      '--full',
+      "SPA's sizes (1280 SFT trajectories, 1000 PPO steps of 32×8, 128 val puzzles): the real experiment",
+    )
+    .option('--eval-sft', 'also evaluate the SFT policy (v1), not only the final one')
+    .option(
+      '--device <device>',
+      'cpu | cuda (ONNX generation and the trainer)',
+      oneOf('--device', ['cpu', 'cuda'] as const),
+      'cpu',
+    )
     .option('--runs-dir <dir>', 'where run folders go', 'runs')
     .option('--run-id <id>', 'run id (default: run-<timestamp>)')
     .option(
@@ -49,6 +63,9 @@ export function registerRunCommand(program: Command): void {
       const base = loopConfig(options.config);
       const config: LoopConfig = {
         ...base,
+        ...(options.full ? SPA_FULL_SIZE : {}),
+        ...(options.evalSft ? { evalSftPolicy: true } : {}),
+        device: options.device,
         ...(options.model ? { model: options.model } : {}),
         ...(options.generator ? { generator: options.generator } : {}),
         ...(options.ppoSteps ? { ppoSteps: options.ppoSteps } : {}),
@@ -69,7 +86,7 @@ function printSummary(summary: LoopSummary): void {
   const lines = [
     `SPA loop ${summary.config.name} (${summary.config.env}, model ${summary.config.model})`,
     `  SFT data     ${summary.sftData.trajectories} trajectories → ${summary.sftData.sft} rows, ${summary.sftData.dlq} rejected`,
-    `  SFT          ${JSON.stringify(summary.sft)}`,
+    `  SFT          ${sftLine(summary.sft)}`,
     `  self-play    ${summary.selfPlay.trajectories} episodes → ${summary.selfPlay.rollouts} rollouts`,
     `  generator    policy versions used (version: batches): ${Object.entries(summary.generatorVersions)
       .map(([v, n]) => `v${v}: ${n}`)
@@ -86,4 +103,13 @@ function printSummary(summary: LoopSummary): void {
     `  summary      ${summary.runDir}/summary.json`,
   ];
   console.log(lines.join('\n'));
+}
+
+function sftLine(metrics: Readonly<Record<string, unknown>>): string {
+  const num = (key: string, digits: number) =>
+    typeof metrics[key] === 'number' ? (metrics[key] as number).toFixed(digits) : '-';
+  return (
+    `${String(metrics['step'] ?? '-')} steps, val loss ${num('val_loss', 3)}, observation ppl ${num('observation_ppl', 1)}, ` +
+    `next-state exact match ${num('next_state_exact_match', 3)} on ${String(metrics['exact_match_rows'] ?? '-')} held-out rows`
+  );
 }

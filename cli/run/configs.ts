@@ -25,10 +25,14 @@ export interface LoopConfig {
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
+  /** Also evaluate the SFT policy (v1), not only the final one. */
+  readonly evalSftPolicy: boolean;
   /** Tokens per assistant turn for the ONNX policy (SPA: 400). */
   readonly maxNewTokens: number;
   /** `tiny` or a local Hugging Face folder. */
   readonly model: string;
+  /** Where ONNX generation and the trainer run. */
+  readonly device: 'cpu' | 'cuda';
 }
 
 /**
@@ -48,10 +52,12 @@ const small = {
   ppoGroupSize: 4,
   exportEvery: 1,
   maxStaleness: 1,
-  evalPuzzles: 16,
+  evalPuzzles: 8,
   evalK: 8,
+  evalSftPolicy: false,
   maxNewTokens: 128,
   model: 'tiny',
+  device: 'cpu',
 } as const;
 
 /** SPA's sizes for a real model (`--full`): reference §6 (1280 trajectories), §8, §9.1, §10. */
@@ -67,6 +73,7 @@ export const SPA_FULL_SIZE = {
   exportEvery: 10,
   evalPuzzles: 128,
   evalK: 8,
+  evalSftPolicy: true,
   maxNewTokens: 400,
 } as const;
 

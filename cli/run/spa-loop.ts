@@ -137,6 +137,7 @@ async function trainSft(
     ].flat(),
     {
       label: 'sft',
+      env: trainerDeviceEnv(config),
       onLine: (line) => {
         const match = /^\[sft\] metrics (\{.*\})$/.exec(line);
         if (match) metrics = JSON.parse(match[1]!) as Record<string, unknown>;
@@ -160,6 +161,7 @@ async function selfPlayAndPpo(
     maxStaleness: config.maxStaleness,
     seed: 1,
     maxNewTokens: config.maxNewTokens,
+    executionProvider: config.device,
   });
   let finalVersion: number | undefined;
   const trainer = runTrainerModule(
@@ -180,6 +182,7 @@ async function selfPlayAndPpo(
     ].flat(),
     {
       label: 'ppo',
+      env: trainerDeviceEnv(config),
       onLine: (line) => {
         const done = /\] done: step \d+, version (\d+)/.exec(line);
         if (done) finalVersion = Number(done[1]);
@@ -214,8 +217,9 @@ async function selfPlayAndPpo(
       throw new Error('the PPO trainer exited without reporting its final policy version');
     await latest.follower!.waitForVersion(finalVersion);
     const artifacts = latest.follower!.artifacts;
-    const first = Math.min(...artifacts.keys());
-    const evalArtifacts = new Map([first, finalVersion].map((v) => [v, artifacts.get(v)!]));
+    // The final policy is evaluated by default; SFT's v1 too on request (each costs minutes on CPU).
+    const versions = config.evalSftPolicy ? [Math.min(...artifacts.keys()), finalVersion] : [finalVersion];
+    const evalArtifacts = new Map(versions.map((v) => [v, artifacts.get(v)!]));
     return { selfPlay, generatorVersions, evalArtifacts };
   } catch (error) {
     trainer.kill();
@@ -225,7 +229,7 @@ async function selfPlayAndPpo(
   }
 }
 
-/** Pass@1 / Pass@k of the random policy (a floor), the SFT policy and the final PPO policy. */
+/** Pass@1 / Pass@k of the random policy (a floor) and the given ONNX policy versions. */
 async function evaluate(
   config: LoopConfig,
   artifacts: ReadonlyMap<number, string>,
@@ -251,6 +255,7 @@ async function evaluate(
       folder,
       seed: 11,
       maxNewTokens: config.maxNewTokens,
+      executionProvider: config.device,
     });
     try {
       await run(`v${version}`, policy);
@@ -259,4 +264,9 @@ async function evaluate(
     }
   }
   return results;
+}
+
+/** The trainer picks CUDA whenever it sees a GPU; `--device cpu` hides GPUs from it. */
+function trainerDeviceEnv(config: LoopConfig): NodeJS.ProcessEnv {
+  return config.device === 'cpu' ? { CUDA_VISIBLE_DEVICES: '' } : {};
 }

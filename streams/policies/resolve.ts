@@ -22,6 +22,8 @@ export interface ResolveOptions {
   readonly maxStaleness?: number;
   /** Token cap per assistant turn for ONNX policies (SPA: 400). */
   readonly maxNewTokens?: number;
+  /** onnxruntime execution provider for ONNX policies. Default cpu. */
+  readonly executionProvider?: 'cpu' | 'cuda';
 }
 
 /** The accepted `--policy` values, for help texts. */
@@ -61,6 +63,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
           seed: (options.seed ?? 0) + loads++,
           temperature: options.temperature ?? 1,
           maxNewTokens: options.maxNewTokens,
+          executionProvider: options.executionProvider,
         });
         if (policy.manifest.sha256 !== update.sha256) {
           await policy.close?.();
