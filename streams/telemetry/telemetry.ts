@@ -221,7 +221,8 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
   });
   sdk.start();
   active = true;
-  episodeRatio = settings.sampleRatio;
+  // Without a span processor (metrics only) spans would go nowhere: draw no episode at all.
+  episodeRatio = spanProcessors.length > 0 ? settings.sampleRatio : 0;
   stageSpansOn = settings.stageSpans;
   const telemetry: Telemetry = {
     enabled: true,

@@ -211,6 +211,14 @@ describe('telemetry on (in-memory exporters)', () => {
     expect((await running.points('spa_trajectories_total')).length).toBeGreaterThan(0);
   });
 
+  it('metrics only (no span processor): every record carries an unsampled traceparent', async () => {
+    running = await startInMemoryTelemetry({ spanProcessors: [], sampleRatio: 1 });
+    const out = await generate('sft');
+    expect(out.length).toBeGreaterThan(0);
+    for (const o of out) expect(outboundTraceparent(o)).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
+    expect((await running.points('spa_trajectories_total')).length).toBeGreaterThan(0);
+  });
+
   it('reports consumer lag from the lag table at each collection, and staleness in versions', async () => {
     running = await startInMemoryTelemetry();
     const table = new ConsumerLagTable();
