@@ -28,6 +28,16 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * Runs the CLI. A failure prints one `spa: <message>` line (the stack only with SPA_DEBUG=1) and
+ * exits with code 1, so a user sees what was wrong rather than a Node stack trace.
+ */
 export async function main(argv: string[]): Promise<void> {
-  await buildProgram().parseAsync(argv);
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(process.env['SPA_DEBUG'] === '1' && error instanceof Error ? error.stack : `spa: ${message}`);
+    process.exitCode = 1;
+  }
 }

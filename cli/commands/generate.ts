@@ -8,7 +8,7 @@ import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
+import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../streams/policies/resolve.js';
 import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
@@ -18,7 +18,9 @@ import { Progress } from '../progress.js';
 interface GenerateOptions {
   env: string;
   variant?: string;
-  policy: BuiltinPolicyName;
+  policy: string;
+  maxNewTokens?: number;
+  maxStaleness: number;
   groups: number;
   groupSize: number;
   batches: number;
@@ -43,11 +45,17 @@ export function registerGenerateCommand(program: Command): void {
     .description('play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines')
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
     .option('--variant <name>', "puzzle variant (default: SPA's)")
+    .option('--policy <spec>', `generator policy: ${POLICY_SPEC_HELP}`, 'random')
     .option(
-      '--policy <name>',
-      `generator policy: ${BUILTIN_POLICIES.join(' | ')}`,
-      oneOf('--policy', BUILTIN_POLICIES),
-      'random',
+      '--max-new-tokens <n>',
+      'ONNX policies: tokens per assistant turn (SPA: 400)',
+      positiveInt('--max-new-tokens'),
+    )
+    .option(
+      '--max-staleness <n>',
+      '--policy latest: batches run at most this many versions ahead',
+      nonNegativeInt('--max-staleness'),
+      1,
     )
     .option('--groups <n>', 'env groups per batch (one puzzle each)', positiveInt('--groups'), 32)
     .option('--group-size <n>', 'episodes per group (same puzzle)', positiveInt('--group-size'), 8)
@@ -128,40 +136,62 @@ async function generate(options: GenerateOptions): Promise<void> {
     seedBase: options.seedBase,
     reproduceSpaFallbackBug: options.spaFallbackBug,
   });
-  const policy = builtinPolicy(options.policy, { mode, seed: options.policySeed });
-  const total = config.groups * config.groupSize * config.batches;
-  const progress = new Progress('generate', { key: 'trajectories', value: total });
-  // Records in flight to the sink before the episode loop waits (DemandGate: blocks).
-  const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
-  const outputs = generatorPipeline(
-    config,
-    envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
-    policy,
-    {
-      target: options.target,
-      annotation: options.annotation,
-      maskTransitions: options.maskTransitions,
-      gate,
-    },
-  ).pipe(tap((o) => progress.add(o.topic)));
-  if (options.out === 'kafka') {
-    const kafka = await connectSpaKafka({ clientId: 'spa-generate' });
-    try {
+  // Kafka is needed for `--out kafka` and for `--policy latest` (it follows spa.policy).
+  const kafka =
+    options.out === 'kafka' || options.policy === 'latest'
+      ? await connectSpaKafka({ clientId: 'spa-generate' })
+      : undefined;
+  const policy = await resolvePolicy(options.policy, {
+    mode,
+    seed: options.policySeed,
+    kafka,
+    maxStaleness: options.maxStaleness,
+    maxNewTokens: options.maxNewTokens,
+  });
+  try {
+    const total = config.groups * config.groupSize * config.batches;
+    const progress = new Progress('generate', { key: 'trajectories', value: total });
+    // Records in flight to the sink before the episode loop waits (DemandGate: blocks).
+    const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
+    const outputs = generatorPipeline(
+      config,
+      envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
+      policy.source,
+      {
+        target: options.target,
+        annotation: options.annotation,
+        maskTransitions: options.maskTransitions,
+        gate,
+      },
+    ).pipe(tap((o) => progress.add(o.topic)));
+    if (kafka && options.out === 'kafka') {
       const sink = tracedSink(
         await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` }),
       );
       const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
       progress.done();
       console.log(
-        JSON.stringify({ out: 'kafka', brokers: kafka.config.brokers, topics: kafka.topics, counts }),
+        JSON.stringify({
+          out: 'kafka',
+          brokers: kafka.config.brokers,
+          topics: kafka.topics,
+          counts,
+          ...versions(policy),
+        }),
       );
-    } finally {
-      await kafka.close();
+      return;
     }
-    return;
+    const paths = jsonlPathsBeside(options.out, options.target);
+    const counts = await writeJsonl(outputs, paths, gate);
+    progress.done();
+    console.log(JSON.stringify({ out: options.out, files: paths, counts, ...versions(policy) }));
+  } finally {
+    await policy.close();
+    await kafka?.close();
   }
-  const paths = jsonlPathsBeside(options.out, options.target);
-  const counts = await writeJsonl(outputs, paths, gate);
-  progress.done();
-  console.log(JSON.stringify({ out: options.out, files: paths, counts }));
+}
+
+/** With `--policy latest`: how many batches each policy version played. */
+function versions(policy: ResolvedPolicy): { policyVersions?: Record<string, number> } {
+  return policy.follower ? { policyVersions: Object.fromEntries(policy.follower.batchesByVersion) } : {};
 }
