@@ -11,7 +11,7 @@ import { startTestBroker, stopTestBroker } from '../kafka/harness.js';
  * Kafka tests run instead of skipping.
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const broker = { port: 19392 };
+const broker = { port: 19500, controllerPort: 19501 };
 let running: RunningBroker;
 
 beforeAll(async () => {
