@@ -1,17 +1,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { tap } from 'rxjs';
 import { envFactory } from '../../envs/registry.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
-import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
-import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
+import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
-import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
@@ -101,15 +97,14 @@ async function generateSftData(config: LoopConfig, kafka: SpaKafka, runId: strin
     key: 'trajectories',
     value: config.sftGroups * config.sftGroupSize * config.sftBatches,
   });
-  const sink = tracedSink(await kafka.transport.sink({ transactionalId: `spa-run-${runId}-sft` }));
-  const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
-  const outputs = generatorPipeline(
+  const counts = await generateToKafka(kafka, {
     episodes,
-    envFactory({ name: config.env }),
-    builtinPolicy(config.generator, { mode: 'wm', seed: 0 }),
-    { target: 'sft', gate },
-  ).pipe(tap((o) => progress.add(o.topic)));
-  const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+    makeEnv: envFactory({ name: config.env }),
+    policy: builtinPolicy(config.generator, { mode: 'wm', seed: 0 }),
+    pipeline: { target: 'sft' },
+    transactionalId: `spa-run-${runId}-sft`,
+    onRecord: (o) => progress.add(o.topic),
+  });
   progress.done();
   return counts;
 }
@@ -202,13 +197,14 @@ async function selfPlayAndPpo(
       key: 'trajectories',
       value: config.ppoGroups * config.ppoGroupSize * config.ppoSteps,
     });
-    const sink = tracedSink(await kafka.transport.sink({ transactionalId: `spa-run-${runId}-rl` }));
-    const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
-    const outputs = generatorPipeline(episodes, envFactory({ name: config.env }), latest.source, {
-      target: 'rollouts',
-      gate,
-    }).pipe(tap((o) => progress.add(o.topic)));
-    const selfPlay = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+    const selfPlay = await generateToKafka(kafka, {
+      episodes,
+      makeEnv: envFactory({ name: config.env }),
+      policy: latest.source,
+      pipeline: { target: 'rollouts' },
+      transactionalId: `spa-run-${runId}-rl`,
+      onRecord: (o) => progress.add(o.topic),
+    });
     progress.done();
     await trainer.done;
     // The trainer's last export is the final policy; wait until the follower has loaded it.
