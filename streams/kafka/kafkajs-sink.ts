@@ -55,6 +55,9 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * non-retriable connection/coordinator errors; retrying those is safe because an aborted
  * transaction leaves nothing visible.
  */
+/** How long a transaction keeps retrying a broker outage before it is reported (a restart takes ~20 s). */
+const TRANSACTION_RETRY_BUDGET_MS = 120_000;
+
 const TRANSIENT_KAFKAJS_ERRORS = new Set([
   'KafkaJSGroupCoordinatorNotFound',
   'KafkaJSConnectionError',
@@ -63,11 +66,17 @@ const TRANSIENT_KAFKAJS_ERRORS = new Set([
   'KafkaJSRequestTimeoutError',
 ]);
 
-function isRetriable(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const name = (error as { name?: unknown }).name;
-  if (typeof name === 'string' && TRANSIENT_KAFKAJS_ERRORS.has(name)) return true;
-  return (error as { retriable?: unknown }).retriable === true;
+function isRetriable(error: unknown, depth = 0): boolean {
+  if (typeof error !== 'object' || error === null || depth > 5) return false;
+  const { name, retriable, cause, originalError } = error as {
+    name?: unknown;
+    retriable?: unknown;
+    cause?: unknown;
+    originalError?: unknown;
+  };
+  if (retriable === true || (typeof name === 'string' && TRANSIENT_KAFKAJS_ERRORS.has(name))) return true;
+  // kafkajs wraps the real failure (KafkaJSNonRetriableError, retry exhaustion) in cause/originalError.
+  return isRetriable(cause, depth + 1) || isRetriable(originalError, depth + 1);
 }
 
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
@@ -119,13 +128,17 @@ export async function createKafkajsSink(
       }
     };
     const run = async (): Promise<T> => {
-      // An aborted transaction left nothing visible, so a retriable broker error (e.g. a
-      // coordinator moving or still loading) is handled by running `work` again.
+      // An aborted transaction left nothing visible, so a retriable broker error (a coordinator
+      // moving, a broker restarting) is handled by running `work` again — for up to
+      // TRANSACTION_RETRY_BUDGET_MS, then the outage is reported.
+      const started = Date.now();
       for (let attemptNo = 0; ; attemptNo += 1) {
         try {
           return await attempt();
         } catch (error) {
-          if (!isRetriable(error) || attemptNo >= config.retry.retries)
+          const exhausted =
+            attemptNo >= config.retry.retries && Date.now() - started > TRANSACTION_RETRY_BUDGET_MS;
+          if (!isRetriable(error) || exhausted)
             throw describeKafkaError(error, 'running a transaction', config);
           await sleep(
             Math.min(config.retry.initialRetryTimeMs * 2 ** attemptNo, config.retry.maxRetryTimeMs),

@@ -28,7 +28,7 @@ describe('trainer (pytest)', () => {
   it('passes with nothing skipped', () => {
     const result = spawnSync(
       join(root, 'trainer/.venv/bin/python'),
-      ['-m', 'pytest', '-q', '-rs', '-p', 'no:cacheprovider'],
+      ['-m', 'pytest', '-o', 'addopts=', '-rs', '-p', 'no:cacheprovider'],
       {
         cwd: join(root, 'trainer'),
         env: { ...process.env, KAFKA_BROKERS: running.brokers.join(',') },
