@@ -5,21 +5,20 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lastValueFrom, map, toArray } from 'rxjs';
 import { applyTopicsTo, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
 import { envFactory } from '../../envs/registry.js';
 import type { SftRow, Trajectory } from '../../schemas/index.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { readTopic, type KafkaConnection } from '../../streams/kafka/consume-spa.js';
+import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
-import { decodeKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import type { SpaRecordName, SpaRecordTypes } from '../../schemas/index.js';
+import type { SpaRecordName } from '../../schemas/index.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19430, controllerPort: 19431 };
 const topics = spaTopicNames();
@@ -27,40 +26,8 @@ let kafka: KafkaConnection;
 let brokers: readonly string[];
 let generated: { trajectories: number; sft: number };
 
-/**
- * Every record of `topic` decoded as `name`, read again until there are at least `count`: a
- * transaction's commit markers are written after the producer's commit returns, so the last
- * stable offset a fresh reader sees can lag a just-committed transaction by a moment.
- */
-async function readAll<N extends SpaRecordName>(
-  topic: string,
-  name: N,
-  count = 0,
-): Promise<SpaRecordTypes[N][]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const records = await readOnce(topic, name);
-    if (records.length >= count || Date.now() > deadline) return records;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-async function readOnce<N extends SpaRecordName>(topic: string, name: N): Promise<SpaRecordTypes[N][]> {
-  const read = await readTopic(kafka, { topic, start: { kind: 'earliest' } });
-  const records = await lastValueFrom(
-    read.records.pipe(
-      map(({ record, ack }) => {
-        ack();
-        const decoded = decodeKafkaRecord(name, record);
-        if (!decoded.ok) throw new Error(`${topic}@${record.offset}: ${decoded.rejected.detail}`);
-        return decoded.record;
-      }),
-      toArray(),
-    ),
-  );
-  await read.closed;
-  return records;
-}
+const readAll = <N extends SpaRecordName>(topic: string, name: N, count = 0) =>
+  readAllRecords(kafka, topic, name, count);
 
 const spansOf = (text: string, tag: string): string[] =>
   [...text.matchAll(new RegExp(`<${tag}>(.*?)</${tag}>`, 'gs'))].map((m) => m[1] ?? '');
