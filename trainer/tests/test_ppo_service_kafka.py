@@ -95,6 +95,9 @@ def _produce(topic: str, brokers: str) -> None:
                 producer.produce(
                     topic, key=f"g{g}".encode(), value=value, partition=partition, headers=_headers(record)
                 )
+        # Deliver first: ending a transaction while its partitions are still being added to it
+        # can fail with INVALID_TXN_STATE on a freshly started broker (seen in CI).
+        producer.flush(30)
         (producer.commit_transaction if commit else producer.abort_transaction)(30)
 
     send([0, 1, 2, 3], commit=True)
