@@ -37,7 +37,9 @@ export async function main(argv: string[]): Promise<void> {
     await buildProgram().parseAsync(argv);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    console.error(process.env['SPA_DEBUG'] === '1' && error instanceof Error ? error.stack : `spa: ${message}`);
+    console.error(
+      process.env['SPA_DEBUG'] === '1' && error instanceof Error ? error.stack : `spa: ${message}`,
+    );
     process.exitCode = 1;
   }
 }
