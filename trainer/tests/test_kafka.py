@@ -7,14 +7,12 @@ own fresh topic, so a user's topics are never touched.
 from __future__ import annotations
 
 import socket
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv")
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from spa_trainer.avro_records import spa_schemas
 from spa_trainer.checkpoint import latest_checkpoint
@@ -23,6 +21,7 @@ from spa_trainer.kafka_source import KafkaRowSource, default_brokers
 from spa_trainer.policy_publish import policy_update_from_manifest, publish_policy_update
 from spa_trainer.sft import SftConfig, run_sft
 
+from .kafka_topics import topic_factory
 from .synthetic import sokoban_rows
 
 BROKERS = default_brokers(None)
@@ -43,20 +42,7 @@ pytestmark = pytest.mark.skipif(not _reachable(BROKERS), reason=f"no Kafka broke
 @pytest.fixture()
 def new_topic() -> Iterator[Callable[[int], str]]:
     """Creates fresh topics and deletes them afterwards."""
-    admin = AdminClient({"bootstrap.servers": BROKERS})
-    created: list[str] = []
-
-    def create(partitions: int) -> str:
-        name = f"test.trainer.{uuid.uuid4().hex[:10]}"
-        for future in admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)]).values():
-            future.result(30)
-        created.append(name)
-        return name
-
-    yield create
-    if created:
-        for future in admin.delete_topics(created).values():
-            future.result(30)
+    yield from topic_factory(BROKERS, "test.trainer")
 
 
 def _produce_sft_rows(topic: str, count: int) -> None:

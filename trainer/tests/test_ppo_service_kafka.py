@@ -9,14 +9,12 @@ from __future__ import annotations
 import json
 import socket
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from spa_trainer.avro_records import spa_schemas
 from spa_trainer.checkpoint import latest_checkpoint
@@ -26,6 +24,7 @@ from spa_trainer.ppo_service import ServiceConfig, run_service
 from spa_trainer.rollout_groups import pending_item
 from spa_trainer.rollout_source import KafkaRolloutSource, SourcedRollout
 
+from .kafka_topics import topic_factory
 from .ppo_rollouts import rollout
 
 BROKERS = default_brokers(None)
@@ -48,20 +47,7 @@ def brokers() -> str:
 
 @pytest.fixture()
 def new_topic(brokers: str) -> Iterator[Callable[[int], str]]:
-    admin = AdminClient({"bootstrap.servers": brokers})
-    created: list[str] = []
-
-    def create(partitions: int) -> str:
-        name = f"test.ppo.{uuid.uuid4().hex[:10]}"
-        for future in admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)]).values():
-            future.result(30)
-        created.append(name)
-        return name
-
-    yield create
-    if created:
-        for future in admin.delete_topics(created).values():
-            future.result(30)
+    yield from topic_factory(brokers, "test.ppo")
 
 
 def _headers(record: dict[str, Any]) -> list[tuple[str, bytes]]:
