@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
 import { tap } from 'rxjs';
 import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
+import type { PromptMode } from '../../envs/protocol/index.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { jsonlPathsBeside, writeJsonl } from '../../streams/files/jsonl-sink.js';
 import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
-import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../streams/policies/resolve.js';
 import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
@@ -31,6 +33,7 @@ interface GenerateOptions {
   maskTransitions: boolean;
   seedBase?: number;
   policySeed: number;
+  oracleActionsPerTurn?: number;
   spaFallbackBug: boolean;
   runId: string;
   out: string;
@@ -95,6 +98,11 @@ export function registerGenerateCommand(program: Command): void {
       nonNegativeInt('--seed-base'),
     )
     .option('--policy-seed <n>', 'seed of the random policy', nonNegativeInt('--policy-seed'), 0)
+    .option(
+      '--oracle-actions-per-turn <n>',
+      '--policy oracle: actions per turn, i.e. how much of its shortest plan it writes (default 5)',
+      positiveInt('--oracle-actions-per-turn'),
+    )
     .option('--spa-fallback-bug', "reproduce SPA's string-fallback parser bug (reference §4.1)", false)
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
     .requiredOption(
@@ -141,13 +149,7 @@ async function generate(options: GenerateOptions): Promise<void> {
     options.out === 'kafka' || options.policy === 'latest'
       ? await connectSpaKafka({ clientId: 'spa-generate' })
       : undefined;
-  const policy = await resolvePolicy(options.policy, {
-    mode,
-    seed: options.policySeed,
-    kafka,
-    maxStaleness: options.maxStaleness,
-    maxNewTokens: options.maxNewTokens,
-  });
+  const policy = await generatorPolicy(options, mode, kafka);
   try {
     const total = config.groups * config.groupSize * config.batches;
     const progress = new Progress('generate', { key: 'trajectories', value: total });
@@ -189,6 +191,29 @@ async function generate(options: GenerateOptions): Promise<void> {
     await policy.close();
     await kafka?.close();
   }
+}
+
+/** `--policy`, with `--oracle-actions-per-turn` applied (only meaningful for the oracle). */
+async function generatorPolicy(
+  options: GenerateOptions,
+  mode: PromptMode,
+  kafka: SpaKafka | undefined,
+): Promise<ResolvedPolicy> {
+  const perTurn = options.oracleActionsPerTurn;
+  if (perTurn === undefined)
+    return resolvePolicy(options.policy, {
+      mode,
+      seed: options.policySeed,
+      kafka,
+      maxStaleness: options.maxStaleness,
+      maxNewTokens: options.maxNewTokens,
+    });
+  if (options.policy !== 'oracle')
+    throw new Error(
+      `--oracle-actions-per-turn ${perTurn} needs --policy oracle, got --policy ${options.policy}`,
+    );
+  const source = builtinPolicy('oracle', { mode, actionsPerTurn: perTurn });
+  return { source, describe: `oracle (${perTurn} per turn)`, close: async () => {} };
 }
 
 /** With `--policy latest`: how many batches each policy version played. */

@@ -7,6 +7,10 @@ import { randomPolicy } from './random-policy.js';
 export const BUILTIN_POLICIES = ['random', 'oracle'] as const;
 export type BuiltinPolicyName = (typeof BUILTIN_POLICIES)[number];
 
-export function builtinPolicy(name: BuiltinPolicyName, options: { mode: PromptMode; seed?: number }): Policy {
+/** `actionsPerTurn` caps the oracle's plan per turn (default 5); the random policy ignores it. */
+export function builtinPolicy(
+  name: BuiltinPolicyName,
+  options: { mode: PromptMode; seed?: number; actionsPerTurn?: number },
+): Policy {
   return name === 'random' ? randomPolicy(options) : oraclePolicy(options);
 }
