@@ -3,9 +3,11 @@
  * `(input_ids, attention_mask, position_ids, past)` returning the logits and the next cache
  * (export.py's graph interface).
  */
+import { readFile } from 'node:fs/promises';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import type { PolicyManifest } from './artifact.js';
 import { KvCache, type KvShape } from './kv-cache.js';
+import { recentName, splitCacheGraph } from './split-cache-graph.js';
 
 /** Where the session runs. CUDA needs onnxruntime-node's CUDA files (skipped by scripts/setup.mjs). */
 export type ExecutionProvider = 'cpu' | 'cuda';
@@ -29,6 +31,14 @@ export interface ForwardOutput {
   readonly cache: KvCache;
 }
 
+/**
+ * How the KV cache travels between steps: `split` through the split-cache graph (only the
+ * newest columns come back from onnxruntime each step; split-cache-graph.ts), `whole` through
+ * the exported graph as is (the whole cache comes back each step), `auto` = `split` when the
+ * graph allows it, else `whole`.
+ */
+export type CacheLayout = 'auto' | 'split' | 'whole';
+
 /** How to open the session. */
 export interface SessionSettings {
   /** Default `cpu`. */
@@ -38,6 +48,26 @@ export interface SessionSettings {
    * runs fastest on 1 thread: its ops are too small to split, and idle workers spin.
    */
   readonly intraOpThreads?: number;
+  /** Default `auto`. Both layouts give the same logits bit for bit. */
+  readonly cacheLayout?: CacheLayout;
+}
+
+/** The model bytes to open and whether they are the split-cache variant (with why not, if not). */
+async function modelFor(
+  modelPath: string,
+  layout: CacheLayout,
+  pastNames: readonly string[],
+  presentNames: readonly string[],
+): Promise<{ model: Uint8Array; split: boolean; note: string }> {
+  const original = await readFile(modelPath);
+  if (layout === 'whole') return { model: original, split: false, note: 'whole cache (requested)' };
+  try {
+    return { model: splitCacheGraph(original, pastNames, presentNames), split: true, note: 'split cache' };
+  } catch (error) {
+    const reason = `${modelPath}: no split-cache graph: ${(error as Error).message}`;
+    if (layout === 'split') throw new Error(`${reason} (use cacheLayout 'whole' or 'auto')`);
+    return { model: original, split: false, note: `whole cache (${reason})` };
+  }
 }
 
 /** A causal LM session with the manifest's cache geometry. */
@@ -48,7 +78,16 @@ export class OnnxCausalLm {
     readonly vocab: number,
     private readonly pastNames: readonly string[],
     private readonly presentNames: readonly string[],
+    /** True when the session runs the split-cache graph. */
+    readonly splitCache: boolean,
+    /** Which cache layout runs, and why (for logs and benches). */
+    readonly cacheNote: string,
   ) {}
+
+  /** An empty cache for `batch` rows, in this session's layout. */
+  emptyCache(batch: number): KvCache {
+    return KvCache.empty(this.shape, batch, this.splitCache);
+  }
 
   /** Opens `modelPath` on `executionProvider` and checks its inputs/outputs against the manifest. */
   static async create(
@@ -57,27 +96,6 @@ export class OnnxCausalLm {
     settings: SessionSettings = {},
   ): Promise<OnnxCausalLm> {
     const executionProvider = settings.executionProvider ?? 'cpu';
-    let session: InferenceSession;
-    try {
-      session = await InferenceSession.create(modelPath, {
-        executionProviders: [executionProvider],
-        graphOptimizationLevel: 'all',
-        ...(settings.intraOpThreads !== undefined ? { intraOpNumThreads: settings.intraOpThreads } : {}),
-      });
-    } catch (error) {
-      const hint =
-        executionProvider === 'cuda'
-          ? ' (the CUDA provider needs onnxruntime-node installed without ONNXRUNTIME_NODE_INSTALL_CUDA=skip, ' +
-            "on Linux x64 with CUDA 12; use executionProvider 'cpu' otherwise)"
-          : '';
-      throw new Error(`cannot open ${modelPath} on ${executionProvider}: ${(error as Error).message}${hint}`);
-    }
-    const expected = [...manifest.inputs].sort().join(',');
-    if ([...session.inputNames].sort().join(',') !== expected) {
-      throw new Error(
-        `${modelPath}: graph inputs [${session.inputNames.join(', ')}] differ from manifest.json's [${manifest.inputs.join(', ')}]`,
-      );
-    }
     const shape = {
       layers: manifest.num_layers,
       kvHeads: manifest.num_key_value_heads,
@@ -90,7 +108,35 @@ export class OnnxCausalLm {
         `${modelPath}: expected ${2 * shape.layers} past/present tensors for ${shape.layers} layers`,
       );
     }
-    return new OnnxCausalLm(session, shape, manifest.vocab_size, pastNames, presentNames);
+    const { model, split, note } = await modelFor(
+      modelPath,
+      settings.cacheLayout ?? 'auto',
+      pastNames,
+      presentNames,
+    );
+    let session: InferenceSession;
+    try {
+      session = await InferenceSession.create(model, {
+        executionProviders: [executionProvider],
+        graphOptimizationLevel: 'all',
+        executionMode: 'sequential',
+        ...(settings.intraOpThreads !== undefined ? { intraOpNumThreads: settings.intraOpThreads } : {}),
+      });
+    } catch (error) {
+      const hint =
+        executionProvider === 'cuda'
+          ? ' (the CUDA provider needs onnxruntime-node installed without ONNXRUNTIME_NODE_INSTALL_CUDA=skip, ' +
+            "on Linux x64 with CUDA 12; use executionProvider 'cpu' otherwise)"
+          : '';
+      throw new Error(`cannot open ${modelPath} on ${executionProvider}: ${(error as Error).message}${hint}`);
+    }
+    const expected = [...manifest.inputs, ...(split ? pastNames.map(recentName) : [])].sort().join(',');
+    if ([...session.inputNames].sort().join(',') !== expected) {
+      throw new Error(
+        `${modelPath}: graph inputs [${session.inputNames.join(', ')}] differ from manifest.json's [${manifest.inputs.join(', ')}]`,
+      );
+    }
+    return new OnnxCausalLm(session, shape, manifest.vocab_size, pastNames, presentNames, split, note);
   }
 
   /** Runs the graph once. */
@@ -101,14 +147,17 @@ export class OnnxCausalLm {
       attention_mask: new Tensor('int64', input.attentionMask, [batch, past.length + seq]),
       position_ids: new Tensor('int64', input.positionIds, [batch, seq]),
     };
-    this.pastNames.forEach((name, i) => (feeds[name] = past.tensors[i] as Tensor));
+    this.pastNames.forEach((name, i) => {
+      feeds[name] = past.tensors[i] as Tensor;
+      if (past.recent) feeds[recentName(name)] = past.recent[i] as Tensor;
+    });
     const out = await this.session.run(feeds);
     const logits = out.logits;
     if (!logits || logits.dims[2] !== this.vocab) {
       throw new Error(`logits shape [${logits?.dims.join(', ')}] does not end in vocab ${this.vocab}`);
     }
     const present = this.presentNames.map((name) => out[name] as Tensor);
-    return { logits: logits.data as Float32Array, seq, cache: KvCache.fromPresent(present, this.shape) };
+    return { logits: logits.data as Float32Array, seq, cache: past.next(present) };
   }
 
   /** Frees the native session. */

@@ -7,7 +7,7 @@
  */
 import type { Rng } from '../../../envs/internal/rng.js';
 import type { ForwardOutput, OnnxCausalLm } from './causal-lm.js';
-import { KvCache } from './kv-cache.js';
+import type { KvCache } from './kv-cache.js';
 import { sampleToken, type SamplingSettings } from './sampler.js';
 import { StopDetector, type StopReason, type StopRule } from './stop-detector.js';
 
@@ -163,7 +163,7 @@ export async function generateBatch(
   }));
   const done = new Array<Generation | undefined>(requests.length);
   const prompts = requests.map((r) => r.promptIds);
-  const first = await prefill(lm, rows, prompts, KvCache.empty(lm.shape, rows.length), options);
+  const first = await prefill(lm, rows, prompts, lm.emptyCache(rows.length), options);
   let step: ForwardOutput = first;
   let calls = first.calls;
   for (;;) {

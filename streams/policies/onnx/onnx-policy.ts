@@ -8,7 +8,7 @@ import { basename, resolve } from 'node:path';
 import { Rng } from '../../../envs/internal/rng.js';
 import type { Policy, PolicyRequest } from '../policy.js';
 import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
-import { OnnxCausalLm, type ExecutionProvider } from './causal-lm.js';
+import { OnnxCausalLm, type CacheLayout, type ExecutionProvider } from './causal-lm.js';
 import { generateBatch, type Generation, type GenerationRequest } from './generate.js';
 import { checkSampling } from './sampler.js';
 import { PolicyTokenizer } from './tokenizer.js';
@@ -33,6 +33,8 @@ export interface OnnxPolicyOptions {
   readonly executionProvider?: ExecutionProvider;
   /** onnxruntime intra-op threads (see `SessionSettings`); default onnxruntime's choice. */
   readonly intraOpThreads?: number;
+  /** How the KV cache travels between steps (see `CacheLayout`); default `auto`. */
+  readonly cacheLayout?: CacheLayout;
   /** Rows per forward batch; an `act` call with more requests runs in several batches. Default 64. */
   readonly maxBatchSize?: number;
   /** See `GenerateOptions.prefillLogitsBudget`. */
