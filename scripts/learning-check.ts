@@ -5,15 +5,17 @@
  *
  *   npx tsx scripts/learning-check.ts            (or: npm run learning-check)
  *
- * Arms, all trained for the same number of rows and steps from the same initial weights, all
- * scored on the same held-out ground-truth rows (puzzle seeds disjoint from training):
- * - gt: the oracle policy's episodes, `--annotation gt` (SPA's method). The oracle writes its
- *   plan in the thought, so the prefix up to `<prediction>` determines the next state.
- * - unchanged: the same rows with every prediction replaced by its own observation — the
- *   belief of a naive model that expects nothing to change. Only the annotation differs from gt.
- * - self-belief: the random policy's episodes, `--annotation self-belief`: the policy's own
- *   (empty) observation/prediction text kept, as `spa generate` writes it.
- * The oracle's own self-belief equals gt on deterministic Sokoban, so it is not an arm.
+ * Data: the oracle policy with ONE action per turn (`--oracle-actions-per-turn 1`), so its
+ * thought (`Shortest plan: Right.`) names the action before `<prediction>` and the next state
+ * is a local, fully determined edit of the observation. Arms, all trained on the same puzzles,
+ * thoughts and answers for the same steps from the same initial weights, all scored on the same
+ * held-out ground-truth rows (puzzle seeds disjoint from training):
+ * - gt: `--annotation gt`, the env's real next state (SPA's method, reference §6 step 4).
+ * - self-belief: a naive believer's predictions, the beliefs of an untrained agent: it moves
+ *   one cell unless a wall or a BOX is in the way, i.e. it does not know boxes can be pushed.
+ *   On plain moves its belief is right; on every push it believes nothing changes. Computed
+ *   with the real env (`SokobanEnv`), not by editing strings.
+ * - unchanged: every prediction replaced by its own observation (expects nothing to change).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,6 +23,9 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { runTrainerModule, trainerPython } from '../cli/run/trainer-process.js';
+import { DIRECTIONS, isBox } from '../envs/sokoban/room.js';
+import { SokobanEnv } from '../envs/sokoban/sokoban-env.js';
+import { SPA_SOKOBAN } from '../envs/sokoban/variants.js';
 import type { SftRow } from '../schemas/generated/types.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -34,7 +39,12 @@ interface CheckOptions {
   size: string;
   epochs: number;
   lr: string;
+  batchSize: number;
   maxLength: number;
+  maxNewTokens: number;
+  probeEvery: number;
+  threads: number;
+  parallel: number;
   evalRows: number;
   fullPrefixRows: number;
   arms: string;
@@ -45,6 +55,9 @@ interface CheckOptions {
 interface Scores {
   rows: number;
   exact_match: number;
+  push_fraction: number;
+  push_exact_match: number;
+  move_exact_match: number;
   grid_exact_match: number;
   coords_exact_match: number;
   cell_accuracy: number;
@@ -63,7 +76,7 @@ interface ArmMetrics extends Scores {
   unchanged_baseline: Scores;
 }
 
-const ARMS = ['gt', 'unchanged', 'self-belief'] as const;
+const ARMS = ['gt', 'self-belief', 'unchanged'] as const;
 type Arm = (typeof ARMS)[number];
 
 function readRows(path: string): SftRow[] {
@@ -88,40 +101,68 @@ function generate(out: string, args: readonly string[]): void {
 }
 
 const OBSERVATION = /<observation>([\s\S]*?)<\/observation>/;
+const ANSWER = /<answer>([\s\S]*?)<\/answer>/;
 const PREDICTION = /(<prediction>)[\s\S]*?(<\/prediction>)/g;
 
-/** A message whose predictions all say "nothing changes": each becomes the message's own
- * observation. A function replacement, so a state is never read as a `$1` pattern. */
-function believeUnchanged(content: string): string {
+/** A believed next state, from the message's observation and its answer's (single) action. */
+type Belief = (observation: string, answer: string) => string;
+
+/** Nothing changes: the belief is the observation itself. */
+const believeUnchanged: Belief = (observation) => observation;
+
+/**
+ * The naive believer: the player steps one cell in the named direction unless a wall or a box
+ * is there; boxes never move. Run on the real env: load the observed grid, and either step it
+ * (the target cell holds no box, so the env's step is a plain move or a wall bump, exactly as
+ * believed) or keep it (a box ahead: the naive agent believes it is blocked).
+ */
+const believeNaive: Belief = (observation, answer) => {
+  const grid = observation.split('\n').slice(0, SPA_SOKOBAN.rows).join('\n');
+  const env = SokobanEnv.fromRender(grid);
+  if (env.state() !== observation)
+    throw new Error(`naive belief: observation is not a Sokoban state the env renders back:\n${observation}`);
+  const action = env.lookupAction(answer.trim());
+  if (action === undefined || typeof action !== 'number')
+    throw new Error(`naive belief: answer "${answer}" is not one Sokoban action (Up, Down, Left, Right)`);
+  const [dr, dc] = DIRECTIONS[action - 1] ?? [0, 0];
+  const { row, col } = env.playerPosition();
+  const ahead = env.snapshot().state[(row + dr) * SPA_SOKOBAN.cols + (col + dc)];
+  if (!isBox(ahead)) env.step(action);
+  return env.state();
+};
+
+/** One message with every prediction replaced by `belief` of its observation and answer. */
+function rewriteBelief(content: string, belief: Belief): string {
   const observation = OBSERVATION.exec(content)?.[1];
-  if (observation === undefined) return content;
-  return content.replace(PREDICTION, (_m, open: string, close: string) => open + observation + close);
+  const answer = ANSWER.exec(content)?.[1];
+  if (observation === undefined || answer === undefined || answer.trim() === '') return content;
+  const believed = belief(observation, answer);
+  // A function replacement, so a state is never read as a `$1` pattern.
+  return content.replace(PREDICTION, (_m, open: string, close: string) => open + believed + close);
 }
 
-/** The unchanged-belief arm: gt rows with every assistant message's prediction replaced. */
-function unchangedRows(rows: readonly SftRow[]): SftRow[] {
+/** gt rows re-annotated with `belief` in every assistant message (prompt history and response). */
+function believedRows(rows: readonly SftRow[], belief: Belief, annotation: string): SftRow[] {
   return rows.map((row) => ({
     ...row,
     prompt: row.prompt.map((m) =>
-      m.role === 'assistant' ? { ...m, content: believeUnchanged(m.content) } : m,
+      m.role === 'assistant' ? { ...m, content: rewriteBelief(m.content, belief) } : m,
     ),
-    response: believeUnchanged(row.response),
-    annotation: 'unchanged-belief',
+    response: rewriteBelief(row.response, belief),
+    annotation,
   }));
 }
 
 /** Writes every arm's training rows and the held-out rows; returns their paths. */
 function prepareData(o: CheckOptions, dir: string): { heldout: string; train: Record<Arm, string> } {
   const file = (name: string): string => join(dir, `${name}.jsonl`);
-  const puzzles = ['--groups', String(o.puzzles), '--seed-base', String(TRAIN_SEED_BASE)];
-  generate(file('gt'), ['--policy', 'oracle', '--annotation', 'gt', ...puzzles]);
+  const oracle = ['--policy', 'oracle', '--oracle-actions-per-turn', '1', '--annotation', 'gt'];
+  generate(file('gt'), [...oracle, '--groups', String(o.puzzles), '--seed-base', String(TRAIN_SEED_BASE)]);
   const gt = readRows(file('gt'));
-  writeRows(file('unchanged'), unchangedRows(gt));
-  // Random episodes have ~4 turns each; keep as many rows as gt so every arm takes the same steps.
-  generate(file('random-self-belief'), ['--policy', 'random', '--annotation', 'self-belief', ...puzzles]);
-  writeRows(file('self-belief'), readRows(file('random-self-belief')).slice(0, gt.length));
+  writeRows(file('self-belief'), believedRows(gt, believeNaive, 'self-belief-naive'));
+  writeRows(file('unchanged'), believedRows(gt, believeUnchanged, 'unchanged-belief'));
   const heldoutPuzzles = ['--groups', String(o.heldoutPuzzles), '--seed-base', String(HELDOUT_SEED_BASE)];
-  generate(file('heldout-all'), ['--policy', 'oracle', '--annotation', 'gt', ...heldoutPuzzles]);
+  generate(file('heldout-all'), [...oracle, ...heldoutPuzzles]);
   // Distinct seeds can build the same small room: drop held-out rows seen verbatim in training.
   const seen = new Set(gt.map((row) => row.response));
   const heldout = readRows(file('heldout-all')).filter((row) => !seen.has(row.response));
@@ -131,7 +172,7 @@ function prepareData(o: CheckOptions, dir: string): { heldout: string; train: Re
   );
   return {
     heldout: file('heldout'),
-    train: { gt: file('gt'), unchanged: file('unchanged'), 'self-belief': file('self-belief') },
+    train: { gt: file('gt'), 'self-belief': file('self-belief'), unchanged: file('unchanged') },
   };
 }
 
@@ -139,8 +180,10 @@ async function trainArm(o: CheckOptions, arm: Arm, train: string, heldout: strin
   const out = join(o.out, arm);
   const args = [
     ...['--arm', arm, '--train', train, '--heldout', heldout, '--out', out, '--size', o.size],
-    ...['--epochs', String(o.epochs), '--lr', o.lr, '--max-length', String(o.maxLength)],
+    ...['--epochs', String(o.epochs), '--lr', o.lr, '--batch-size', String(o.batchSize)],
+    ...['--max-length', String(o.maxLength), '--max-new-tokens', String(o.maxNewTokens)],
     ...['--eval-rows', String(o.evalRows), '--full-prefix-rows', String(o.fullPrefixRows)],
+    ...['--probe-every', String(o.probeEvery), '--threads', String(o.threads)],
   ];
   const python = trainerPython();
   await runTrainerModule(python, 'spa_trainer.learning_check', args, { label: arm }).done;
@@ -149,25 +192,33 @@ async function trainArm(o: CheckOptions, arm: Arm, train: string, heldout: strin
 
 const pct = (x: number | undefined): string => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(3));
 
+const row = (cells: readonly (string | number)[]): string => `| ${cells.join(' | ')} |`;
+
 /** The result table (markdown), one row per arm plus the copy-the-observation floor. */
 function table(results: readonly ArmMetrics[]): string {
-  const head =
-    '| arm | train rows | next-state exact match | grid exact match | coordinate line exact match | cell accuracy | changed-cell accuracy | full-prefix exact match | final loss | train s |';
-  const lines = [head, '|' + ' --- |'.repeat(10)];
-  for (const r of results)
-    lines.push(
-      `| ${r.arm} | ${r.train_rows} | ${pct(r.exact_match)} | ${pct(r.grid_exact_match)} | ${pct(r.coords_exact_match)} | ${pct(r.cell_accuracy)} | ${pct(r.changed_cell_accuracy)} | ${r.full_prefix_rows ? `${pct(r.full_prefix_exact_match)} (${r.full_prefix_rows})` : '–'} | ${r.final_loss.toFixed(3)} | ${r.train_seconds} |`,
-    );
+  const lines = [
+    row(['arm', 'train rows', 'next-state exact match', 'push exact match', 'move exact match',
+      'grid exact match', 'coordinate line exact match', 'cell accuracy', 'changed-cell accuracy',
+      'full-prefix exact match', 'final loss', 'train s']), // prettier-ignore
+    '|' + ' --- |'.repeat(12),
+  ];
+  const scores = (s: Scores): string[] =>
+    [s.exact_match, s.push_exact_match, s.move_exact_match, s.grid_exact_match, s.coords_exact_match,
+      s.cell_accuracy, s.changed_cell_accuracy].map(pct); // prettier-ignore
+  for (const r of results) {
+    const full = r.full_prefix_rows ? `${pct(r.full_prefix_exact_match)} (${r.full_prefix_rows})` : '–';
+    lines.push(row([r.arm, r.train_rows, ...scores(r), full, r.final_loss.toFixed(3), r.train_seconds]));
+  }
   const first = results[0];
   if (first) {
-    const b = first.unchanged_baseline;
     lines.push(
-      `| (no model: next = observation) | – | ${pct(b.exact_match)} | ${pct(b.grid_exact_match)} | ${pct(b.coords_exact_match)} | ${pct(b.cell_accuracy)} | ${pct(b.changed_cell_accuracy)} | – | – | – |`,
+      row(['(no model: next = observation)', '–', ...scores(first.unchanged_baseline), '–', '–', '–']),
     );
     lines.push(
       '',
       `Held out: ${first.rows} ground-truth rows (puzzle seeds from ${HELDOUT_SEED_BASE}, rows also in the gt ` +
-        `training set removed; ${first.leaked_heldout_rows} left in by mistake). Model: ${first.params} parameters.`,
+        `training set removed; ${first.leaked_heldout_rows} left in by mistake), ` +
+        `${pct(first.push_fraction)} of them pushes. Model: ${first.params} parameters.`,
     );
   }
   return lines.join('\n');
@@ -181,7 +232,17 @@ async function main(argv: string[]): Promise<void> {
     .option('--size <name>', 'model size in spa_trainer.learning_check: tiny | small', 'tiny')
     .option('--epochs <n>', 'epochs over each arm', Number, 1)
     .option('--lr <lr>', 'peak learning rate', '3e-3')
-    .option('--max-length <n>', 'training window in tokens (left-truncated)', Number, 256)
+    .option('--batch-size <n>', 'rows per optimizer step', Number, 16)
+    .option('--max-length <n>', 'training window in tokens (left-truncated)', Number, 240)
+    .option(
+      '--max-new-tokens <n>',
+      'decoding budget after <prediction> (eval window: max-length minus this)',
+      Number,
+      56,
+    )
+    .option('--probe-every <n>', 'steps between quick held-out exact-match probes (0: none)', Number, 0)
+    .option('--threads <n>', 'torch threads per arm', Number, 1)
+    .option('--parallel <n>', 'arms trained at the same time', Number, 2)
     .option('--eval-rows <n>', 'held-out rows scored per arm', Number, 200)
     .option('--full-prefix-rows <n>', 'rows for sft_metrics exact match on untruncated prefixes', Number, 32)
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
@@ -197,7 +258,14 @@ async function main(argv: string[]): Promise<void> {
   mkdirSync(dataDir, { recursive: true });
   const data = prepareData(o, dataDir);
   const results: ArmMetrics[] = [];
-  for (const arm of arms as Arm[]) results.push(await trainArm(o, arm, data.train[arm], data.heldout));
+  // Small models use 2 cores better as 2 one-thread processes than as one 2-thread process.
+  const queue = [...(arms as Arm[])];
+  const worker = async (): Promise<void> => {
+    for (let arm = queue.shift(); arm !== undefined; arm = queue.shift())
+      results.push(await trainArm(o, arm, data.train[arm], data.heldout));
+  };
+  await Promise.all(Array.from({ length: Math.max(1, o.parallel) }, worker));
+  results.sort((a, b) => arms.indexOf(a.arm) - arms.indexOf(b.arm));
   const text = table(results);
   writeFileSync(join(o.out, 'table.md'), text + '\n');
   console.log(text);

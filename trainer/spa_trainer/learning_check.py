@@ -25,7 +25,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -34,7 +34,14 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_sc
 from transformers.utils import logging as hf_logging
 
 from .data import SftRow, open_source
-from .masking import IGNORE_INDEX, Example, encode_faithful, faithful_texts, observation_spans, prediction_spans
+from .masking import (
+    IGNORE_INDEX,
+    Example,
+    faithful_texts,
+    observation_spans,
+    prediction_spans,
+    tokens_in_spans,
+)
 from .models import load_policy
 from .sft_metrics import next_state_exact_match
 from .tiny_model import DEFAULT_SPEC, TinySpec, tiny_model_dir
@@ -62,6 +69,8 @@ class CheckConfig:
     max_new_tokens: int = 64  # > the longest 6x6 Sokoban state (~45 tiny tokens)
     eval_rows: int = 200
     full_prefix_rows: int = 0
+    probe_every: int = 0  # steps between quick held-out exact-match probes (0: none)
+    probe_rows: int = 48
     threads: int = 2
     seed: int = 0
 
@@ -82,46 +91,116 @@ def read_rows(path: str) -> list[SftRow]:
     return [s.row for s in source.read({}, source.end_offsets())]
 
 
-def collate(batch: Sequence[Example], pad_id: int) -> dict[str, torch.Tensor]:
+_MARGIN = 16  # tokens of context before the training window that a prompt cut may change
+
+
+@dataclass(frozen=True)
+class TrainExample:
+    """A training sequence plus, per token, whether it lies inside a `<prediction>` span."""
+
+    example: Example
+    in_prediction: list[bool]
+
+
+def encode_all(tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], max_length: int) -> list[TrainExample]:
+    """`encode_faithful` of every row (reference §8.3: CE on the whole response, none on the
+    prompt, left truncation), plus the prediction-token flags for the loss log.
+
+    Hand-written instead of calling `encode_faithful` per row: that tokenises each ~1,000-token
+    prompt in its own call, ~12 ms a row and most of the preparation time. Here the tokenizer
+    runs on whole lists, and only the prompt's last characters are tokenised: the ids inside
+    the window equal the full prompt's when at least `_MARGIN` tokens precede the window (a cut
+    changes only the word it splits). Rows without that margin tokenise the full prompt.
+    """
+    texts = [faithful_texts(tokenizer, row) for row in rows]
+    cuts = [prompt[-4 * max_length :] for prompt, _ in texts]
+    prompts = tokenizer(cuts, add_special_tokens=False)["input_ids"]
+    targets = tokenizer([t for _, t in texts], add_special_tokens=False, return_offsets_mapping=True)
+    out: list[TrainExample] = []
+    for i, row in enumerate(rows):
+        prompt_ids, target_ids = list(prompts[i]), list(targets["input_ids"][i])
+        if len(prompt_ids) + len(target_ids) < max_length + _MARGIN and cuts[i] != texts[i][0]:
+            prompt_ids = list(tokenizer(texts[i][0], add_special_tokens=False)["input_ids"])
+        offsets = [tuple(o) for o in targets["offset_mapping"][i]]
+        masked = tokens_in_spans(offsets, prediction_spans(texts[i][1]))
+        trained = [IGNORE_INDEX if m and row.mask_transitions else t for t, m in zip(target_ids, masked)]
+        keep = min(max_length, len(prompt_ids) + len(target_ids))
+        ids, labels = prompt_ids + target_ids, [IGNORE_INDEX] * len(prompt_ids) + trained
+        out.append(TrainExample(Example(ids[-keep:], labels[-keep:]), ([False] * len(prompt_ids) + masked)[-keep:]))
+    return out
+
+
+def collate(batch: Sequence[TrainExample], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-pad a mini-batch; padded positions are masked out of attention and loss."""
-    width = max(len(ex.input_ids) for ex in batch)
-    ids = [ex.input_ids + [pad_id] * (width - len(ex.input_ids)) for ex in batch]
-    labels = [ex.labels + [IGNORE_INDEX] * (width - len(ex.labels)) for ex in batch]
-    mask = [[1] * len(ex.input_ids) + [0] * (width - len(ex.input_ids)) for ex in batch]
-    return {"input_ids": torch.tensor(ids), "labels": torch.tensor(labels), "attention_mask": torch.tensor(mask)}
+    width = max(len(ex.example.input_ids) for ex in batch)
+    pad = [width - len(ex.example.input_ids) for ex in batch]
+    ids = [ex.example.input_ids + [pad_id] * n for ex, n in zip(batch, pad)]
+    labels = [ex.example.labels + [IGNORE_INDEX] * n for ex, n in zip(batch, pad)]
+    mask = [[1] * len(ex.example.input_ids) + [0] * n for ex, n in zip(batch, pad)]
+    flags = [ex.in_prediction + [False] * n for ex, n in zip(batch, pad)]
+    return {
+        "input_ids": torch.tensor(ids),
+        "labels": torch.tensor(labels),
+        "attention_mask": torch.tensor(mask),
+        "in_prediction": torch.tensor(flags),
+    }
 
 
-def train(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: list[SftRow], cfg: CheckConfig) -> float:
+def losses(model: PreTrainedModel, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, float]:
+    """(token-mean CE over all labelled tokens, the same over prediction tokens only). The
+    second is the number to watch: the observation copy is easy, the transition is not."""
+    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+    labels = batch["labels"][:, 1:]
+    nll = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), reduction="none"
+    ).view(labels.shape)
+    trained = labels != IGNORE_INDEX
+    pred = trained & batch["in_prediction"][:, 1:]
+    loss = nll[trained].mean()
+    return loss, float(nll[pred].mean().detach()) if pred.any() else math.nan
+
+
+def train(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    rows: list[SftRow],
+    cfg: CheckConfig,
+    probe: Callable[[int], None] = lambda step: None,
+) -> float:
     """Epochs of shuffled mini-batches with SPA's optimizer recipe (reference §8.2: AdamW betas
     (0.9, 0.95), wd 0.01, cosine with 10% warmup, clip 1.0). Loss is the token mean over the
-    mini-batch. Returns the last step's loss."""
-    examples = [encode_faithful(tokenizer, r, cfg.max_length, mask_transitions=r.mask_transitions) for r in rows]
-    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
+    mini-batch. Calls `probe(step)` every `cfg.probe_every` steps. Returns the mean loss of
+    the last 20 steps."""
+    examples = encode_all(tokenizer, rows, cfg.max_length)
+    total = math.ceil(len(examples) / cfg.batch_size) * cfg.epochs
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=0.01)
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(0.1 * total), total)
     order = random.Random(cfg.seed)
-    model.train()
-    loss_value, step, t0 = math.nan, 0, time.perf_counter()
+    recent: list[tuple[float, float]] = []
+    step, t0 = 0, time.perf_counter()
     for epoch in range(cfg.epochs):
         shuffled = examples[:]
         order.shuffle(shuffled)
         for start in range(0, len(shuffled), cfg.batch_size):
-            batch = collate(shuffled[start : start + cfg.batch_size], tokenizer.pad_token_id)
-            loss = model(**batch).loss
+            model.train()
+            loss, pred_loss = losses(model, collate(shuffled[start : start + cfg.batch_size], tokenizer.pad_token_id))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             scheduler.step()
-            step, loss_value = step + 1, float(loss.detach())
+            step += 1
+            recent = [*recent[-19:], (float(loss.detach()), pred_loss)]
             if step % 20 == 0 or step == total:
+                mean_loss, mean_pred = (sum(x) / len(recent) for x in zip(*recent))
                 print(
-                    f"[learning-check {cfg.arm}] epoch {epoch} step {step}/{total} loss {loss_value:.4f} "
-                    f"{time.perf_counter() - t0:.0f}s",
+                    f"[learning-check {cfg.arm}] epoch {epoch} step {step}/{total} loss {mean_loss:.4f} "
+                    f"prediction-token loss {mean_pred:.4f} {time.perf_counter() - t0:.0f}s",
                     flush=True,
                 )
-    return loss_value
+            if cfg.probe_every and step % cfg.probe_every == 0 and step < total:
+                probe(step)
+    return sum(x for x, _ in recent) / len(recent) if recent else math.nan
 
 
 def eval_prefix(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[list[int], str, str] | None:
@@ -171,15 +250,30 @@ def split_state(state: str) -> tuple[list[str], str]:
     return grid, "\n".join(rest)
 
 
+def box_cells(grid: Sequence[str]) -> set[tuple[int, int]]:
+    """Cells holding a box (`X` or `√`, reference §2.2) in grid lines."""
+    return {(r, c) for r, line in enumerate(grid) for c, ch in enumerate(line) if ch in "X√"}
+
+
+def is_push(p: Prediction) -> bool:
+    """Whether the true transition moves a box (a push), read off the two grids."""
+    return box_cells(split_state(p.truth)[0]) != box_cells(split_state(p.observation)[0])
+
+
+def exact(p: Prediction) -> bool:
+    """The whole next state (grid and coordinate sentence) decoded exactly, tag closed."""
+    return p.closed and p.decoded == p.truth
+
+
 def score(predictions: Sequence[Prediction]) -> dict[str, float]:
-    """Exact match (full, grid only, coordinate line), per-cell accuracy over the true grid's
-    cells, and accuracy on the cells where the true next grid differs from the observation."""
-    full = grid_em = coords_em = cells = cells_ok = changed = changed_ok = 0
+    """Exact match (full, grid only, coordinate line; full also split into push and plain-move
+    transitions), per-cell accuracy over the true grid's cells, and accuracy on the cells where
+    the true next grid differs from the observation."""
+    grid_em = coords_em = cells = cells_ok = changed = changed_ok = 0
     for p in predictions:
         true_grid, true_coords = split_state(p.truth)
         obs_grid, _ = split_state(p.observation)
         got_grid, got_coords = split_state(p.decoded)
-        full += int(p.closed and p.decoded == p.truth)
         grid_em += int(got_grid == true_grid)
         coords_em += int(got_coords == true_coords)
         for r, line in enumerate(true_grid):
@@ -190,14 +284,23 @@ def score(predictions: Sequence[Prediction]) -> dict[str, float]:
                 cells, cells_ok = cells + 1, cells_ok + int(hit)
                 if c >= len(before) or before[c] != cell:
                     changed, changed_ok = changed + 1, changed_ok + int(hit)
+    pushes = [p for p in predictions if is_push(p)]
+    moves = [p for p in predictions if not is_push(p)]
+
+    def rate(hits: int, n: int) -> float:
+        return hits / n if n else math.nan
+
     n = len(predictions)
     return {
         "rows": n,
-        "exact_match": full / n if n else math.nan,
-        "grid_exact_match": grid_em / n if n else math.nan,
-        "coords_exact_match": coords_em / n if n else math.nan,
-        "cell_accuracy": cells_ok / cells if cells else math.nan,
-        "changed_cell_accuracy": changed_ok / changed if changed else math.nan,
+        "exact_match": rate(sum(map(exact, predictions)), n),
+        "push_fraction": rate(len(pushes), n),
+        "push_exact_match": rate(sum(map(exact, pushes)), len(pushes)),
+        "move_exact_match": rate(sum(map(exact, moves)), len(moves)),
+        "grid_exact_match": rate(grid_em, n),
+        "coords_exact_match": rate(coords_em, n),
+        "cell_accuracy": rate(cells_ok, cells),
+        "changed_cell_accuracy": rate(changed_ok, changed),
     }
 
 
@@ -226,8 +329,17 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
     params = sum(p.numel() for p in model.parameters())
     print(f"[learning-check {cfg.arm}] {len(train_rows)} train rows, {len(heldout_rows)} held out; "
           f"model {cfg.size} ({params / 1e6:.2f}M params, fresh from {folder.name})", flush=True)  # fmt: skip
+    probes: list[dict[str, float]] = []
+
+    def probe(step: int) -> None:  # a learning curve: is exact match rising yet?
+        shown = score(predict(model, tokenizer, heldout_rows[: cfg.probe_rows], cfg))
+        probes.append({"step": step, **shown})
+        print(f"[learning-check {cfg.arm}] probe step {step}: exact match {shown['exact_match']:.3f} "
+              f"(push {shown['push_exact_match']:.3f}, move {shown['move_exact_match']:.3f}), "
+              f"cell accuracy {shown['cell_accuracy']:.3f}", flush=True)  # fmt: skip
+
     t0 = time.perf_counter()
-    final_loss = train(model, tokenizer, train_rows, cfg)
+    final_loss = train(model, tokenizer, train_rows, cfg, probe)
     train_seconds = time.perf_counter() - t0
     predictions = predict(model, tokenizer, heldout_rows, cfg)
     result: dict[str, object] = {
@@ -241,6 +353,7 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
         "leaked_heldout_rows": leaked_rows(train_rows, heldout_rows),
         **score(predictions),
         "unchanged_baseline": unchanged_baseline(predictions),
+        "probes": probes,
         "samples": [asdict(p) for p in predictions[:3]],
     }
     if cfg.full_prefix_rows > 0:  # sft_metrics' own metric, untruncated prefix
@@ -264,7 +377,8 @@ def parse_args(argv: list[str]) -> CheckConfig:
     p.add_argument("--size", default=d.size, choices=sorted(MODEL_SIZES))
     for flag, value in (("epochs", d.epochs), ("batch-size", d.batch_size), ("max-length", d.max_length),
                         ("max-new-tokens", d.max_new_tokens), ("eval-rows", d.eval_rows),
-                        ("full-prefix-rows", d.full_prefix_rows), ("threads", d.threads), ("seed", d.seed)):  # fmt: skip
+                        ("full-prefix-rows", d.full_prefix_rows), ("probe-every", d.probe_every),
+                        ("probe-rows", d.probe_rows), ("threads", d.threads), ("seed", d.seed)):  # fmt: skip
         p.add_argument(f"--{flag}", type=int, default=value)
     p.add_argument("--lr", type=float, default=d.lr)
     a = p.parse_args(argv)
@@ -281,6 +395,8 @@ def parse_args(argv: list[str]) -> CheckConfig:
         max_new_tokens=a.max_new_tokens,
         eval_rows=a.eval_rows,
         full_prefix_rows=a.full_prefix_rows,
+        probe_every=a.probe_every,
+        probe_rows=a.probe_rows,
         threads=a.threads,
         seed=a.seed,
     )
