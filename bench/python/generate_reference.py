@@ -167,16 +167,19 @@ def timed(fn, repeats: int, warm_up=None) -> float:  # noqa: ANN001
 
 
 def ort_session(artifact: str, threads: int):  # noqa: ANN201 - onnxruntime type
-    """A CPU session on the artifact's model; `threads` 0 = onnxruntime's default."""
+    """A CPU session on the artifact's model with the node policy's options (causal-lm.ts): `threads`
+    intra-op threads (0 = onnxruntime's default), all graph optimisations, sequential execution."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     return ort.InferenceSession(str(Path(artifact) / "model.onnx"), options, providers=["CPUExecutionProvider"])
 
 
 def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int, sizes: list[int],
-              repeats: int, engines: str = "all") -> dict[str, object]:
+              repeats: int, engines: str = "all", ort_threads: tuple[int, ...] = (1, 0)) -> dict[str, object]:
     """tokens/s of each engine (`ort`, `hf` or `all`) × batch size; greedy, exactly `new_tokens` per row."""
     import onnxruntime as ort
     import torch
@@ -186,7 +189,7 @@ def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int
     rows = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
     manifest = json.loads((Path(artifact) / "manifest.json").read_text())
     results: list[dict[str, object]] = []
-    for threads in (1, 0) if engines in ("ort", "all") else ():
+    for threads in ort_threads if engines in ("ort", "all") else ():
         session = ort_session(artifact, threads)
         for b in sizes:
             batch = rows[:b]
@@ -227,6 +230,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--batch-sizes", default="1,8")
     p.add_argument("--engines", default="all", choices=["ort", "hf", "all"])
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--ort-threads", default="1,0", help="onnxruntime intra-op thread counts (0 = its default)")
     a = p.parse_args(argv)
     if a.command == "fixture":
         result: dict[str, object] = build_fixture(Path(a.root), a.scale, a.seed)
@@ -240,8 +244,9 @@ def main(argv: list[str]) -> None:
             result = greedy(a.model_dir, a.artifact, data["prompts"], a.max_new_tokens)
         else:
             sizes = [int(s) for s in a.batch_sizes.split(",")]
+            threads = tuple(int(t) for t in a.ort_threads.split(","))
             result = run_bench(a.artifact, a.model_dir, data["prompts"], a.max_new_tokens, sizes, a.repeats,
-                               a.engines)
+                               a.engines, threads)
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 

@@ -136,6 +136,23 @@ describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {
     }
   });
 
+  it('gives the same tokens through the split-cache graph as through the exported graph as is', async () => {
+    // The default (`auto`) runs the split cache on this export; `split` would throw otherwise.
+    const open = (cacheLayout: 'split' | 'whole') =>
+      onnxPolicy({ folder: fixture.artifact, seed: 3, maxNewTokens: 300, intraOpThreads: 1, cacheLayout });
+    const [split, whole] = [await open('split'), await open('whole')];
+    try {
+      const a = await split.generate(prompts);
+      const b = await whole.generate(prompts);
+      expect(a.map((g) => g.ids)).toEqual(b.map((g) => g.ids));
+      expect(new Set(a.map((g) => g.ids.length)).size).toBeGreaterThan(1); // rows dropped mid-batch
+      expect(Math.max(...a.map((g) => g.ids.length))).toBeGreaterThan(40); // several folds of recent
+    } finally {
+      await split.close?.();
+      await whole.close?.();
+    }
+  });
+
   it('stops at </answer> (kept), at <|im_end|> (dropped) or at 400 tokens', async () => {
     const policy = await onnxPolicy({ folder: fixture.artifact, seed: 3, intraOpThreads: 1 });
     try {
