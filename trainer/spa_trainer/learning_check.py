@@ -26,11 +26,11 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, Qwen2ForCausalLM, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
 from .data import SftRow, open_source
@@ -46,11 +46,42 @@ from .models import load_policy
 from .sft_metrics import next_state_exact_match
 from .tiny_model import DEFAULT_SPEC, TinySpec, tiny_model_dir
 
-MODEL_SIZES: dict[str, TinySpec] = {
-    "tiny": DEFAULT_SPEC,  # hidden 64, 2 layers: the spec every test uses
-    # A bigger from-scratch config for learning the transition; same tokenizer and seed.
-    "small": TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4),
+
+@dataclass(frozen=True)
+class ModelSize:
+    """A from-scratch model: the tiny tokenizer and architecture at `spec`'s size. `rope_theta`
+    overrides Qwen2.5's 1e6: with head size 16 and 240-token windows, base 1e6 leaves only
+    2-3 of the 8 rotary frequencies turning within the window; 1e4 gives the position signal
+    that copying the observation into the prediction needs."""
+
+    spec: TinySpec
+    rope_theta: float | None = None
+
+
+_SMALL = TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4)
+_DEEP = TinySpec(num_hidden_layers=4)
+MODEL_SIZES: dict[str, ModelSize] = {
+    "tiny": ModelSize(DEFAULT_SPEC),  # hidden 64, 2 layers: the spec every test uses
+    "tiny-rope1e4": ModelSize(DEFAULT_SPEC, rope_theta=1e4),
+    "deep": ModelSize(_DEEP, rope_theta=1e4),  # hidden 64, 4 layers
+    "small": ModelSize(_SMALL),  # hidden 128, 4 layers
+    "small-rope1e4": ModelSize(_SMALL, rope_theta=1e4),
 }
+
+
+def fresh_model(size: ModelSize) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path]:
+    """(randomly initialised model, tokenizer, folder) of `size`, initialised from the spec's seed
+    like `tiny_model.build_tiny`, with the RoPE base override applied before initialisation."""
+    folder = tiny_model_dir(size.spec)
+    model, tokenizer, _ = load_policy(str(folder), torch.device("cpu"))
+    if size.rope_theta is None:
+        return model, tokenizer, folder
+    config = model.config
+    config.rope_parameters = {**(config.rope_parameters or {}), "rope_theta": size.rope_theta}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(size.spec.seed)
+        model = Qwen2ForCausalLM(config)
+    return model.to(torch.float32), tokenizer, folder
 
 
 @dataclass(frozen=True)
@@ -61,17 +92,17 @@ class CheckConfig:
     train: str
     heldout: str
     out: str
-    size: str = "tiny"
+    size: str = "tiny-rope1e4"
     epochs: int = 1  # fresh puzzles are cheap: more rows beat more epochs
-    batch_size: int = 8
-    lr: float = 3e-3  # from scratch: 30x SPA's fine-tuning lr (reference §8.3); 1e-3 stalled at loss 2.4
-    max_length: int = 256  # training window, left-truncated (sft.py's --max-length)
-    max_new_tokens: int = 64  # > the longest 6x6 Sokoban state (~45 tiny tokens)
+    batch_size: int = 16
+    lr: float = 5e-3  # from scratch: 50x SPA's fine-tuning lr (reference §8.3); 1e-3 stalled at loss 2.4
+    max_length: int = 240  # training window, left-truncated (sft.py's --max-length): State block + response
+    max_new_tokens: int = 56  # > the longest 6x6 Sokoban state (~47 tiny tokens) + `</prediction>`
     eval_rows: int = 200
     full_prefix_rows: int = 0
     probe_every: int = 0  # steps between quick held-out exact-match probes (0: none)
     probe_rows: int = 48
-    threads: int = 2
+    threads: int = 1  # arms run side by side, one core each
     seed: int = 0
 
 
@@ -324,7 +355,7 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
     torch.manual_seed(cfg.seed)
     if cfg.size not in MODEL_SIZES:
         raise ValueError(f"--size {cfg.size!r}: expected one of {', '.join(MODEL_SIZES)}")
-    model, tokenizer, folder = load_policy(str(tiny_model_dir(MODEL_SIZES[cfg.size])), torch.device("cpu"))
+    model, tokenizer, folder = fresh_model(MODEL_SIZES[cfg.size])
     train_rows, heldout_rows = read_rows(cfg.train), read_rows(cfg.heldout)
     params = sum(p.numel() for p in model.parameters())
     print(f"[learning-check {cfg.arm}] {len(train_rows)} train rows, {len(heldout_rows)} held out; "
@@ -381,25 +412,8 @@ def parse_args(argv: list[str]) -> CheckConfig:
                         ("probe-rows", d.probe_rows), ("threads", d.threads), ("seed", d.seed)):  # fmt: skip
         p.add_argument(f"--{flag}", type=int, default=value)
     p.add_argument("--lr", type=float, default=d.lr)
-    a = p.parse_args(argv)
-    return CheckConfig(
-        arm=a.arm,
-        train=a.train,
-        heldout=a.heldout,
-        out=a.out,
-        size=a.size,
-        epochs=a.epochs,
-        batch_size=a.batch_size,
-        lr=a.lr,
-        max_length=a.max_length,
-        max_new_tokens=a.max_new_tokens,
-        eval_rows=a.eval_rows,
-        full_prefix_rows=a.full_prefix_rows,
-        probe_every=a.probe_every,
-        probe_rows=a.probe_rows,
-        threads=a.threads,
-        seed=a.seed,
-    )
+    a = vars(p.parse_args(argv))
+    return CheckConfig(**{f.name: a[f.name] for f in fields(CheckConfig)})
 
 
 if __name__ == "__main__":
