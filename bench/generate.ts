@@ -1,19 +1,19 @@
 /**
- * `npm run bench -- generate [--tokens n] [--repeats n] [--rounds n] [--no-python]`: decoding
- * tokens/s of the ONNX policy (onnxruntime-node) beside Python transformers `generate` and Python
- * onnxruntime running the same incremental loop, on the same tiny model and the same real SPA
- * prompts (tokenized once, outside the timing, on both sides), in one run. Every engine decodes
- * greedily exactly `--tokens` new tokens per row (stops disabled, so all do the same work); the
- * time includes the prompt pass. Both onnxruntime sides open their sessions with the same
- * options: 1 or 2 intra-op threads, all graph optimisations, sequential execution. Goals:
- * ≥ 1.5× transformers, ≥ 0.9× Python onnxruntime.
+ * `npm run bench -- generate [--tokens n] [--pairs n] [--no-python]`: decoding tokens/s of the
+ * ONNX policy (onnxruntime-node) beside Python onnxruntime running the same incremental loop and
+ * Python transformers `generate`, on the same tiny model and the same real SPA prompts
+ * (tokenized once, outside the timing, on both sides), in one run. Every engine decodes greedily
+ * exactly `--tokens` new tokens per row (stops disabled, so all do the same work); the time
+ * includes the prompt pass. Both onnxruntime sides open their sessions with the same options:
+ * 1 or 2 intra-op threads, all graph optimisations, sequential execution. Goals: ≥ 1.5×
+ * transformers, ≥ 0.9× Python onnxruntime.
  *
- * A shared 2-core machine's load drifts over minutes, so node and Python onnxruntime run in
- * `--rounds` rounds (default 3) in alternating order (node first, then Python first, …). In a
- * round each configuration's figure is the fastest of `--repeats` runs (other processes only
- * ever add time); the ratio node ÷ Python is taken within each round, and the report gives the
- * median over rounds. The whole-cache layout (the exported graph as is) runs beside the default
- * split cache at 1 thread, to show what the split saves.
+ * A shared 2-core machine's load drifts from second to second, so onnxruntime-node and Python
+ * onnxruntime (a `generate_reference.py serve` process kept open) run in strict alternation:
+ * for each thread count and batch size, `--pairs` times (default 7) one call each, the order
+ * rotating. Figures are medians over the pairs; "node ÷ it" is the median of the per-pair
+ * ratios. The whole-cache layout (the exported graph as is) takes part at 1 thread, to show what
+ * the split cache saves.
  */
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -22,7 +22,7 @@ import { loadPolicyArtifact } from '../streams/policies/onnx/artifact.js';
 import { OnnxCausalLm, type CacheLayout } from '../streams/policies/onnx/causal-lm.js';
 import { generateBatch } from '../streams/policies/onnx/generate.js';
 import { PolicyTokenizer } from '../streams/policies/onnx/tokenizer.js';
-import { callReference, referenceFixture, spaPrompts } from './python/generate-reference.js';
+import { callReference, referenceFixture, referenceServer, spaPrompts } from './python/generate-reference.js';
 
 const BATCH_SIZES = [1, 8] as const;
 const THREADS = [1, 2] as const; // the machine's 2 cores
@@ -39,8 +39,7 @@ export interface GenerateResult {
 
 interface Options {
   readonly tokens: number;
-  readonly repeats: number;
-  readonly rounds: number;
+  readonly pairs: number;
   readonly python: boolean;
 }
 
@@ -52,74 +51,62 @@ function positive(flag: string, value: number): number {
 
 function parseArgs(args: readonly string[]): Options {
   let tokens = 400; // SPA's response budget, reference §3.4
-  let repeats = 3;
-  let rounds = 3;
+  let pairs = 7;
   let python = true;
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--no-python') python = false;
     else if (args[i] === '--tokens') tokens = positive('--tokens', Number(args[++i]));
-    else if (args[i] === '--repeats') repeats = positive('--repeats', Number(args[++i]));
-    else if (args[i] === '--rounds') rounds = positive('--rounds', Number(args[++i]));
+    else if (args[i] === '--pairs') pairs = positive('--pairs', Number(args[++i]));
     else
       throw new Error(
-        `bench generate: unknown argument "${args[i]}"; expected --tokens n, --repeats n, --rounds n, --no-python`,
+        `bench generate: unknown argument "${args[i]}"; expected --tokens n, --pairs n, --no-python`,
       );
   }
-  return { tokens, repeats, rounds, python };
-}
-
-/** Fastest of `repeats` timed calls after one warm-up call (the Python side does the same). */
-async function timed(fn: () => Promise<unknown>, repeats: number): Promise<number> {
-  await fn();
-  let best = Infinity;
-  for (let i = 0; i < repeats; i++) {
-    const start = performance.now();
-    await fn();
-    best = Math.min(best, (performance.now() - start) / 1000);
-  }
-  return best;
+  return { tokens, pairs, python };
 }
 
 const NODE = 'onnxruntime-node (this policy)';
 const NODE_WHOLE = 'onnxruntime-node, whole cache';
+const PYTHON_ORT = 'python onnxruntime';
 
-/** onnxruntime-node through the policy's own decoding loop: split cache at 1 and 2 threads, whole cache at 1. */
-export async function measureOnnxNode(artifactFolder: string, prompts: readonly string[], options: Options) {
+/** One engine at one thread count: a timed call per batch size. */
+interface Contender {
+  readonly engine: string;
+  readonly threads: number;
+  run(batch: number): Promise<number>;
+}
+
+/** onnxruntime-node through the policy's own decoding loop, as a contender per layout and thread count. */
+async function nodeContenders(artifactFolder: string, prompts: readonly string[], tokens: number) {
   const artifact = await loadPolicyArtifact(artifactFolder);
   const tokenizer = new PolicyTokenizer(artifact);
   const promptIds = prompts.map((p) => tokenizer.encode(p));
-  const results: GenerateResult[] = [];
-  const setups: [string, number, CacheLayout][] = [
-    ...THREADS.map((t): [string, number, CacheLayout] => [NODE, t, 'split']),
-    [NODE_WHOLE, 1, 'whole'],
-  ];
-  for (const [engine, threads, cacheLayout] of setups) {
+  const generateOptions = {
+    sampling: { temperature: 0, topP: 1 },
+    stop: {
+      stopIds: new Set<number>(),
+      stopStrings: [],
+      decode: (ids: readonly number[]) => tokenizer.decode(ids),
+      maxNewTokens: tokens,
+    },
+  };
+  const open = async (engine: string, threads: number, cacheLayout: CacheLayout) => {
     const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, {
       intraOpThreads: threads,
       cacheLayout,
     });
     if (lm.splitCache !== (cacheLayout === 'split')) throw new Error(`bench: ${lm.cacheNote}`);
-    const generateOptions = {
-      sampling: { temperature: 0, topP: 1 },
-      stop: {
-        stopIds: new Set<number>(),
-        stopStrings: [],
-        decode: (ids: readonly number[]) => tokenizer.decode(ids),
-        maxNewTokens: options.tokens,
-      },
+    const run = async (batch: number) => {
+      const requests = promptIds.slice(0, batch).map((ids) => ({ promptIds: ids, rng: new Rng(0) }));
+      const start = performance.now();
+      const out = await generateBatch(lm, requests, generateOptions);
+      const seconds = (performance.now() - start) / 1000;
+      if (out.some((g) => g.ids.length !== tokens)) throw new Error('bench: a row stopped early');
+      return seconds;
     };
-    for (const batch of BATCH_SIZES) {
-      const run = async () => {
-        const requests = promptIds.slice(0, batch).map((ids) => ({ promptIds: ids, rng: new Rng(0) }));
-        const out = await generateBatch(lm, requests, generateOptions);
-        if (out.some((g) => g.ids.length !== options.tokens)) throw new Error('bench: a row stopped early');
-      };
-      const seconds = await timed(run, options.repeats);
-      results.push({ engine, threads, batch, seconds, tokens_per_s: (batch * options.tokens) / seconds });
-    }
-    await lm.release();
-  }
-  return results;
+    return { contender: { engine, threads, run }, release: () => lm.release() };
+  };
+  return Promise.all([...THREADS.map((t) => open(NODE, t, 'split')), open(NODE_WHOLE, 1, 'whole')]);
 }
 
 const median = (xs: readonly number[]) => {
@@ -127,68 +114,79 @@ const median = (xs: readonly number[]) => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 };
-const key = (r: GenerateResult) => `${r.engine}|${String(r.threads)}|${r.batch}`;
-const isPythonOrt = (r: GenerateResult) => r.engine.startsWith('python onnxruntime');
 
-/** One configuration over the rounds: median tokens/s and seconds, and node ÷ it per round. */
-interface Summary {
+/** One configuration's paired runs: its seconds, and node's seconds in the same pairs. */
+interface Measured {
   readonly result: GenerateResult;
+  /** Per pair, node (same threads, batch) tokens/s ÷ this engine's; empty for node rows. */
   readonly ratios: readonly number[];
 }
 
-/** Medians over rounds; each Python onnxruntime row gets node (same threads, batch) ÷ it per round. */
-function summarise(rounds: readonly GenerateResult[][], once: readonly GenerateResult[]): Summary[] {
-  const keys = [...new Set(rounds.flat().map(key))];
-  const summaries = keys.map((k): Summary => {
-    const runs = rounds.map((round) => round.find((r) => key(r) === k)).filter((r) => r !== undefined);
-    const first = runs[0] as GenerateResult;
-    const ratios = !isPythonOrt(first)
-      ? []
-      : rounds.map((round) => {
-          const node = round.find(
-            (r) => r.engine === NODE && r.batch === first.batch && r.threads === first.threads,
-          );
-          const python = round.find((r) => key(r) === k);
-          return node && python ? node.tokens_per_s / python.tokens_per_s : NaN;
-        });
-    const seconds = median(runs.map((r) => r.seconds));
-    return { result: { ...first, seconds, tokens_per_s: median(runs.map((r) => r.tokens_per_s)) }, ratios };
-  });
-  return [...summaries, ...once.map((result) => ({ result, ratios: [] }))];
+/**
+ * For each thread count and batch size, the contenders at that thread count run one after the
+ * other `pairs` times, the order rotating each time (a warm-up call each first).
+ */
+async function measurePaired(contenders: readonly Contender[], options: Options): Promise<Measured[]> {
+  const measured: Measured[] = [];
+  for (const threads of THREADS) {
+    const group = contenders.filter((c) => c.threads === threads);
+    for (const batch of BATCH_SIZES) {
+      for (const c of group) await c.run(batch);
+      const seconds = group.map((): number[] => []);
+      for (let i = 0; i < options.pairs; i++) {
+        for (let k = 0; k < group.length; k++) {
+          const at = (i + k) % group.length;
+          (seconds[at] as number[]).push(await (group[at] as Contender).run(batch));
+        }
+      }
+      const nodeAt = group.findIndex((c) => c.engine === NODE);
+      group.forEach((c, at) => {
+        const s = seconds[at] as number[];
+        const mid = median(s);
+        const ratios =
+          c.engine === NODE ? [] : s.map((x, i) => x / ((seconds[nodeAt] as number[])[i] as number));
+        const result = {
+          engine: c.engine,
+          threads,
+          batch,
+          seconds: mid,
+          tokens_per_s: (batch * options.tokens) / mid,
+        };
+        measured.push({ result, ratios });
+      });
+      console.log(`threads ${threads}, batch ${batch} done; ${load()}`);
+    }
+  }
+  return measured;
 }
 
-function table(summaries: readonly Summary[]): string {
-  const rows = summaries.map(({ result: r, ratios }) => [
+function table(measured: readonly Measured[]): string {
+  const rows = measured.map(({ result: r, ratios }) => [
     r.engine,
     String(r.threads),
     String(r.batch),
     r.tokens_per_s.toFixed(0),
     r.seconds.toFixed(2),
-    ratios.length ? `${median(ratios).toFixed(2)}× (${ratios.map((x) => x.toFixed(2)).join(', ')})` : '',
+    ratios.length
+      ? `${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
+      : '',
   ]);
-  const header = ['engine', 'threads', 'batch', 'tokens/s', 'seconds', 'node ÷ it, median (per round)'];
+  const header = ['engine', 'threads', 'batch', 'tokens/s', 'seconds', 'node ÷ it: median of pairs (range)'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
   return [header, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i] as number)).join('  ')).join('\n');
 }
 
-/**
- * Per batch size: best node configuration ÷ best Python onnxruntime configuration within each
- * round (median over rounds), and best node (median) ÷ best transformers.
- */
-function goals(rounds: readonly GenerateResult[][], hf: readonly GenerateResult[]): string {
-  const best = (rs: readonly GenerateResult[], batch: number, pick: (r: GenerateResult) => boolean) =>
-    Math.max(...rs.filter((r) => r.batch === batch && pick(r)).map((r) => r.tokens_per_s));
+/** Per batch size: best node configuration (median tokens/s) ÷ the best of each Python engine. */
+function goals(measured: readonly GenerateResult[]): string {
+  const best = (batch: number, pick: (r: GenerateResult) => boolean) =>
+    Math.max(...measured.filter((r) => r.batch === batch && pick(r)).map((r) => r.tokens_per_s));
   return BATCH_SIZES.map((batch) => {
-    const perRound = rounds.map(
-      (rs) => best(rs, batch, (r) => r.engine === NODE) / best(rs, batch, isPythonOrt),
-    );
-    const node = median(rounds.map((rs) => best(rs, batch, (r) => r.engine === NODE)));
-    const hfRatio = node / best(hf, batch, () => true);
-    const ort = median(perRound);
+    const node = best(batch, (r) => r.engine === NODE);
+    const hf = node / best(batch, (r) => r.engine.startsWith('transformers'));
+    const ort = node / best(batch, (r) => r.engine === PYTHON_ORT);
     return (
-      `batch ${batch}: best node ÷ best transformers = ${hfRatio.toFixed(2)}× (goal ≥ 1.5: ${hfRatio >= 1.5 ? 'met' : 'NOT met'}), ` +
-      `best node ÷ best python onnxruntime = ${ort.toFixed(2)}× median of rounds ` +
-      `(${perRound.map((x) => x.toFixed(2)).join(', ')}) (goal ≥ 0.9: ${ort >= 0.9 ? 'met' : 'NOT met'})`
+      `batch ${batch}: best node ÷ best transformers = ${hf.toFixed(2)}× (goal ≥ 1.5: ${hf >= 1.5 ? 'met' : 'NOT met'}), ` +
+      `best node ÷ best python onnxruntime = ${ort.toFixed(2)}× (goal ≥ 0.9: ${ort >= 0.9 ? 'met' : 'NOT met'})`
     );
   }).join('\n');
 }
@@ -204,37 +202,45 @@ export async function run(args: string[]): Promise<void> {
   const fixture = await referenceFixture();
   const prompts = spaPrompts(Math.max(...BATCH_SIZES));
   console.log(
-    `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ${load()}`,
+    `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ` +
+      `${options.pairs} paired runs per configuration; ${load()}`,
   );
-  if (!options.python) {
-    const rounds = [await measureOnnxNode(fixture.artifact, prompts, options)];
-    console.log(table(summarise(rounds, [])));
+  const nodes = await nodeContenders(fixture.artifact, prompts, options.tokens);
+  const contenders: Contender[] = nodes.map((n) => n.contender);
+  const server = options.python ? await referenceServer(fixture.artifact, prompts) : undefined;
+  if (server) {
+    for (const threads of THREADS) {
+      contenders.push({
+        engine: PYTHON_ORT,
+        threads,
+        run: async (batch) =>
+          (await server.request<{ seconds: number }>({ threads, batch, tokens: options.tokens })).seconds,
+      });
+    }
+  }
+  let measured: Measured[];
+  try {
+    measured = await measurePaired(contenders, options);
+  } finally {
+    await Promise.all([...nodes.map((n) => n.release()), server?.close()]);
+  }
+  if (!server) {
+    console.log(table(measured));
     return;
   }
-  const python = (engines: string) =>
-    callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
-      'bench',
-      [
-        ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', engines],
-        ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
-        ...['--repeats', String(options.repeats), '--ort-threads', THREADS.join(',')],
-      ],
-      { prompts },
-    );
-  const rounds: GenerateResult[][] = [];
-  for (let round = 0; round < options.rounds; round++) {
-    const node = () => measureOnnxNode(fixture.artifact, prompts, options);
-    const ort = async () => (await python('ort')).results;
-    const [a, b] = round % 2 === 0 ? [await node(), await ort()] : [await ort(), await node()];
-    rounds.push([...a, ...b]);
-    console.log(
-      `round ${round + 1}/${options.rounds} done (${round % 2 === 0 ? 'node' : 'python'} first); ${load()}`,
-    );
-  }
-  // transformers runs last, once (it is the slow one and far from its goal).
-  const hf = await python('hf');
+  // transformers runs last, once per configuration (it is the slow one and far from its goal).
+  const hf = await callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
+    'bench',
+    [
+      ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', 'hf'],
+      ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
+      ...['--repeats', '3'],
+    ],
+    { prompts },
+  );
   console.log(`python: torch ${hf.torch}, onnxruntime ${hf.onnxruntime}`);
-  console.log(table(summarise(rounds, hf.results)));
-  console.log(goals(rounds, hf.results));
+  const all = [...measured, ...hf.results.map((result) => ({ result, ratios: [] }))];
+  console.log(table(all));
+  console.log(goals(all.map((m) => m.result)));
   console.log(load());
 }

@@ -4,6 +4,7 @@
  * and `npm run bench -- generate` feed to it.
  */
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -86,4 +87,44 @@ export function spaPrompts(count: number, mode: PromptMode = 'wm'): string[] {
     const prefix = instructionPrefix(env, mode, budget);
     return generationPrompt(buildMessages(prefix, [{ state: env.state(), actionsLeft: budget }], { mode }));
   });
+}
+
+/** A running `generate_reference.py serve`: one JSON request line in, one JSON line out. */
+export interface ReferenceServer {
+  request<T>(message: unknown): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `generate_reference.py serve --artifact A` with `prompts`, for timings taken in strict
+ * alternation with this process (a shared machine's load drifts between separate runs).
+ */
+export async function referenceServer(
+  artifact: string,
+  prompts: readonly string[],
+): Promise<ReferenceServer> {
+  await ensureVenv();
+  const child = spawn(venvPython, [script, 'serve', '--artifact', artifact], {
+    cwd: join(repo, 'trainer'),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const next = async <T>(): Promise<T> => {
+    const line = await lines.next();
+    if (line.done) throw new Error(`generate_reference.py serve ended:\n${err.slice(-2000)}`);
+    return JSON.parse(line.value) as T;
+  };
+  const request = <T>(message: unknown): Promise<T> => {
+    child.stdin.write(`${JSON.stringify(message)}\n`);
+    return next<T>();
+  };
+  await request<{ ready: boolean }>({ prompts });
+  const close = () =>
+    new Promise<void>((resolve) => {
+      child.on('close', () => resolve());
+      child.stdin.end();
+    });
+  return { request, close };
 }

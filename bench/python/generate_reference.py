@@ -7,6 +7,8 @@ Subcommands (JSON in on stdin where noted, JSON out on stdout):
   decode   --artifact A  {ids}        HF decode (skip_special_tokens, as vLLM) of each id list
   greedy   --model-dir M {prompts}    PyTorch greedy `generate` tokens, one prompt at a time
   bench    --artifact A --model-dir M {prompts}   tokens/s: transformers generate, onnxruntime loop
+  serve    --artifact A                  onnxruntime loop timings on request, one JSON line each (paired
+                                      alternation with onnxruntime-node in bench/generate.ts)
 
 Why re-randomised weights: the tiny model's own init (std 0.02) gives near-uniform logits whose
 greedy decode repeats one token forever, so "same greedy tokens" would test nothing. Std
@@ -218,9 +220,31 @@ def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int
             "results": results}
 
 
+def serve(artifact: str) -> None:
+    """Line protocol for paired timing: a first line {"prompts": [...]}, then one line per run
+    {"threads": t, "batch": b, "tokens": n} answered by {"seconds": s} (one call of
+    the onnxruntime loop; sessions are opened once per thread count and reused)."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(artifact)
+    manifest = json.loads((Path(artifact) / "manifest.json").read_text())
+    prompts = json.loads(sys.stdin.readline())["prompts"]
+    rows = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    sessions: dict[int, object] = {}
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        threads = int(request["threads"])
+        session = sessions.setdefault(threads, ort_session(artifact, threads))
+        batch = rows[: int(request["batch"])]
+        start = time.perf_counter()
+        ort_greedy(session, manifest, batch, int(request["tokens"]))
+        print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="generate_reference.py")
-    p.add_argument("command", choices=["fixture", "tokenize", "decode", "greedy", "bench"])
+    p.add_argument("command", choices=["fixture", "tokenize", "decode", "greedy", "bench", "serve"])
     p.add_argument("--root", default=str(REPO / ".cache" / "test-policy"))
     p.add_argument("--scale", type=float, default=8.0)
     p.add_argument("--seed", type=int, default=1)
@@ -232,6 +256,9 @@ def main(argv: list[str]) -> None:
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--ort-threads", default="1,0", help="onnxruntime intra-op thread counts (0 = its default)")
     a = p.parse_args(argv)
+    if a.command == "serve":
+        serve(a.artifact)
+        return
     if a.command == "fixture":
         result: dict[str, object] = build_fixture(Path(a.root), a.scale, a.seed)
     else:
