@@ -125,6 +125,8 @@ async function trainSft(
       ['--input', `kafka:${kafka.topics.sft}`],
       ['--epochs', String(config.sftEpochs)],
       ['--lr', String(config.sftLr)],
+      ['--batch-size', String(config.sftBatchSize)],
+      ['--max-length', String(config.sftMaxLength)],
       ['--out', join(runDir, 'sft')],
       ['--export', join(runDir, 'policies')],
       ['--publish', kafka.topics.policy],
@@ -173,6 +175,7 @@ async function selfPlayAndPpo(
       ['--export-root', join(runDir, 'policies')],
       ['--publish', kafka.topics.policy],
       ['--max-staleness', String(config.maxStaleness)],
+      ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),
     {
