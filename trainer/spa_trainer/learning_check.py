@@ -122,6 +122,7 @@ def read_rows(path: str) -> list[SftRow]:
     return [s.row for s in source.read({}, source.end_offsets())]
 
 
+_ENCODE_CHUNK = 4096
 _MARGIN = 16  # tokens of context before the training window that a prompt cut may change
 
 
@@ -143,6 +144,12 @@ def encode_all(tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], max_l
     the window equal the full prompt's when at least `_MARGIN` tokens precede the window (a cut
     changes only the word it splits). Rows without that margin tokenise the full prompt.
     """
+    if len(rows) > _ENCODE_CHUNK:  # bounds the tokenizer's transient memory
+        return [
+            ex
+            for i in range(0, len(rows), _ENCODE_CHUNK)
+            for ex in encode_all(tokenizer, rows[i : i + _ENCODE_CHUNK], max_length)
+        ]
     texts = [faithful_texts(tokenizer, row) for row in rows]
     cuts = [prompt[-4 * max_length :] for prompt, _ in texts]
     prompts = tokenizer(cuts, add_special_tokens=False)["input_ids"]
