@@ -46,6 +46,8 @@ interface CheckOptions {
   threads: number;
   parallel: number;
   dataOnly: boolean;
+  distinctRows: boolean;
+  seed: number;
   evalRows: number;
   fullPrefixRows: number;
   arms: string;
@@ -82,11 +84,21 @@ const ARMS = ['gt', 'self-belief', 'unchanged'] as const;
 const DEFAULT_ARMS = ['gt', 'self-belief'] as const;
 type Arm = (typeof ARMS)[number];
 
-function readRows(path: string): SftRow[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as SftRow);
+/** The rows of a JSONL file that pass `keep`. Line by line from a Buffer: a large run's file
+ * (~500 MB) is longer than V8's longest string. */
+function readRows(path: string, keep: (row: SftRow) => boolean = () => true): SftRow[] {
+  const bytes = readFileSync(path);
+  const rows: SftRow[] = [];
+  for (let start = 0; start < bytes.length;) {
+    const newline = bytes.indexOf(10, start);
+    const end = newline === -1 ? bytes.length : newline;
+    const line = bytes.toString('utf8', start, end);
+    start = end + 1;
+    if (line.trim() === '') continue;
+    const row = JSON.parse(line) as SftRow;
+    if (keep(row)) rows.push(row);
+  }
+  return rows;
 }
 
 function writeRows(path: string, rows: readonly SftRow[]): void {
@@ -160,18 +172,28 @@ function believedRows(rows: readonly SftRow[], belief: Belief, annotation: strin
 function prepareData(o: CheckOptions, dir: string): { heldout: string; train: Record<Arm, string> } {
   const file = (name: string): string => join(dir, `${name}.jsonl`);
   const oracle = ['--policy', 'oracle', '--oracle-actions-per-turn', '1', '--annotation', 'gt'];
-  generate(file('gt'), [...oracle, '--groups', String(o.puzzles), '--seed-base', String(TRAIN_SEED_BASE)]);
-  const gt = readRows(file('gt'));
+  const puzzles = ['--groups', String(o.puzzles), '--seed-base', String(TRAIN_SEED_BASE)];
+  generate(file('gt-all'), [...oracle, ...puzzles]);
+  // --distinct-rows: each transition once (small rooms repeat across seeds). Measured worse on
+  // held-out transitions (docs/learning-check.md), so off by default.
+  const seen = new Set<string>();
+  let generated = 0;
+  const gt = readRows(file('gt-all'), (row) => {
+    generated++;
+    if (o.distinctRows && seen.has(row.response)) return false;
+    seen.add(row.response);
+    return true;
+  });
+  writeRows(file('gt'), gt);
   writeRows(file('self-belief'), believedRows(gt, believeNaive, 'self-belief-naive'));
   writeRows(file('unchanged'), believedRows(gt, believeUnchanged, 'unchanged-belief'));
   const heldoutPuzzles = ['--groups', String(o.heldoutPuzzles), '--seed-base', String(HELDOUT_SEED_BASE)];
   generate(file('heldout-all'), [...oracle, ...heldoutPuzzles]);
   // Distinct seeds can build the same small room: drop held-out rows seen verbatim in training.
-  const seen = new Set(gt.map((row) => row.response));
   const heldout = readRows(file('heldout-all')).filter((row) => !seen.has(row.response));
   writeRows(file('heldout'), heldout);
   console.error(
-    `[learning-check] ${gt.length} gt rows; ${heldout.length} held-out rows not seen in training`,
+    `[learning-check] ${gt.length} gt rows (${seen.size} distinct) of ${generated}; ${heldout.length} held-out rows not seen in training`,
   );
   return {
     heldout: file('heldout'),
@@ -186,7 +208,7 @@ async function trainArm(o: CheckOptions, arm: Arm, train: string, heldout: strin
     ...['--epochs', String(o.epochs), '--lr', o.lr, '--batch-size', String(o.batchSize)],
     ...['--max-length', String(o.maxLength), '--max-new-tokens', String(o.maxNewTokens)],
     ...['--eval-rows', String(o.evalRows), '--full-prefix-rows', String(o.fullPrefixRows)],
-    ...['--probe-every', String(o.probeEvery), '--threads', String(o.threads)],
+    ...['--probe-every', String(o.probeEvery), '--threads', String(o.threads), '--seed', String(o.seed)],
   ];
   const python = trainerPython();
   await runTrainerModule(python, 'spa_trainer.learning_check', args, { label: arm }).done;
@@ -249,6 +271,8 @@ async function main(argv: string[]): Promise<void> {
     .option('--eval-rows <n>', 'held-out rows scored per arm', Number, 300)
     .option('--full-prefix-rows <n>', 'rows for sft_metrics exact match on untruncated prefixes', Number, 32)
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, DEFAULT_ARMS.join(','))
+    .option('--distinct-rows', 'train on each distinct transition once', false)
+    .option('--seed <n>', 'data order of every arm (initial weights come from the size spec)', Number, 0)
     .option('--data-only', "write the arms' rows and the held-out rows, train nothing", false)
     .option('--out <dir>', 'run folder (data, per-arm metrics, table.md)', 'runs/learning-check')
     .parse(argv);
