@@ -1,13 +1,15 @@
 """Learning check (issue item 6): world-model SFT from scratch, one arm per annotation.
 
     python -m spa_trainer.learning_check --arm gt --train rows.jsonl --heldout heldout.jsonl \
-        --size tiny --epochs 1 --out runs/learning-check/gt
+        --size tiny-rope1e4 --epochs 1 --out runs/learning-check/gt
 
 Trains a freshly initialised model on one arm's rows with the paper-faithful target (reference
 §8.3: CE on the whole response, nothing from the prompt) and evaluates greedy next-state
 prediction on held-out ground-truth rows, the metric of `sft_metrics.next_state_exact_match`.
 Besides full exact match it reports grid-only exact match, coordinate-line exact match,
-per-cell accuracy and accuracy on the cells the transition changes, so partial learning shows.
+exact match on push vs plain-move transitions, per-cell accuracy and accuracy on the cells
+the transition changes, so partial learning shows. During training it logs the loss on
+`<prediction>` tokens alone and, every `--probe-every` steps, exact match on a few held-out rows.
 
 Why a loop here instead of `spa_trainer.sft`: on 2 shared CPU cores, padded mini-batches run
 ~3x faster per row than sft.py's micro-batches of one, and rows are left-truncated to a window
