@@ -72,9 +72,6 @@ async function modelFor(
 
 /** A causal LM session with the manifest's cache geometry. */
 export class OnnxCausalLm {
-  /** `recent.*` input names, in `pastNames` order (split layout). */
-  private readonly recentNames: readonly string[];
-
   private constructor(
     private readonly session: InferenceSession,
     readonly shape: KvShape,
@@ -85,9 +82,7 @@ export class OnnxCausalLm {
     readonly splitCache: boolean,
     /** Which cache layout runs, and why (for logs and benches). */
     readonly cacheNote: string,
-  ) {
-    this.recentNames = pastNames.map(recentName);
-  }
+  ) {}
 
   /** An empty cache for `batch` rows, in this session's layout. */
   emptyCache(batch: number): KvCache {
@@ -152,11 +147,10 @@ export class OnnxCausalLm {
       attention_mask: new Tensor('int64', input.attentionMask, [batch, past.length + seq]),
       position_ids: new Tensor('int64', input.positionIds, [batch, seq]),
     };
-    const { tensors, recent } = past;
-    for (let i = 0; i < this.pastNames.length; i++) {
-      feeds[this.pastNames[i] as string] = tensors[i] as Tensor;
-      if (recent) feeds[this.recentNames[i] as string] = recent[i] as Tensor;
-    }
+    this.pastNames.forEach((name, i) => {
+      feeds[name] = past.tensors[i] as Tensor;
+      if (past.recent) feeds[recentName(name)] = past.recent[i] as Tensor;
+    });
     const out = await this.session.run(feeds);
     const logits = out.logits;
     if (!logits || logits.dims[2] !== this.vocab) {

@@ -100,41 +100,8 @@ async function prefill(
 }
 
 /**
- * The decoding loop's int64 inputs, kept from step to step (no per-step allocation). Backing
- * arrays grow geometrically; each step passes views of exactly the needed length.
- */
-class StepBuffers {
-  private ids = new BigInt64Array(0);
-  private positions = new BigInt64Array(0);
-  private mask = new BigInt64Array(0);
-
-  /** `[rows]` views for input ids and position ids, written by the caller. */
-  rowViews(rows: number): { ids: BigInt64Array; positions: BigInt64Array } {
-    if (this.ids.length < rows) {
-      this.ids = new BigInt64Array(rows);
-      this.positions = new BigInt64Array(rows);
-    }
-    return { ids: this.ids.subarray(0, rows), positions: this.positions.subarray(0, rows) };
-  }
-
-  /** The mask `[rows, columns]` (0 on each row's first `pad` columns, 1 after), as a view. */
-  attention(rows: readonly Row[], columns: number): BigInt64Array {
-    const size = rows.length * columns;
-    if (this.mask.length < size) this.mask = new BigInt64Array(Math.max(size, 2 * this.mask.length));
-    const mask = this.mask.subarray(0, size);
-    mask.fill(1n);
-    for (let r = 0; r < rows.length; r++) {
-      const pad = (rows[r] as Row).pad;
-      if (pad > 0) mask.fill(0n, r * columns, r * columns + pad);
-    }
-    return mask;
-  }
-}
-
-/**
- * Samples each row's next id from the last position of `logits` (`[rows, seq, vocab]`) into
- * `next[r]`. Rows that stop get their result in `done`; returns how many rows go on, and writes
- * their indices, in order, to the front of `kept`.
+ * Samples each row's next id from the last position of `logits` (`[rows, seq, vocab]`). Rows
+ * that stop get their result in `done`; returns the indices of the rows that go on and their ids.
  */
 function advance(
   rows: readonly Row[],
@@ -143,48 +110,31 @@ function advance(
   options: GenerateOptions,
   done: (Generation | undefined)[],
   calls: number,
-  kept: Int32Array,
-  next: Int32Array,
-): number {
-  let count = 0;
-  const { logits, seq } = step;
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r] as Row;
-    const offset = (r * seq + seq - 1) * vocab;
-    const id = sampleToken(logits, offset, vocab, options.sampling, row.rng);
+): { kept: number[]; next: number[] } {
+  const kept: number[] = [];
+  const next: number[] = [];
+  rows.forEach((row, r) => {
+    const offset = (r * step.seq + step.seq - 1) * vocab;
+    const id = sampleToken(step.logits, offset, vocab, options.sampling, row.rng);
     const reason = row.detector.push(id);
     if (reason) {
       const { detector } = row;
       done[row.index] = { ids: detector.ids, text: detector.text(), stopReason: reason, forwardCalls: calls };
     } else {
-      kept[count] = r;
-      next[count] = id;
-      count++;
+      kept.push(r);
+      next.push(id);
     }
-  }
-  return count;
+  });
+  return { kept, next };
 }
 
-/** One decoding step: each row's newest id (`next[r]`) on top of the cache. */
-function decodeStep(
-  lm: OnnxCausalLm,
-  rows: readonly Row[],
-  next: Int32Array,
-  past: KvCache,
-  buffers: StepBuffers,
-) {
-  const n = rows.length;
-  const { ids, positions } = buffers.rowViews(n);
-  for (let r = 0; r < n; r++) {
-    const row = rows[r] as Row;
-    ids[r] = BigInt(next[r] as number);
-    positions[r] = BigInt(row.position++);
-  }
+/** One decoding step: each row's newest id on top of the cache. */
+function decodeStep(lm: OnnxCausalLm, rows: readonly Row[], next: readonly number[], past: KvCache) {
   return lm.forward({
-    inputIds: ids,
-    attentionMask: buffers.attention(rows, past.length + 1),
-    positionIds: positions,
-    batch: n,
+    inputIds: BigInt64Array.from(next, BigInt),
+    attentionMask: attentionMask(rows, past.length + 1),
+    positionIds: BigInt64Array.from(rows, (row) => BigInt(row.position++)),
+    batch: rows.length,
     seq: 1,
     past,
   });
@@ -216,21 +166,17 @@ export async function generateBatch(
   const first = await prefill(lm, rows, prompts, lm.emptyCache(rows.length), options);
   let step: ForwardOutput = first;
   let calls = first.calls;
-  const buffers = new StepBuffers();
-  const kept = new Int32Array(rows.length);
-  const next = new Int32Array(rows.length);
   for (;;) {
-    const count = advance(rows, step, lm.vocab, options, done, calls, kept, next);
-    if (count === 0) break;
+    const { kept, next } = advance(rows, step, lm.vocab, options, done, calls);
+    if (kept.length === 0) break;
     let cache = step.cache;
-    if (count < rows.length) {
-      const keptRows = Array.from(kept.subarray(0, count));
-      rows = keptRows.map((r) => rows[r] as Row);
+    if (kept.length < rows.length) {
+      rows = kept.map((r) => rows[r] as Row);
       const drop = Math.min(...rows.map((row) => row.pad));
       rows.forEach((row) => (row.pad -= drop));
-      cache = cache.select(keptRows, drop);
+      cache = cache.select(kept, drop);
     }
-    step = await decodeStep(lm, rows, next, cache, buffers);
+    step = await decodeStep(lm, rows, next, cache);
     calls++;
   }
   return done.map((g, i) => {
