@@ -254,16 +254,16 @@ async function main(argv: string[]): Promise<void> {
     .description('ground-truth vs self-belief world-model SFT on Sokoban, from scratch')
     .option('--puzzles <n>', 'training puzzles (one oracle episode each)', Number, 13500)
     .option('--heldout-puzzles <n>', 'held-out puzzles', Number, 600)
-    .option('--size <name>', 'model size in spa_trainer.learning_check.MODEL_SIZES', 'tiny-rope1e4')
+    .option('--size <name>', 'model size in spa_trainer.learning_check.MODEL_SIZES', 'tiny-cells')
     .option('--epochs <n>', 'epochs over each arm', Number, 1)
     .option('--lr <lr>', 'peak learning rate', '5e-3')
     .option('--batch-size <n>', 'rows per optimizer step', Number, 16)
-    .option('--max-length <n>', 'training window in tokens (left-truncated)', Number, 240)
+    .option('--max-length <n>', 'training window in tokens (left-truncated)', Number, 330)
     .option(
       '--max-new-tokens <n>',
       'decoding budget after <prediction> (eval window: max-length minus this)',
       Number,
-      56,
+      80,
     )
     .option('--probe-every <n>', 'steps between quick held-out exact-match probes (0: none)', Number, 500)
     .option('--threads <n>', 'torch threads per arm', Number, 1)

@@ -62,9 +62,12 @@ class ModelSize:
 
 _SMALL = TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4)
 _DEEP = TinySpec(num_hidden_layers=4)
+_CELLS = TinySpec(grid_cell_tokens=True)
 MODEL_SIZES: dict[str, ModelSize] = {
     "tiny": ModelSize(DEFAULT_SPEC),  # hidden 64, 2 layers: the spec every test uses
     "tiny-rope1e4": ModelSize(DEFAULT_SPEC, rope_theta=1e4),
+    "tiny-cells": ModelSize(_CELLS, rope_theta=1e4),  # tiny-rope1e4 with one token per grid cell
+    "deep-cells": ModelSize(TinySpec(num_hidden_layers=4, grid_cell_tokens=True), rope_theta=1e4),
     "deep": ModelSize(_DEEP, rope_theta=1e4),  # hidden 64, 4 layers
     "small": ModelSize(_SMALL),  # hidden 128, 4 layers
     "small-rope1e4": ModelSize(_SMALL, rope_theta=1e4),
@@ -94,12 +97,12 @@ class CheckConfig:
     train: str
     heldout: str
     out: str
-    size: str = "tiny-rope1e4"
+    size: str = "tiny-cells"
     epochs: int = 1  # fresh puzzles are cheap: more rows beat more epochs
     batch_size: int = 16
     lr: float = 5e-3  # from scratch: 50x SPA's fine-tuning lr (reference §8.3); 1e-3 stalled at loss 2.4
-    max_length: int = 240  # training window, left-truncated (sft.py's --max-length): State block + response
-    max_new_tokens: int = 56  # > the longest 6x6 Sokoban state (~47 tiny tokens) + `</prediction>`
+    max_length: int = 330  # training window, left-truncated (sft.py's --max-length): State block + response (<= 323)
+    max_new_tokens: int = 80  # > the longest 6x6 Sokoban state in grid-cell tokens (75) + `</prediction>`
     eval_rows: int = 200
     full_prefix_rows: int = 0
     probe_every: int = 0  # steps between quick held-out exact-match probes (0: none)

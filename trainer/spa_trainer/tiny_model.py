@@ -53,6 +53,7 @@ class TinySpec:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 4096
     seed: int = 0
+    grid_cell_tokens: bool = False  # one token per Sokoban grid cell (see GRID_CELL_REGEX)
     builder_version: int = 1
 
 
@@ -60,16 +61,25 @@ DEFAULT_SPEC = TinySpec()
 """The spec of the `tiny` model every test and default run uses."""
 
 
+GRID_CELL_REGEX = r"[#_√]|(?<=[#_√OXPS])[OXPS]|[OXPS](?=[#_√OXPS])"
+"""A Sokoban render cell (`# _ O √ X P S`): walls, floor and box-on-target always; the letters
+when they touch another cell, so `Player` or `(X)` in prose stay whole."""
+
+
 def train_tiny_tokenizer(spec: TinySpec = DEFAULT_SPEC) -> Tokenizer:
     """Byte-level BPE with Qwen2's pre-tokenizer, trained on the deterministic SPA corpus.
 
     Byte-level means every string (`√`, `–`, `\\n`) round-trips exactly; Qwen's control tokens
-    get ids 0–2 and SPA's tags are appended as single non-special tokens.
+    get ids 0–2 and SPA's tags are appended as single non-special tokens. With
+    `spec.grid_cell_tokens` every grid cell is isolated before Qwen's split, so BPE cannot merge
+    cells into row tokens (`#PX`, `__#\\n`) and moving one cell edits one token.
     """
     tokenizer = Tokenizer(models.BPE(unk_token=None, byte_fallback=False))
     tokenizer.normalizer = normalizers.NFC()  # as Qwen2's tokenizer.json
+    cell_split = [pre_tokenizers.Split(Regex(GRID_CELL_REGEX), behavior="isolated")] if spec.grid_cell_tokens else []
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
+            *cell_split,
             pre_tokenizers.Split(Regex(QWEN_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]

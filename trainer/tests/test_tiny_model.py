@@ -10,7 +10,7 @@ from pathlib import Path
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
 from spa_trainer.qwen_template import SPA_TAG_TOKENS
-from spa_trainer.tiny_model import train_tiny_tokenizer
+from spa_trainer.tiny_model import TinySpec, train_tiny_tokenizer
 
 from .spa_rows import RESPONSE_1, S2, USER_1
 
@@ -37,6 +37,19 @@ def test_round_trip_is_exact(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
     for text in (S2, USER_1, RESPONSE_1, "√ – → \n\n  trailing space ", "Reward:\n-0.30000000000000004\n"):
         ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
         assert tiny_tokenizer.decode(ids) == text
+
+
+def test_grid_cell_tokens_give_one_token_per_cell_and_keep_prose_whole() -> None:
+    cells = train_tiny_tokenizer(TinySpec(grid_cell_tokens=True))
+    plain = train_tiny_tokenizer()
+    grid = "######\n#_PX√#\n#O_S_#\n######"
+    pieces = cells.encode(grid).tokens
+    assert len(pieces) == 4 * 6 + 3  # 24 cells, 3 newlines
+    assert len(plain.encode(grid).tokens) < len(pieces)  # the shared BPE merges cells into row tokens
+    prose = "Player (P) is at (1,2); box (X) is at (1,3)."
+    assert cells.encode(prose).tokens == plain.encode(prose).tokens
+    for text in (grid, S2, RESPONSE_1):
+        assert cells.decode(cells.encode(text).ids) == text
 
 
 def test_spa_tags_and_qwen_tokens_are_single_tokens(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
