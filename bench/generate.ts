@@ -14,11 +14,18 @@
  * rotating. Figures are medians over the pairs; "node ÷ it" is the median of the per-pair
  * ratios. The whole-cache layout (the exported graph as is) takes part at 1 thread, to show what
  * the split cache saves.
+ *
+ * Last, the per-call floor: each side's `session.run` on a graph that does no work but has the
+ * same number of inputs and outputs as the graph that side decodes with. The tiny policy's step
+ * is a few hundred µs, so the binding's fixed cost per call is a visible share of it; the line
+ * says how much of node's time that difference accounts for.
  */
-import { loadavg } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Rng } from '../envs/internal/rng.js';
 import { loadPolicyArtifact } from '../streams/policies/onnx/artifact.js';
+import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { OnnxCausalLm, type CacheLayout } from '../streams/policies/onnx/causal-lm.js';
 import { generateBatch } from '../streams/policies/onnx/generate.js';
 import { PolicyTokenizer } from '../streams/policies/onnx/tokenizer.js';
@@ -196,6 +203,51 @@ const load = () =>
     .map((x) => x.toFixed(2))
     .join(', ')}`;
 
+/** Median µs of one `session.run` on `modelPath` (one-float inputs), 1 thread, as the policy calls it. */
+async function nodeCallMicroseconds(modelPath: string, calls = 2000, rounds = 15): Promise<number> {
+  const session = await InferenceSession.create(modelPath, {
+    executionProviders: ['cpu'],
+    executionMode: 'sequential',
+    intraOpNumThreads: 1,
+  });
+  const feeds = Object.fromEntries(
+    session.inputNames.map((name) => [name, new Tensor('float32', new Float32Array(1), [1])]),
+  );
+  const perCall: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const start = performance.now();
+    for (let i = 0; i < calls; i++) await session.run(feeds);
+    perCall.push(((performance.now() - start) * 1000) / calls);
+  }
+  await session.release();
+  return median(perCall);
+}
+
+/**
+ * The per-call floor of each side (see the header) and what the difference costs node in a
+ * batch-1 run of `tokens` tokens (one forward call per token).
+ */
+async function callFloor(artifactFolder: string, tokens: number, nodeSeconds: number): Promise<string> {
+  const { manifest } = await loadPolicyArtifact(artifactFolder);
+  const outputs = manifest.outputs.length;
+  const pythonInputs = manifest.inputs.length; // the export as is
+  const nodeInputs = pythonInputs + manifest.inputs.filter((n) => n.startsWith('past_key_values.')).length; // + recent.*
+  const floor = (inputs: number) =>
+    callReference<{ model: string; python_us: number }>('floor', [
+      ...['--inputs', String(inputs), '--outputs', String(outputs)],
+      ...['--model', join(tmpdir(), `spa-call-floor-${inputs}x${outputs}.onnx`)],
+    ]);
+  const python = await floor(pythonInputs);
+  const nodeUs = await nodeCallMicroseconds((await floor(nodeInputs)).model);
+  const extraMs = ((nodeUs - python.python_us) * tokens) / 1000;
+  return (
+    `per-call floor (a graph that does no work, 1 thread): onnxruntime-node ${nodeUs.toFixed(0)} µs ` +
+    `with the split graph's ${nodeInputs} inputs, python onnxruntime ${python.python_us.toFixed(0)} µs with the ` +
+    `export's ${pythonInputs}; × ${tokens} calls = ${extraMs.toFixed(0)} ms, ` +
+    `${((100 * extraMs) / (1000 * nodeSeconds)).toFixed(0)}% of node's batch-1, 1-thread run`
+  );
+}
+
 /** Entry point of the `generate` bench suite. */
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
@@ -242,5 +294,9 @@ export async function run(args: string[]): Promise<void> {
   const all = [...measured, ...hf.results.map((result) => ({ result, ratios: [] }))];
   console.log(table(all));
   console.log(goals(all.map((m) => m.result)));
+  const nodeB1 = measured.find(
+    (m) => m.result.engine === NODE && m.result.threads === 1 && m.result.batch === 1,
+  );
+  if (nodeB1) console.log(await callFloor(fixture.artifact, options.tokens, nodeB1.result.seconds));
   console.log(load());
 }

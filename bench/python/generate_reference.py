@@ -7,6 +7,9 @@ Subcommands (JSON in on stdin where noted, JSON out on stdout):
   decode   --artifact A  {ids}        HF decode (skip_special_tokens, as vLLM) of each id list
   greedy   --model-dir M {prompts}    PyTorch greedy `generate` tokens, one prompt at a time
   bench    --artifact A --model-dir M {prompts}   tokens/s: transformers generate, onnxruntime loop
+  floor    --inputs N --outputs M --model PATH   per-call cost of onnxruntime itself: writes a graph
+                                      of M Identity nodes with N float inputs to PATH and times
+                                      `session.run` on it (microseconds a call, median of rounds)
   serve    --artifact A                  onnxruntime loop timings on request, one JSON line each (paired
                                       alternation with onnxruntime-node in bench/generate.ts)
 
@@ -220,6 +223,40 @@ def run_bench(artifact: str, model_dir: str, prompts: list[str], new_tokens: int
             "results": results}
 
 
+def call_floor(inputs: int, outputs: int, model_path: str, calls: int = 2000, rounds: int = 15) -> dict[str, object]:
+    """Median microseconds of one `session.run` on a graph that does no work: `outputs` Identity
+    nodes over the first of `inputs` one-float inputs, session options as `ort_session` (1 thread).
+    What is left is the per-call cost of the binding and the executor, which for the tiny policy
+    (a few hundred µs a step) is a visible share of every decoding step."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    names = [f"in{i}" for i in range(inputs)]
+    graph = helper.make_graph(
+        [helper.make_node("Identity", [names[i % inputs]], [f"out{i}"]) for i in range(outputs)],
+        "call_floor",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in names],
+        [helper.make_tensor_value_info(f"out{i}", TensorProto.FLOAT, [1]) for i in range(outputs)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8  # readable by every onnxruntime this project runs
+    onnx.save(model, model_path)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+    feeds = {n: np.zeros(1, dtype=np.float32) for n in names}
+    per_call: list[float] = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            session.run(None, feeds)
+        per_call.append((time.perf_counter() - start) * 1e6 / calls)
+    return {"model": model_path, "python_us": sorted(per_call)[rounds // 2]}
+
+
 def serve(artifact: str) -> None:
     """Line protocol for paired timing: a first line {"prompts": [...]}, then one line per run
     {"threads": t, "batch": b, "tokens": n} answered by {"seconds": s} (one call of
@@ -244,7 +281,7 @@ def serve(artifact: str) -> None:
 
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="generate_reference.py")
-    p.add_argument("command", choices=["fixture", "tokenize", "decode", "greedy", "bench", "serve"])
+    p.add_argument("command", choices=["fixture", "tokenize", "decode", "greedy", "bench", "serve", "floor"])
     p.add_argument("--root", default=str(REPO / ".cache" / "test-policy"))
     p.add_argument("--scale", type=float, default=8.0)
     p.add_argument("--seed", type=int, default=1)
@@ -255,9 +292,16 @@ def main(argv: list[str]) -> None:
     p.add_argument("--engines", default="all", choices=["ort", "hf", "all"])
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--ort-threads", default="1,0", help="onnxruntime intra-op thread counts (0 = its default)")
+    p.add_argument("--inputs", type=int, default=1)
+    p.add_argument("--outputs", type=int, default=1)
+    p.add_argument("--model", help="floor: where to write the no-work graph")
     a = p.parse_args(argv)
     if a.command == "serve":
         serve(a.artifact)
+        return
+    if a.command == "floor":
+        json.dump(call_floor(a.inputs, a.outputs, a.model), sys.stdout)
+        sys.stdout.write("\n")
         return
     if a.command == "fixture":
         result: dict[str, object] = build_fixture(Path(a.root), a.scale, a.seed)
