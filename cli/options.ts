@@ -27,3 +27,13 @@ export function oneOf<T extends string>(name: string, choices: readonly T[]): (v
     throw new InvalidArgumentError(`${name} must be one of ${choices.join(', ')}, got "${value}"`);
   };
 }
+
+/** A commander parser for a probability in [0, 1] whose error names the option. */
+export function probability(name: string): (value: string) => number {
+  return (value) => {
+    const p = Number(value);
+    if (value.trim() === '' || !(p >= 0 && p <= 1))
+      throw new InvalidArgumentError(`${name} must be a probability between 0 and 1, got "${value}"`);
+    return p;
+  };
+}

@@ -6,8 +6,11 @@
  *   npx tsx scripts/learning-check.ts            (or: npm run learning-check)
  *
  * Data: the oracle policy with ONE action per turn (`--oracle-actions-per-turn 1`), so its
- * thought (`Shortest plan: Right.`) names the action before `<prediction>` and the next state
- * is a local, fully determined edit of the observation. Arms, all trained on the same puzzles,
+ * thought (`Action: Right.`) names the action before `<prediction>` and the next state is a
+ * local, fully determined edit of the observation. With `--explore` ε (default 0.5) each action
+ * is random with probability ε (`--oracle-explore`), in training and held-out rows alike: with
+ * pure oracle actions (ε = 0) the action follows from the state, and the measured models
+ * predicted the planner's move instead of reading the named one. Arms, all trained on the same puzzles,
  * thoughts and answers for the same steps from the same initial weights, all scored on the same
  * held-out ground-truth rows (puzzle seeds disjoint from training):
  * - gt: `--annotation gt`, the env's real next state (SPA's method, reference §6 step 4).
@@ -35,6 +38,7 @@ const HELDOUT_SEED_BASE = 900000; // far above any training seed used here
 /** Options of one learning check run. */
 interface CheckOptions {
   puzzles: number;
+  explore: number;
   heldoutPuzzles: number;
   size: string;
   epochs: number;
@@ -172,6 +176,7 @@ function believedRows(rows: readonly SftRow[], belief: Belief, annotation: strin
 function prepareData(o: CheckOptions, dir: string): { heldout: string; train: Record<Arm, string> } {
   const file = (name: string): string => join(dir, `${name}.jsonl`);
   const oracle = ['--policy', 'oracle', '--oracle-actions-per-turn', '1', '--annotation', 'gt'];
+  if (o.explore > 0) oracle.push('--oracle-explore', String(o.explore));
   const puzzles = ['--groups', String(o.puzzles), '--seed-base', String(TRAIN_SEED_BASE)];
   generate(file('gt-all'), [...oracle, ...puzzles]);
   // --distinct-rows: each transition once (small rooms repeat across seeds). Measured worse on
@@ -254,6 +259,12 @@ async function main(argv: string[]): Promise<void> {
     .description('ground-truth vs self-belief world-model SFT on Sokoban, from scratch')
     .option('--puzzles <n>', 'training puzzles (one oracle episode each)', Number, 13500)
     .option('--heldout-puzzles <n>', 'held-out puzzles', Number, 600)
+    .option(
+      '--explore <rate>',
+      'probability of a random action instead of the plan (0: pure oracle)',
+      Number,
+      0.5,
+    )
     .option('--size <name>', 'model size in spa_trainer.learning_check.MODEL_SIZES', 'tiny-cells')
     .option('--epochs <n>', 'epochs over each arm', Number, 1)
     .option('--lr <lr>', 'peak learning rate', '5e-3')
@@ -277,6 +288,7 @@ async function main(argv: string[]): Promise<void> {
     .option('--out <dir>', 'run folder (data, per-arm metrics, table.md)', 'runs/learning-check')
     .parse(argv);
   const o = program.opts<CheckOptions>();
+  if (!(o.explore >= 0 && o.explore <= 1)) throw new Error(`--explore ${o.explore}: expected 0..1`);
   const arms = o.arms.split(',').map((a) => a.trim());
   const unknown = arms.filter((a) => !(ARMS as readonly string[]).includes(a));
   if (unknown.length > 0)

@@ -14,7 +14,7 @@ import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../stre
 import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
-import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
+import { nonNegativeInt, oneOf, positiveInt, probability } from '../options.js';
 import { Progress } from '../progress.js';
 
 interface GenerateOptions {
@@ -34,6 +34,7 @@ interface GenerateOptions {
   seedBase?: number;
   policySeed: number;
   oracleActionsPerTurn?: number;
+  oracleExplore?: number;
   spaFallbackBug: boolean;
   runId: string;
   out: string;
@@ -102,6 +103,11 @@ export function registerGenerateCommand(program: Command): void {
       '--oracle-actions-per-turn <n>',
       '--policy oracle: actions per turn, i.e. how much of its shortest plan it writes (default 5)',
       positiveInt('--oracle-actions-per-turn'),
+    )
+    .option(
+      '--oracle-explore <rate>',
+      '--policy oracle with 1 action per turn: probability of a random action instead of the plan (seeded by --policy-seed)',
+      probability('--oracle-explore'),
     )
     .option('--spa-fallback-bug', "reproduce SPA's string-fallback parser bug (reference §4.1)", false)
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
@@ -193,13 +199,16 @@ async function generate(options: GenerateOptions): Promise<void> {
   }
 }
 
-/** `--policy`, with `--oracle-actions-per-turn` applied (only meaningful for the oracle). */
+/** `--policy`, with `--oracle-actions-per-turn` / `--oracle-explore` applied (oracle only). */
 async function generatorPolicy(
   options: GenerateOptions,
   mode: PromptMode,
   kafka: SpaKafka | undefined,
 ): Promise<ResolvedPolicy> {
   const perTurn = options.oracleActionsPerTurn;
+  const explore = options.oracleExplore;
+  if (explore !== undefined && perTurn !== 1)
+    throw new Error(`--oracle-explore needs --oracle-actions-per-turn 1, got ${perTurn ?? 'none'}`);
   if (perTurn === undefined)
     return resolvePolicy(options.policy, {
       mode,
@@ -212,8 +221,14 @@ async function generatorPolicy(
     throw new Error(
       `--oracle-actions-per-turn ${perTurn} needs --policy oracle, got --policy ${options.policy}`,
     );
-  const source = builtinPolicy('oracle', { mode, actionsPerTurn: perTurn });
-  return { source, describe: `oracle (${perTurn} per turn)`, close: async () => {} };
+  const source = builtinPolicy('oracle', {
+    mode,
+    actionsPerTurn: perTurn,
+    exploreRate: explore,
+    seed: options.policySeed,
+  });
+  const exploring = explore ? `, random action with p ${explore}` : '';
+  return { source, describe: `oracle (${perTurn} per turn${exploring})`, close: async () => {} };
 }
 
 /** With `--policy latest`: how many batches each policy version played. */

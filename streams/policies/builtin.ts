@@ -7,10 +7,13 @@ import { randomPolicy } from './random-policy.js';
 export const BUILTIN_POLICIES = ['random', 'oracle'] as const;
 export type BuiltinPolicyName = (typeof BUILTIN_POLICIES)[number];
 
-/** `actionsPerTurn` caps the oracle's plan per turn (default 5); the random policy ignores it. */
+/**
+ * `actionsPerTurn` caps the oracle's plan per turn (default 5); `exploreRate` makes the oracle
+ * take random actions (oracle-policy.ts). The random policy ignores both.
+ */
 export function builtinPolicy(
   name: BuiltinPolicyName,
-  options: { mode: PromptMode; seed?: number; actionsPerTurn?: number },
+  options: { mode: PromptMode; seed?: number; actionsPerTurn?: number; exploreRate?: number },
 ): Policy {
   return name === 'random' ? randomPolicy(options) : oraclePolicy(options);
 }

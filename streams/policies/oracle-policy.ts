@@ -1,4 +1,5 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
+import { Rng } from '../../envs/internal/rng.js';
 import type { Policy, PolicyRequest } from './policy.js';
 import { deterministicCopy, planShortest } from './oracle-planner.js';
 
@@ -7,22 +8,49 @@ import { deterministicCopy, planShortest } from './oracle-planner.js';
  * writes the correct observation, a shortest plan (at most `actionsPerTurn` actions) and the
  * state it expects after them. On FrozenLake a slip can make the prediction wrong; ground-truth
  * annotation fixes that, as it does for a model.
+ *
+ * `exploreRate` ε > 0 (one action per turn only): each turn, with probability ε, the action is
+ * uniformly random instead of the plan's first, and every thought reads `Action: <a>.`. Then the
+ * action is not a function of the state, so a world model trained on these turns must read it
+ * (the learning check); with pure oracle data a model can predict the next state by solving
+ * the puzzle itself and ignore the action it was given.
  */
-export function oraclePolicy(options: { mode?: PromptMode; actionsPerTurn?: number } = {}): Policy {
+export function oraclePolicy(
+  options: { mode?: PromptMode; actionsPerTurn?: number; exploreRate?: number; seed?: number } = {},
+): Policy {
   const mode = options.mode ?? 'wm';
   const perTurn = options.actionsPerTurn ?? 5;
+  const explore = options.exploreRate ?? 0;
+  if (!(explore >= 0 && explore <= 1)) throw new Error(`oracle exploreRate ${explore}: expected 0..1`);
+  if (explore > 0 && perTurn !== 1)
+    throw new Error(`oracle exploreRate ${explore} needs one action per turn, got ${perTurn}`);
+  const rng = new Rng(options.seed ?? 0);
+  const choose = (request: PolicyRequest): Choice => {
+    const plan = (planShortest(request.view) ?? []).slice(0, Math.min(perTurn, request.actionsLeft));
+    if (explore === 0)
+      return { plan, thought: plan.length > 0 ? `Shortest plan: ${plan.join(', ')}.` : 'No plan found.' };
+    const names = request.view.actionNames;
+    const action = names && (plan.length === 0 || rng.chance(explore)) ? rng.pick(names) : plan[0];
+    return action === undefined
+      ? { plan: [], thought: 'No plan found.' }
+      : { plan: [action], thought: `Action: ${action}.` };
+  };
   return {
     name: 'oracle',
     version: 0,
     act: async (requests: readonly PolicyRequest[]) =>
-      requests.map((request) => respond(request, mode, perTurn)),
+      requests.map((request) => respond(request, mode, choose(request))),
   };
 }
 
-function respond(request: PolicyRequest, mode: PromptMode, perTurn: number): string {
+/** This turn's actions and the thought that names them. */
+interface Choice {
+  readonly plan: readonly string[];
+  readonly thought: string;
+}
+
+function respond(request: PolicyRequest, mode: PromptMode, { plan, thought }: Choice): string {
   const env = request.view;
-  const plan = (planShortest(env) ?? []).slice(0, Math.min(perTurn, request.actionsLeft));
-  const thought = plan.length > 0 ? `Shortest plan: ${plan.join(', ')}.` : 'No plan found.';
   const answer = `<answer>${plan.join(' || ')}</answer>`;
   if (mode === 'base') return ` ${thought}</think>${answer}`;
   const predicted = deterministicCopy(env);

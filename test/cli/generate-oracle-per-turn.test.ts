@@ -20,10 +20,10 @@ function generate(args: readonly string[]) {
   });
 }
 
-function trajectories(perTurn: number): Trajectory[] {
+function trajectories(perTurn: number, extra: readonly string[] = []): Trajectory[] {
   const out = join(mkdtempSync(join(tmpdir(), 'spa-oracle-per-turn-')), 'rows.jsonl');
   const run = generate([
-    ...['--policy', 'oracle', '--oracle-actions-per-turn', String(perTurn)],
+    ...['--policy', 'oracle', '--oracle-actions-per-turn', String(perTurn), ...extra],
     ...['--groups', '6', '--group-size', '1', '--batches', '1', '--seed-base', '10000', '--out', out],
   ]);
   expect(run.status, run.stderr).toBe(0);
@@ -57,6 +57,35 @@ describe('spa generate --oracle-actions-per-turn', () => {
     }
     expect(solved).toBeGreaterThan(0);
     expect(five.some((t) => t.turns.some((turn) => turn.executed.length > 1))).toBe(true);
+  });
+
+  it('--oracle-explore: names each action before <prediction>, random ones included, seeded', () => {
+    const planned = trajectories(1);
+    const explored = trajectories(1, ['--oracle-explore', '1', '--policy-seed', '7']);
+    const turns = explored.flatMap((t) => t.turns);
+    for (const turn of turns) {
+      const [action] = turn.executed;
+      expect(turn.response_raw).toContain(`Action: ${action}.`);
+      expect(turn.response_raw.indexOf('Action:')).toBeLessThan(turn.response_raw.indexOf('<prediction>'));
+      expect(prediction(turn.response_raw)).toBe(turn.state_after);
+    }
+    // All random: several directions, and no longer the planner's episodes.
+    expect(new Set(turns.map((turn) => turn.executed[0])).size).toBeGreaterThan(2);
+    const plannedActions = planned.map((t) => t.turns.map((turn) => turn.executed[0]).join());
+    expect(explored.map((t) => t.turns.map((turn) => turn.executed[0]).join())).not.toEqual(plannedActions);
+    const again = trajectories(1, ['--oracle-explore', '1', '--policy-seed', '7']);
+    expect(again.map((t) => t.turns.map((turn) => turn.response_raw))).toEqual(
+      explored.map((t) => t.turns.map((turn) => turn.response_raw)),
+    );
+  });
+
+  it('refuses --oracle-explore without one action per turn, and a rate outside 0..1', () => {
+    const many = generate(['--policy', 'oracle', '--oracle-explore', '0.5', '--out', '/dev/null']);
+    expect(many.status).not.toBe(0);
+    expect(many.stderr).toContain('--oracle-explore needs --oracle-actions-per-turn 1');
+    const bad = generate(['--policy', 'oracle', '--oracle-actions-per-turn', '1', '--oracle-explore', '1.5']);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('--oracle-explore must be a probability between 0 and 1, got "1.5"');
   });
 
   it('refuses a policy other than the oracle, naming both options', () => {

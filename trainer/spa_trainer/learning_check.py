@@ -405,6 +405,8 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "metrics.json").write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    with (out / "predictions.jsonl").open("w", encoding="utf-8") as f:  # every scored row, for error analysis
+        f.writelines(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in predictions)
     print(f"[learning-check {cfg.arm}] metrics {json.dumps({k: v for k, v in result.items() if k != 'samples'})}")
     return result
 
