@@ -88,23 +88,33 @@ describe('greedy decoding', () => {
     expect(batched.map((g) => g.stopReason)).toEqual(single.map((g) => g.stopReason));
   });
   it('gives the same tokens when the prompt pass goes through the cache in 40-token chunks', async () => {
+    // Chunks bounded by tokens (last-position logits, the default) and by logits (all positions).
+    const open = (budget: { prefillTokenBudget: number } | { prefillLogitsBudget: number }, last: boolean) =>
+      onnxPolicy({
+        folder: fixture.artifact,
+        temperature: 0,
+        maxNewTokens: 50,
+        intraOpThreads: 1,
+        lastPositionLogits: last,
+        ...budget,
+      });
     const vocab = greedy.manifest.vocab_size;
-    const chunked = await onnxPolicy({
-      folder: fixture.artifact,
-      temperature: 0,
-      maxNewTokens: 50,
-      prefillLogitsBudget: 40 * vocab,
-      intraOpThreads: 1,
-    });
+    const chunkedPolicies = [
+      await open({ prefillTokenBudget: 40 }, true),
+      await open({ prefillLogitsBudget: 40 * vocab }, false),
+    ];
     try {
-      const [g] = await chunked.generate([prompts[0] as string]);
       const [whole] = await greedy.generate([prompts[0] as string]);
       const promptLength = greedy.tokenizer.encode(prompts[0] as string).length;
-      expect(g?.stopReason).toBe('length');
-      expect(g?.ids).toEqual(whole?.ids.slice(0, 50));
-      expect(g?.forwardCalls).toBe(Math.ceil(promptLength / 40) + 49); // chunks + one call per later token
+      expect(whole?.forwardCalls).toBe(1 + 399); // the default budgets take this prompt in one call
+      for (const chunked of chunkedPolicies) {
+        const [g] = await chunked.generate([prompts[0] as string]);
+        expect(g?.stopReason).toBe('length');
+        expect(g?.ids).toEqual(whole?.ids.slice(0, 50));
+        expect(g?.forwardCalls).toBe(Math.ceil(promptLength / 40) + 49); // chunks + one call per later token
+      }
     } finally {
-      await chunked.close?.();
+      await Promise.all(chunkedPolicies.map((p) => p.close?.()));
     }
   });
 });
@@ -150,6 +160,27 @@ describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {
     } finally {
       await split.close?.();
       await whole.close?.();
+    }
+  });
+
+  it('gives the same tokens with last-position logits as with the all-position logits of the export', async () => {
+    const open = (lastPositionLogits: boolean) =>
+      onnxPolicy({
+        folder: fixture.artifact,
+        seed: 5,
+        maxNewTokens: 200,
+        intraOpThreads: 1,
+        lastPositionLogits,
+      });
+    const [last, all] = [await open(true), await open(false)];
+    try {
+      const a = await last.generate(prompts);
+      const b = await all.generate(prompts);
+      expect(a.map((g) => g.ids)).toEqual(b.map((g) => g.ids));
+      expect(a.reduce((n, g) => n + g.ids.length, 0)).toBeGreaterThan(300);
+    } finally {
+      await last.close?.();
+      await all.close?.();
     }
   });
 

@@ -7,7 +7,9 @@ import { readFile } from 'node:fs/promises';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import type { PolicyManifest } from './artifact.js';
 import { KvCache, type KvShape } from './kv-cache.js';
-import { recentName, splitCacheGraph } from './split-cache-graph.js';
+import { lastPositionLogits } from './last-logits-graph.js';
+import { EditableModel } from './onnx-graph.js';
+import { recentName, splitCache } from './split-cache-graph.js';
 
 /** Where the session runs. CUDA needs onnxruntime-node's CUDA files (skipped by scripts/setup.mjs). */
 export type ExecutionProvider = 'cpu' | 'cuda';
@@ -27,6 +29,7 @@ export interface ForwardInput {
 export interface ForwardOutput {
   /** `[batch, seq, vocab]` row-major. */
   readonly logits: Float32Array;
+  /** Positions in `logits`: the input's `seq`, or 1 with the last-position-logits graph. */
   readonly seq: number;
   readonly cache: KvCache;
 }
@@ -50,24 +53,61 @@ export interface SessionSettings {
   readonly intraOpThreads?: number;
   /** Default `auto`. Both layouts give the same logits bit for bit. */
   readonly cacheLayout?: CacheLayout;
+  /**
+   * Default true: logits of each row's last position only (last-logits-graph.ts), when the
+   * graph allows it; false runs the export's all-position logits.
+   */
+  readonly lastPositionLogits?: boolean;
 }
 
-/** The model bytes to open and whether they are the split-cache variant (with why not, if not). */
+/** The graph the session opens: the export with the edits that apply, and a note on which. */
+interface OpenedGraph {
+  readonly model: Uint8Array;
+  readonly split: boolean;
+  readonly lastLogits: boolean;
+  readonly note: string;
+}
+
+/**
+ * The model bytes to open: the export with the split cache (per `layout`) and last-position
+ * logits (when `lastLogits`), each edit skipped with its reason when the graph does not allow it.
+ */
 async function modelFor(
   modelPath: string,
-  layout: CacheLayout,
+  settings: SessionSettings,
   pastNames: readonly string[],
   presentNames: readonly string[],
-): Promise<{ model: Uint8Array; split: boolean; note: string }> {
+): Promise<OpenedGraph> {
   const original = await readFile(modelPath);
-  if (layout === 'whole') return { model: original, split: false, note: 'whole cache (requested)' };
+  const layout = settings.cacheLayout ?? 'auto';
+  const wantLastLogits = settings.lastPositionLogits ?? true;
+  if (layout === 'whole' && !wantLastLogits)
+    return { model: original, split: false, lastLogits: false, note: 'graph as exported (requested)' };
+  let editable: EditableModel;
   try {
-    return { model: splitCacheGraph(original, pastNames, presentNames), split: true, note: 'split cache' };
+    editable = EditableModel.decode(original);
   } catch (error) {
-    const reason = `${modelPath}: no split-cache graph: ${(error as Error).message}`;
+    const reason = `${modelPath}: cannot edit the graph: ${(error as Error).message}`;
     if (layout === 'split') throw new Error(`${reason} (use cacheLayout 'whole' or 'auto')`);
-    return { model: original, split: false, note: `whole cache (${reason})` };
+    return { model: original, split: false, lastLogits: false, note: `graph as exported (${reason})` };
   }
+  const notes: string[] = [];
+  let split = false;
+  if (layout === 'whole') notes.push('whole cache (requested)');
+  else {
+    const reason = editable.tryEdit((graph) => splitCache(graph, pastNames, presentNames));
+    if (reason && layout === 'split')
+      throw new Error(`${modelPath}: no split-cache graph: ${reason} (use cacheLayout 'whole' or 'auto')`);
+    split = reason === undefined;
+    notes.push(split ? 'split cache' : `whole cache (no split-cache graph: ${reason})`);
+  }
+  let lastLogits = false;
+  if (wantLastLogits) {
+    const reason = editable.tryEdit(lastPositionLogits);
+    lastLogits = reason === undefined;
+    notes.push(lastLogits ? 'last-position logits' : `all-position logits (${reason})`);
+  } else notes.push('all-position logits (requested)');
+  return { model: editable.encode(), split, lastLogits, note: notes.join(', ') };
 }
 
 /** A causal LM session with the manifest's cache geometry. */
@@ -80,8 +120,10 @@ export class OnnxCausalLm {
     private readonly presentNames: readonly string[],
     /** True when the session runs the split-cache graph. */
     readonly splitCache: boolean,
-    /** Which cache layout runs, and why (for logs and benches). */
-    readonly cacheNote: string,
+    /** True when `logits` holds each row's last position only. */
+    readonly lastPositionLogits: boolean,
+    /** Which graph edits run, and why not when one does not (for logs and benches). */
+    readonly graphNote: string,
   ) {}
 
   /** An empty cache for `batch` rows, in this session's layout. */
@@ -108,12 +150,7 @@ export class OnnxCausalLm {
         `${modelPath}: expected ${2 * shape.layers} past/present tensors for ${shape.layers} layers`,
       );
     }
-    const { model, split, note } = await modelFor(
-      modelPath,
-      settings.cacheLayout ?? 'auto',
-      pastNames,
-      presentNames,
-    );
+    const { model, split, lastLogits, note } = await modelFor(modelPath, settings, pastNames, presentNames);
     let session: InferenceSession;
     try {
       session = await InferenceSession.create(model, {
@@ -136,7 +173,16 @@ export class OnnxCausalLm {
         `${modelPath}: graph inputs [${session.inputNames.join(', ')}] differ from manifest.json's [${manifest.inputs.join(', ')}]`,
       );
     }
-    return new OnnxCausalLm(session, shape, manifest.vocab_size, pastNames, presentNames, split, note);
+    return new OnnxCausalLm(
+      session,
+      shape,
+      manifest.vocab_size,
+      pastNames,
+      presentNames,
+      split,
+      lastLogits,
+      note,
+    );
   }
 
   /** Runs the graph once. */
@@ -153,11 +199,14 @@ export class OnnxCausalLm {
     });
     const out = await this.session.run(feeds);
     const logits = out.logits;
-    if (!logits || logits.dims[2] !== this.vocab) {
-      throw new Error(`logits shape [${logits?.dims.join(', ')}] does not end in vocab ${this.vocab}`);
+    const positions = this.lastPositionLogits ? 1 : seq;
+    if (!logits || logits.dims[1] !== positions || logits.dims[2] !== this.vocab) {
+      throw new Error(
+        `logits shape [${logits?.dims.join(', ')}], expected [${batch}, ${positions}, ${this.vocab}]`,
+      );
     }
     const present = this.presentNames.map((name) => out[name] as Tensor);
-    return { logits: logits.data as Float32Array, seq, cache: past.next(present) };
+    return { logits: logits.data as Float32Array, seq: positions, cache: past.next(present) };
   }
 
   /** Frees the native session. */

@@ -37,11 +37,18 @@ export interface GenerateOptions {
   readonly sampling: SamplingSettings;
   readonly stop: StopRule;
   /**
-   * Upper bound on logits floats per prefill call (`batch × chunk × vocab`). The graph returns
-   * logits for every input position; with a 152k vocabulary a 600-token prompt of 8 rows would be
-   * 2.9 GB, so long prompts go through the cache in chunks. Default 2^24 (64 MB).
+   * Upper bound on logits floats per prefill call (`batch × chunk × vocab`) when the graph
+   * returns logits for every input position (with a 152k vocabulary a 600-token prompt of 8 rows
+   * would be 2.9 GB), so long prompts go through the cache in chunks. Default 2^24 (64 MB). A
+   * last-position-logits graph (the default, last-logits-graph.ts) returns `batch × vocab`
+   * whatever the chunk, so only `prefillTokenBudget` applies to it.
    */
   readonly prefillLogitsBudget?: number;
+  /**
+   * Upper bound on prompt tokens per prefill call (`batch × chunk`), which bounds the
+   * activations a call holds (a 1.5B model's MLP alone is 36 KB per token). Default 2^14.
+   */
+  readonly prefillTokenBudget?: number;
   /** Input id written at padded positions (masked; any valid id). */
   readonly padId?: number;
 }
@@ -73,8 +80,11 @@ async function prefill(
 ): Promise<ForwardOutput & { calls: number }> {
   const batch = rows.length;
   const width = Math.max(...prompts.map((p) => p.length));
-  const budget = options.prefillLogitsBudget ?? 2 ** 24;
-  const chunk = Math.max(1, Math.floor(budget / (batch * lm.vocab)));
+  const byTokens = Math.floor((options.prefillTokenBudget ?? 2 ** 14) / batch);
+  const byLogits = lm.lastPositionLogits
+    ? Infinity
+    : Math.floor((options.prefillLogitsBudget ?? 2 ** 24) / (batch * lm.vocab));
+  const chunk = Math.max(1, Math.min(byTokens, byLogits));
   const fullMask = attentionMask(rows, width);
   let out: ForwardOutput = { logits: new Float32Array(0), seq: 0, cache };
   let calls = 0;

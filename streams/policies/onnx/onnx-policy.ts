@@ -37,8 +37,12 @@ export interface OnnxPolicyOptions {
   readonly cacheLayout?: CacheLayout;
   /** Rows per forward batch; an `act` call with more requests runs in several batches. Default 64. */
   readonly maxBatchSize?: number;
+  /** Logits of the last position only (see `SessionSettings`); default true. */
+  readonly lastPositionLogits?: boolean;
   /** See `GenerateOptions.prefillLogitsBudget`. */
   readonly prefillLogitsBudget?: number;
+  /** See `GenerateOptions.prefillTokenBudget`. */
+  readonly prefillTokenBudget?: number;
 }
 
 /** The ONNX policy, plus lower-level access for tests and benchmarks. */
@@ -73,6 +77,7 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
       maxNewTokens,
     },
     prefillLogitsBudget: options.prefillLogitsBudget,
+    prefillTokenBudget: options.prefillTokenBudget,
   };
   // One generation at a time: the session already uses every core, and interleaving two
   // batches would only thrash the cache. Concurrent `act` calls queue (block) here.

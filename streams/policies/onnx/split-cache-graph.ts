@@ -14,71 +14,23 @@
  * `Shape` (the past length) or by a one-input `Concat` (an identity). Anything else is refused
  * with the reason, and the caller keeps the whole-cache graph.
  */
-import { fileURLToPath } from 'node:url';
-import protobuf from 'protobufjs';
+import {
+  attributeInt,
+  EditableModel,
+  int64Initializer,
+  node,
+  rename,
+  sortTopologically,
+  type GraphProto,
+  type NodeProto,
+} from './onnx-graph.js';
 
 /** The input name that carries the recent columns of one `past_key_values.*` input. */
 export function recentName(pastName: string): string {
   return `recent.${pastName.replace(/^past_key_values\./, '')}`;
 }
 
-// The subset of onnx.proto's messages this edit touches (protobufjs camelCases field names).
-interface AttributeProto {
-  name: string;
-  i?: number | { toNumber(): number };
-}
-interface NodeProto {
-  input: string[];
-  output: string[];
-  opType: string;
-  name?: string;
-  attribute: AttributeProto[];
-}
-interface ValueInfoProto {
-  name: string;
-  type?: { tensorType?: { shape?: { dim: unknown[] } } };
-}
-interface TensorProto {
-  name?: string;
-  dataLocation?: number;
-}
-interface GraphProto {
-  node: NodeProto[];
-  input: ValueInfoProto[];
-  output: ValueInfoProto[];
-  initializer: TensorProto[];
-}
-interface ModelProto {
-  graph?: GraphProto;
-}
-
-let modelType: protobuf.Type | undefined;
-
-function onnxModelType(): protobuf.Type {
-  modelType ??= protobuf
-    .loadSync(fileURLToPath(new URL('./onnx.proto', import.meta.url)))
-    .lookupType('onnx.ModelProto');
-  return modelType;
-}
-
-const INT64 = 7; // onnx.TensorProto.DataType.INT64
-const EXTERNAL = 1; // onnx.TensorProto.DataLocation.EXTERNAL
 const ONE_HOT = 'split_cache/sequence_axis_one_hot';
-
-function node(opType: string, name: string, input: string[], output: string[], axis?: number): NodeProto {
-  const attribute = axis === undefined ? [] : [{ name: 'axis', type: 2, i: axis }]; // 2 = INT
-  return { opType, name, input, output, attribute };
-}
-
-function attributeInt(n: NodeProto, name: string): number | undefined {
-  const value = n.attribute.find((a) => a.name === name)?.i;
-  return typeof value === 'object' ? value.toNumber() : value;
-}
-
-/** Replaces every node input `from` with `to`. */
-function rename(graph: GraphProto, from: string, to: string): void {
-  for (const n of graph.node) n.input = n.input.map((i) => (i === from ? to : i));
-}
 
 /** Drops one-input Concats (identities) whose output is not a graph output. */
 function dropIdentityConcats(graph: GraphProto): void {
@@ -126,49 +78,28 @@ function splitOne(graph: GraphProto, past: string, present: string): void {
   graph.node.push(...added);
 }
 
-/** Orders nodes so each comes after the producers of its inputs (ONNX requires it). */
-function sortTopologically(graph: GraphProto): void {
-  const ready = new Set<string>(['', ...graph.input.map((i) => i.name)]);
-  for (const t of graph.initializer) ready.add(t.name ?? '');
-  let pending = graph.node;
-  const sorted: NodeProto[] = [];
-  while (pending.length > 0) {
-    const next = pending.filter((n) => !n.input.every((i) => ready.has(i)));
-    if (next.length === pending.length) throw new Error('graph has a cycle or an undefined input');
-    for (const n of pending) {
-      if (next.includes(n)) continue;
-      sorted.push(n);
-      n.output.forEach((o) => ready.add(o));
-    }
-    pending = next;
-  }
-  graph.node = sorted;
-}
-
 /**
- * The split-cache variant of `model` (ONNX bytes) for the given past/present pairs (in the same
+ * Rewires `graph` to the split-cache variant for the given past/present pairs (in the same
  * order). Throws with the reason when the graph is not one this edit understands.
  */
+export function splitCache(
+  graph: GraphProto,
+  pastNames: readonly string[],
+  presentNames: readonly string[],
+): void {
+  dropIdentityConcats(graph);
+  graph.initializer.push(int64Initializer(ONE_HOT, [0, 0, 1, 0]));
+  pastNames.forEach((past, i) => splitOne(graph, past, presentNames[i] as string));
+  sortTopologically(graph);
+}
+
+/** `splitCache` on ONNX bytes: the variant's bytes (throws with the reason, as `splitCache`). */
 export function splitCacheGraph(
   model: Uint8Array,
   pastNames: readonly string[],
   presentNames: readonly string[],
 ): Uint8Array {
-  const type = onnxModelType();
-  const decoded = type.decode(model) as unknown as ModelProto;
-  const graph = decoded.graph;
-  if (!graph) throw new Error('the model has no graph');
-  if (graph.initializer.some((t) => t.dataLocation === EXTERNAL)) {
-    throw new Error('the model keeps weights in external data files, which an in-memory copy cannot resolve');
-  }
-  dropIdentityConcats(graph);
-  graph.initializer.push({
-    name: ONE_HOT,
-    dataType: INT64,
-    dims: [4],
-    int64Data: [0, 0, 1, 0],
-  } as TensorProto);
-  pastNames.forEach((past, i) => splitOne(graph, past, presentNames[i] as string));
-  sortTopologically(graph);
-  return type.encode(decoded).finish();
+  const editable = EditableModel.decode(model);
+  splitCache(editable.graph, pastNames, presentNames);
+  return editable.encode();
 }
