@@ -1,7 +1,7 @@
 """Learning check (issue item 6): world-model SFT from scratch, one arm per annotation.
 
     python -m spa_trainer.learning_check --arm gt --train rows.jsonl --heldout heldout.jsonl \
-        --size tiny-rope1e4 --epochs 1 --out runs/learning-check/gt
+        --size tiny-cells --epochs 1 --out runs/learning-check/gt
 
 Trains a freshly initialised model on one arm's rows with the paper-faithful target (reference
 §8.3: CE on the whole response, nothing from the prompt) and evaluates greedy next-state
