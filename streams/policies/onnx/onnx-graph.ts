@@ -41,7 +41,7 @@ interface ModelProto {
   graph?: GraphProto;
 }
 
-export const INT64 = 7; // onnx.TensorProto.DataType.INT64
+const INT64 = 7; // onnx.TensorProto.DataType.INT64
 const EXTERNAL = 1; // onnx.TensorProto.DataLocation.EXTERNAL
 
 let modelType: protobuf.Type | undefined;
