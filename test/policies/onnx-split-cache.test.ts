@@ -7,7 +7,8 @@ import { InferenceSession, Tensor } from 'onnxruntime-node';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { KvCache } from '../../streams/policies/onnx/kv-cache.js';
-import { recentName, splitCacheGraph } from '../../streams/policies/onnx/split-cache-graph.js';
+import { EditableModel } from '../../streams/policies/onnx/onnx-graph.js';
+import { recentName, splitCache } from '../../streams/policies/onnx/split-cache-graph.js';
 
 const ModelProto = protobuf
   .loadSync(fileURLToPath(new URL('../../streams/policies/onnx/onnx.proto', import.meta.url)))
@@ -70,7 +71,14 @@ const kv = (batch: number, length: number, start: number) =>
     [batch, 1, length, 2],
   );
 
-describe('splitCacheGraph', () => {
+/** The split-cache variant of ONNX bytes, as bytes (causal-lm.ts does the same inside its edits). */
+function splitCacheGraph(model: Uint8Array, pastNames: string[], presentNames: string[]): Uint8Array {
+  const editable = EditableModel.decode(model);
+  splitCache(editable.graph, pastNames, presentNames);
+  return editable.encode();
+}
+
+describe('splitCache', () => {
   it('gives the same outputs as the whole graph, returning only recent + new as present', async () => {
     const whole = await InferenceSession.create(toyModel());
     const split = await InferenceSession.create(

@@ -16,7 +16,6 @@
  */
 import {
   attributeInt,
-  EditableModel,
   int64Initializer,
   node,
   rename,
@@ -91,15 +90,4 @@ export function splitCache(
   graph.initializer.push(int64Initializer(ONE_HOT, [0, 0, 1, 0]));
   pastNames.forEach((past, i) => splitOne(graph, past, presentNames[i] as string));
   sortTopologically(graph);
-}
-
-/** `splitCache` on ONNX bytes: the variant's bytes (throws with the reason, as `splitCache`). */
-export function splitCacheGraph(
-  model: Uint8Array,
-  pastNames: readonly string[],
-  presentNames: readonly string[],
-): Uint8Array {
-  const editable = EditableModel.decode(model);
-  splitCache(editable.graph, pastNames, presentNames);
-  return editable.encode();
 }
