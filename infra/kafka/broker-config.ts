@@ -2,6 +2,7 @@
  * Where a local broker instance lives (ports, folders) and the server.properties it runs with:
  * one combined KRaft broker/controller bound to 127.0.0.1 only.
  */
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { kafkaInfraDir } from './jars.js';
 
@@ -134,6 +135,18 @@ export function serverProperties(instance: BrokerInstance): string {
     'group.initial.rebalance.delay.ms=0',
     '',
   ].join('\n');
+}
+
+/**
+ * A fresh KRaft cluster id: 16 random bytes in URL-safe base64 without padding (a Kafka Uuid),
+ * drawn again while it starts with '-', as Kafka's own `Uuid.randomUuid` does: kafka-storage's
+ * argument parser reads `-t -xyz…` as a missing value and the format fails (1 start in 64).
+ */
+export function randomClusterId(random: () => Buffer = () => randomBytes(16)): string {
+  for (;;) {
+    const id = random().toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 /** The `--add-scram` arguments for kafka-storage format (KRaft bootstraps SCRAM users this way). */

@@ -6,11 +6,10 @@
  * tests all go through this module.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseBrokerList } from '../../streams/kafka/config.js';
-import { brokerInstance, scramFormatArgs, serverProperties } from './broker-config.js';
+import { brokerInstance, randomClusterId, scramFormatArgs, serverProperties } from './broker-config.js';
 import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
 import { kafkaClasspath } from './jars.js';
 import { brokerAnswers, waitUntilAnswering } from './probe.js';
@@ -97,8 +96,7 @@ function failureReport(instance: BrokerInstance): string {
 /** Formats KRaft storage with a fresh cluster id unless meta.properties is already there. */
 async function formatStorageOnce(instance: BrokerInstance, log: (line: string) => void): Promise<void> {
   if (existsSync(join(instance.logDir, 'meta.properties'))) return;
-  // A Kafka Uuid is 16 random bytes in URL-safe base64 without padding.
-  const clusterId = randomBytes(16).toString('base64url');
+  const clusterId = randomClusterId();
   log(`[kafka] formatting storage in ${instance.logDir} (cluster ${clusterId})`);
   const args = [
     'format',

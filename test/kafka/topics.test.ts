@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { brokerInstance, scramFormatArgs, serverProperties } from '../../infra/kafka/broker-config.js';
+import {
+  brokerInstance,
+  randomClusterId,
+  scramFormatArgs,
+  serverProperties,
+} from '../../infra/kafka/broker-config.js';
 import { planTopicChanges, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
 import type { ExistingTopic } from '../../infra/kafka/topics.js';
 
@@ -66,5 +71,14 @@ describe('local broker layout', () => {
       'SCRAM-SHA-256=[name=alice,password=pw]',
     ]);
     expect(() => scramFormatArgs([{ username: 'a,b', password: 'pw' }])).toThrow('SCRAM username "a,b"');
+  });
+
+  it('draws a cluster id again while it starts with "-" (kafka-storage would read it as a flag)', () => {
+    const draws = [Buffer.alloc(16, 0xf8), Buffer.alloc(16, 0x01)]; // 0xf8… encodes as "-…"
+    expect(draws[0]?.toString('base64url').startsWith('-')).toBe(true);
+    const id = randomClusterId(() => draws.shift() as Buffer);
+    expect(id).toBe(Buffer.alloc(16, 0x01).toString('base64url'));
+    expect(id).toHaveLength(22);
+    expect(draws).toHaveLength(0);
   });
 });
