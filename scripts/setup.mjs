@@ -4,7 +4,7 @@
 // because it runs before `npm ci` has installed anything.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,7 +31,11 @@ function run(cmd, args, env = {}) {
 // (older releases read only the CUDA variable). GPU users can reinstall without these.
 const npmEnv = { ONNXRUNTIME_NODE_INSTALL: 'skip', ONNXRUNTIME_NODE_INSTALL_CUDA: 'skip' };
 
-const npmStamp = stamp('npm', [join(root, 'package-lock.json')]);
+// patches/ holds fixes to dependencies that npm's postinstall applies (patch-package).
+const patches = existsSync(join(root, 'patches'))
+  ? readdirSync(join(root, 'patches')).map((name) => join(root, 'patches', name))
+  : [];
+const npmStamp = stamp('npm', [join(root, 'package-lock.json'), ...patches]);
 if (!npmStamp.fresh || !existsSync(join(root, 'node_modules'))) {
   console.error('[setup] installing npm dependencies (npm ci)…');
   run('npm', ['ci', '--no-audit', '--no-fund'], npmEnv);

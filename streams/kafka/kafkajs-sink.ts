@@ -49,15 +49,15 @@ function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How long a transaction keeps retrying a broker outage before it is reported (a restart takes ~20 s). */
+const TRANSACTION_RETRY_BUDGET_MS = 120_000;
+
 /**
  * Errors a transaction may retry. kafkajs marks protocol errors `retriable`, but reports a broker
  * that is down longer than its own retry budget (a restart takes ~20 s on a busy box) as
  * non-retriable connection/coordinator errors; retrying those is safe because an aborted
  * transaction leaves nothing visible.
  */
-/** How long a transaction keeps retrying a broker outage before it is reported (a restart takes ~20 s). */
-const TRANSACTION_RETRY_BUDGET_MS = 120_000;
-
 const TRANSIENT_KAFKAJS_ERRORS = new Set([
   'KafkaJSGroupCoordinatorNotFound',
   'KafkaJSConnectionError',
@@ -79,6 +79,16 @@ function isRetriable(error: unknown, depth = 0): boolean {
   return isRetriable(cause, depth + 1) || isRetriable(originalError, depth + 1);
 }
 
+/**
+ * A commit that failed past kafkajs' EndTxn retries. The transaction may already be visible,
+ * so it is reported, never redone (redoing it could write every record twice).
+ */
+class CommitOutcomeUnknown extends Error {
+  constructor(readonly reported: Error) {
+    super(reported.message, { cause: reported });
+  }
+}
+
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
 export async function createKafkajsSink(
   kafka: Kafka,
@@ -90,18 +100,32 @@ export async function createKafkajsSink(
     throw new Error(
       'retry.retries=0: an idempotent sink needs retries >= 1 to resend with the same sequence numbers',
     );
-  const producer: Producer = kafka.producer({
-    idempotent: true,
-    // Idempotence needs ordered retries: one request in flight per connection.
-    maxInFlightRequests: 1,
-    allowAutoTopicCreation: false,
-    ...(transactional ? { transactionalId: options.transactionalId } : {}),
-  });
-  try {
-    await producer.connect();
-  } catch (error) {
-    throw describeKafkaError(error, 'connecting a producer', config);
-  }
+  const openProducer = async (): Promise<Producer> => {
+    const opened = kafka.producer({
+      idempotent: true,
+      // Idempotence needs ordered retries: one request in flight per connection.
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+      ...(transactional ? { transactionalId: options.transactionalId } : {}),
+    });
+    try {
+      await opened.connect();
+    } catch (error) {
+      throw describeKafkaError(error, 'connecting a producer', config);
+    }
+    return opened;
+  };
+  let producer = await openProducer();
+  // Set when an abort failed past its retries: kafkajs then refuses every new transaction on
+  // that producer, so the next attempt replaces it first. The new producer's InitProducerId
+  // fences the old epoch, and the coordinator aborts the dangling transaction.
+  let producerStuck = false;
+  const replaceStuckProducer = async (): Promise<void> => {
+    if (!producerStuck) return;
+    await producer.disconnect().catch(() => undefined);
+    producer = await openProducer();
+    producerStuck = false;
+  };
   const compression = options.compression === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
   // Transactions on one producer must not interleave; chain them (block, never buffer records).
   let lane: Promise<unknown> = Promise.resolve();
@@ -112,20 +136,28 @@ export async function createKafkajsSink(
         new Error('RecordSink.transaction needs SinkOptions.transactionalId; this sink has none'),
       );
     const attempt = async (): Promise<T> => {
+      await replaceStuckProducer();
       const tx = await producer.transaction();
+      let result: T;
       try {
-        const result = await work({
+        result = await work({
           send: async (records) =>
             toWrites(await tx.sendBatch({ topicMessages: toTopicMessages(records), acks: -1, compression })),
           sendOffsets: (groupId, offsets) =>
             tx.sendOffsets({ consumerGroupId: groupId, topics: toKafkajsOffsets(offsets) }),
         });
-        await tx.commit();
-        return result;
       } catch (error) {
-        if (tx.isActive()) await tx.abort().catch(() => undefined);
+        if (tx.isActive()) await tx.abort().catch(() => (producerStuck = true));
         throw error;
       }
+      try {
+        // EndTxn is retried inside kafkajs (patches/kafkajs+2.2.4.patch); past that, the outcome is unknown.
+        await tx.commit();
+      } catch (error) {
+        producerStuck = true;
+        throw new CommitOutcomeUnknown(describeKafkaError(error, 'committing a transaction', config));
+      }
+      return result;
     };
     const run = async (): Promise<T> => {
       // An aborted transaction left nothing visible, so a retriable broker error (a coordinator
@@ -136,6 +168,7 @@ export async function createKafkajsSink(
         try {
           return await attempt();
         } catch (error) {
+          if (error instanceof CommitOutcomeUnknown) throw error.reported;
           const exhausted =
             attemptNo >= config.retry.retries && Date.now() - started > TRANSACTION_RETRY_BUDGET_MS;
           if (!isRetriable(error) || exhausted)

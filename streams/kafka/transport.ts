@@ -80,7 +80,8 @@ export interface RecordSink {
    * Runs `work` in a transaction: commit when it resolves, abort when it throws (and rethrow).
    * Transactions on one sink run one at a time. Needs `transactionalId` in the sink options.
    * After a retriable broker error the aborted transaction is retried by calling `work`
-   * again, so `work` must be safe to repeat (it usually only sends records).
+   * again, so `work` must be safe to repeat (it usually only sends records). A commit is never
+   * redone: one whose EndTxn still fails after every retry is reported, as it may be visible.
    */
   transaction<T>(work: (tx: SinkTransaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
