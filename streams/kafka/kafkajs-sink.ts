@@ -116,9 +116,9 @@ export async function createKafkajsSink(
     return opened;
   };
   let producer = await openProducer();
-  // Set when an abort failed past its retries: kafkajs then refuses every new transaction on
-  // that producer, so the next attempt replaces it first. The new producer's InitProducerId
-  // fences the old epoch, and the coordinator aborts the dangling transaction.
+  // Set when an abort or a commit failed past its retries: kafkajs then refuses every new
+  // transaction on that producer, so the next attempt replaces it first. The new producer's
+  // InitProducerId fences the old epoch; the coordinator ends the dangling transaction.
   let producerStuck = false;
   const replaceStuckProducer = async (): Promise<void> => {
     if (!producerStuck) return;
@@ -155,7 +155,8 @@ export async function createKafkajsSink(
         await tx.commit();
       } catch (error) {
         producerStuck = true;
-        throw new CommitOutcomeUnknown(describeKafkaError(error, 'committing a transaction', config));
+        const doing = 'committing a transaction (not retried: its records may or may not be visible)';
+        throw new CommitOutcomeUnknown(describeKafkaError(error, doing, config));
       }
       return result;
     };
