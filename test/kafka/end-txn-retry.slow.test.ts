@@ -14,7 +14,8 @@ import { connectKafkajsAdmin, kafkajsTransport } from '../../streams/kafka/kafka
 import { createKafkajsSink } from '../../streams/kafka/kafkajs-sink.js';
 import type { KafkaConnectionConfig } from '../../streams/kafka/config.js';
 import type { KafkaTransport, OutgoingRecord } from '../../streams/kafka/transport.js';
-import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { readCommitted } from './read-records.js';
 
 const ports = { port: 19510, controllerPort: 19511 };
 const END_TXN_API_KEY = 26;
@@ -93,19 +94,9 @@ const record = (topic: string, id: string): OutgoingRecord => ({
   value: Buffer.from(id),
 });
 
-/** Every value on `topic` (read_committed), once `count` have arrived. */
-async function committedValues(topic: string, count: number): Promise<string[]> {
-  const source = await transport.source({
-    groupId: `${topic}-check`,
-    topics: [topic],
-    start: { kind: 'earliest' },
-  });
-  const values: string[] = [];
-  await source.run(async (batch) => void values.push(...batch.records.map((r) => r.value?.toString() ?? '')));
-  await eventually(() => values.length >= count, 60_000, `${count} records on ${topic}`);
-  await new Promise((resolve) => setTimeout(resolve, 1000)); // a duplicate would arrive in this second
-  await source.close();
-  return values;
+/** Every value on `topic` (read_committed, up to its end), once `count` have arrived. */
+function committedValues(topic: string, count: number): Promise<string[]> {
+  return readCommitted({ transport, config }, topic, (r) => r.value?.toString() ?? '', count);
 }
 
 beforeAll(async () => {

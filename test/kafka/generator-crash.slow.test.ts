@@ -5,14 +5,12 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lastValueFrom, map, toArray } from 'rxjs';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
 import { applyTopicsTo, spaTopics } from '../../infra/kafka/topics.js';
-import { readTopic } from '../../streams/kafka/consume-spa.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
-import { decodeKafkaRecord } from '../../streams/kafka/spa-records.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19410, controllerPort: 19411 };
 const instance = { ...ports, name: 'test-gencrash' };
@@ -54,37 +52,6 @@ function generate(
   return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
 }
 
-/**
- * The trajectory ids on spa.trajectories (read_committed), read again until `count` are there:
- * the last transaction's commit markers may land a moment after the generator exits.
- */
-async function committedIds(count: number): Promise<string[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const read = await readTopic(
-      { transport, config: testConnection(brokers) },
-      {
-        topic: 'spa.trajectories',
-        start: { kind: 'earliest' },
-      },
-    );
-    const ids = await lastValueFrom(
-      read.records.pipe(
-        map(({ record, ack }) => {
-          ack();
-          const decoded = decodeKafkaRecord('Trajectory', record);
-          if (!decoded.ok) throw new Error(`undecodable trajectory: ${decoded.rejected.detail}`);
-          return decoded.record.trajectory_id;
-        }),
-        toArray(),
-      ),
-    );
-    await read.closed;
-    if (ids.length >= count || Date.now() > deadline) return ids;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 function expectedIds(): string[] {
   const ids: string[] = [];
   for (let b = 0; b < run.batches; b++)
@@ -112,7 +79,10 @@ describe('spa generate --out kafka across a kill -9 of the broker', () => {
     expect(killedAt).toBeLessThan(total); // the kill really happened mid-run
     expect(JSON.parse(result.stdout.trim()).counts.trajectories).toBe(total);
 
-    const ids = await committedIds(total);
+    const kafka = { transport, config: testConnection(brokers) };
+    const ids = (await readAllRecords(kafka, 'spa.trajectories', 'Trajectory', total)).map(
+      (t) => t.trajectory_id,
+    );
     expect(ids).toHaveLength(total);
     expect(new Set(ids).size).toBe(total);
     expect([...ids].sort()).toEqual(expectedIds().sort());
