@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { LOOP_CONFIGS, SPA_FULL_SIZE, loopConfig, type LoopConfig } from '../run/configs.js';
+import type { DataStageSummary } from '../run/sft-data.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
@@ -30,8 +31,8 @@ export function registerRunCommand(program: Command): void {
     .option('--model <tiny|folder>', 'tiny (built here) or a local Hugging Face causal-LM folder')
     .option(
       '--generator <policy>',
-      'SFT data generator: random | oracle',
-      oneOf('--generator', ['random', 'oracle'] as const),
+      'SFT data generator: self-play (SPA: the model being trained; the default) | oracle | random',
+      oneOf('--generator', ['self-play', 'oracle', 'random'] as const),
     )
     .option('--ppo-steps <n>', 'PPO steps', positiveInt('--ppo-steps'))
     .option('--eval-puzzles <n>', 'validation puzzles (SPA: 128)', positiveInt('--eval-puzzles'))
@@ -61,7 +62,7 @@ export function registerRunCommand(program: Command): void {
       // The trainer processes inherit the environment: their step spans go to the same receiver.
       if (options.otlpEndpoint) process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = options.otlpEndpoint;
       const base = loopConfig(options.config);
-      const config: LoopConfig = {
+      let config: LoopConfig = {
         ...base,
         ...(options.full ? SPA_FULL_SIZE : {}),
         ...(options.evalSft ? { evalSftPolicy: true } : {}),
@@ -71,6 +72,8 @@ export function registerRunCommand(program: Command): void {
         ...(options.ppoSteps ? { ppoSteps: options.ppoSteps } : {}),
         ...(options.evalPuzzles ? { evalPuzzles: options.evalPuzzles } : {}),
       };
+      // A real instruction-tuned model writes the format already: only the tiny model warms up.
+      if (config.model !== 'tiny') config = { ...config, warmupTrajectories: 0 };
       const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
       const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
       const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>
@@ -85,7 +88,7 @@ function printSummary(summary: LoopSummary): void {
   const pct = (x: number) => (100 * x).toFixed(1).padStart(6);
   const lines = [
     `SPA loop ${summary.config.name} (${summary.config.env}, model ${summary.config.model})`,
-    `  SFT data     ${summary.sftData.trajectories} trajectories → ${summary.sftData.sft} rows, ${summary.sftData.dlq} rejected`,
+    ...summary.dataStages.map(dataStageLine),
     `  SFT          ${sftLine(summary.sft)}`,
     `  self-play    ${summary.selfPlay.trajectories} episodes → ${summary.selfPlay.rollouts} rollouts`,
     `  generator    policy versions used (version: batches): ${Object.entries(summary.generatorVersions)
@@ -103,6 +106,15 @@ function printSummary(summary: LoopSummary): void {
     `  summary      ${summary.runDir}/summary.json`,
   ];
   console.log(lines.join('\n'));
+}
+
+function dataStageLine(stage: DataStageSummary): string {
+  const policy =
+    stage.policy.version === null ? stage.policy.name : `${stage.policy.name} v${stage.policy.version}`;
+  const rejects = Object.entries(stage.rejectsByReason);
+  const rejected =
+    rejects.length === 0 ? 'none rejected' : `rejected ${rejects.map(([r, n]) => `${r} ${n}`).join(', ')}`;
+  return `  ${stage.stage.padEnd(12)} ${policy}: ${stage.trajectories} trajectories → ${stage.rowsAccepted} rows, ${rejected}`;
 }
 
 function sftLine(metrics: Readonly<Record<string, unknown>>): string {

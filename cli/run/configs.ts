@@ -4,8 +4,18 @@ import type { EnvName } from '../../envs/types.js';
 export interface LoopConfig {
   readonly name: string;
   readonly env: EnvName;
-  /** Policy that generates the world-model SFT data. */
-  readonly generator: 'random' | 'oracle';
+  /**
+   * Policy that generates the world-model SFT data: `self-play` (SPA: the model being trained,
+   * exported as policy v0), or `oracle` / `random` (the random-generator ablation).
+   */
+  readonly generator: 'self-play' | 'random' | 'oracle';
+  /**
+   * Format warm-up before self-play: SFT on this many oracle demonstration trajectories (group
+   * size 1) for `warmupEpochs`, so a model that cannot write the format yet (the tiny model's
+   * random weights) produces usable self-play data. 0 = none (a real instruction-tuned model).
+   */
+  readonly warmupTrajectories: number;
+  readonly warmupEpochs: number;
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
   readonly sftGroups: number;
   readonly sftGroupSize: number;
@@ -40,17 +50,16 @@ export interface LoopConfig {
 }
 
 /**
- * The default size: minutes on 2 CPU cores. The tiny model starts from random weights, so it
- * gets 256 distinct puzzles (group size 1: the oracle plays a puzzle the same way every time),
- * a 30× larger learning rate than SPA's pretrained 1.5B model, small batches for more steps
- * (~520), and a 512-token window: the ~400-token instruction prefix is the same in every row.
- * Measured: val loss 0.50 in 80 s on a quiet box (the former 12 steps on 32 trajectories left it
- * at 6.1, i.e. untrained). The tiny model's Pass@k stays near the floor and is noisy at 8 × 8
- * episodes (6.3 / 37.5 for this recipe, 0 / 0 for a 10-epoch variant): the loop, not the score,
- * is what the default size shows.
+ * The default size: minutes on 2 CPU cores. The tiny model starts from random weights, so SPA's
+ * recipe gets a format warm-up first (oracle demonstrations), then the warmed-up model plays
+ * 256 distinct puzzles itself (self-play, group size 1) and is finetuned on its ground-truth-annotated
+ * turns with a 30× larger learning rate than SPA's pretrained 1.5B model, small batches for more
+ * steps, and a 512-token window (the ~400-token instruction prefix is the same in every row).
  */
 const small = {
-  generator: 'oracle',
+  generator: 'self-play',
+  warmupTrajectories: 128,
+  warmupEpochs: 4,
   sftGroups: 32,
   sftGroupSize: 1,
   sftBatches: 8,

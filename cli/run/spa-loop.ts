@@ -10,6 +10,7 @@ import { onnxPolicy } from '../../streams/policies/onnx/index.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
+import { generateSftData, type DataStageSummary } from './sft-data.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
 export interface LoopSummary {
@@ -17,7 +18,8 @@ export interface LoopSummary {
   readonly runDir: string;
   readonly config: LoopConfig;
   readonly topics: Readonly<Record<string, string>>;
-  readonly sftData: Readonly<Record<string, number>>;
+  /** Each data stage (warm-up demonstrations, self-play SFT data): its policy, rows and rejects. */
+  readonly dataStages: readonly DataStageSummary[];
   readonly sft: Readonly<Record<string, unknown>>;
   readonly selfPlay: Readonly<Record<string, number>>;
   /** Policy version → self-play batches the generator started with it. */
@@ -28,10 +30,26 @@ export interface LoopSummary {
 
 const log = (line: string) => process.stderr.write(`[spa run] ${line}\n`);
 
+type Timed = <T>(stage: string, work: () => Promise<T>) => Promise<T>;
+
+/** Where the run's stages meet: its Kafka topics, trainer Python, run folder and stage timer. */
+interface LoopContext {
+  readonly config: LoopConfig;
+  readonly kafka: SpaKafka;
+  readonly python: string;
+  readonly runDir: string;
+  readonly runId: string;
+  readonly brokers: string;
+  readonly timed: Timed;
+}
+
 /**
- * The whole SPA loop (reference §1), each stage a stream over the run's own Kafka topics:
- *   1. self-play data: generator policy → annotate → filter → spa.<run>.sft
- *   2. world-model SFT of the model (Python trainer) → ONNX export → PolicyUpdate v1
+ * The whole SPA loop (docs/spa-loop.md), each stage a stream over the run's own Kafka topics:
+ *   1. SFT data. `self-play` (SPA): the model being trained is exported as policy v0 and plays
+ *      the world-model prompts itself (the tiny model first gets a short format warm-up on
+ *      oracle demonstrations); `oracle`/`random`: a built-in policy plays. Either way:
+ *      annotate with ground-truth states → filter → spa.<run>.sft
+ *   2. world-model SFT of the same model (Python trainer) → ONNX export → PolicyUpdate v1
  *   3. self-play with `--policy latest` → spa.<run>.rollouts, while the PPO trainer consumes them
  *      and publishes v2, v3, …, which the generator swaps to between batches
  *   4. Pass@1 / Pass@k of the final policy on the paper's validation puzzles
@@ -43,7 +61,7 @@ export async function runSpaLoop(
   const runDir = resolve(options.runsDir, options.runId);
   mkdirSync(runDir, { recursive: true });
   const seconds: Record<string, number> = {};
-  const timed = async <T>(stage: string, work: () => Promise<T>): Promise<T> => {
+  const timed: Timed = async (stage, work) => {
     const started = Date.now();
     log(`── ${stage}`);
     try {
@@ -59,8 +77,9 @@ export async function runSpaLoop(
   );
   try {
     const brokers = kafka.config.brokers.join(',');
-    const sftData = await timed('generate sft data', () => generateSftData(config, kafka, options.runId));
-    const sft = await timed('sft', () => trainSft(config, kafka, python, runDir, brokers));
+    const ctx: LoopContext = { config, kafka, python, runDir, runId: options.runId, brokers, timed };
+    const { dataStages, sftStartModel } = await sftDataStages(ctx);
+    const sft = await timed('sft', () => trainSft(ctx, sftStartModel));
     const { selfPlay, generatorVersions, evalArtifacts } = await timed('self-play + ppo', () =>
       selfPlayAndPpo(config, kafka, python, runDir, brokers, options.runId),
     );
@@ -70,7 +89,7 @@ export async function runSpaLoop(
       runDir,
       config,
       topics: kafka.topics,
-      sftData,
+      dataStages,
       sft,
       selfPlay,
       generatorVersions,
@@ -84,7 +103,14 @@ export async function runSpaLoop(
   }
 }
 
-async function generateSftData(config: LoopConfig, kafka: SpaKafka, runId: string) {
+/**
+ * Stage 1, the world-model SFT data, on the run's `sft` topic. Returns the data stages and the
+ * model the SFT stage starts from (the warmed-up checkpoint when there was a warm-up).
+ */
+async function sftDataStages(
+  ctx: LoopContext,
+): Promise<{ dataStages: DataStageSummary[]; sftStartModel: string }> {
+  const { config, runId } = ctx;
   const episodes = episodeConfig({
     env: config.env,
     runId: `${runId}-sft`,
@@ -93,35 +119,136 @@ async function generateSftData(config: LoopConfig, kafka: SpaKafka, runId: strin
     groupSize: config.sftGroupSize,
     batches: config.sftBatches,
   });
-  const progress = new Progress('sft data', {
-    key: 'trajectories',
-    value: config.sftGroups * config.sftGroupSize * config.sftBatches,
+  const generator = config.generator;
+  if (generator !== 'self-play') {
+    const data = await ctx.timed('sft data', () =>
+      generateSftData(ctx.kafka, {
+        stage: `sft data (${generator})`,
+        episodes,
+        policy: builtinPolicy(generator, { mode: 'wm', seed: 0 }),
+        describePolicy: { name: generator, version: null },
+        transactionalId: `spa-run-${runId}-sft`,
+      }),
+    );
+    return { dataStages: [data], sftStartModel: config.model };
+  }
+  const dataStages: DataStageSummary[] = [];
+  let startModel = config.model;
+  if (config.warmupTrajectories > 0) {
+    const warmup = await formatWarmup(ctx);
+    dataStages.push(warmup.data);
+    startModel = warmup.model;
+  }
+  const v0 = await ctx.timed('export v0', () => exportInitialPolicy(ctx, startModel));
+  const policy = await onnxPolicy({
+    folder: v0,
+    seed: 0,
+    maxNewTokens: config.maxNewTokens,
+    executionProvider: config.device,
   });
-  const counts = await generateToKafka(kafka, {
-    episodes,
-    makeEnv: envFactory({ name: config.env }),
-    policy: builtinPolicy(config.generator, { mode: 'wm', seed: 0 }),
-    pipeline: { target: 'sft' },
-    transactionalId: `spa-run-${runId}-sft`,
-    onRecord: (o) => progress.add(o.topic),
-  });
-  progress.done();
-  return counts;
+  try {
+    dataStages.push(
+      await ctx.timed('self-play sft data', () =>
+        generateSftData(ctx.kafka, {
+          stage: 'self-play sft data',
+          episodes,
+          policy,
+          describePolicy: { name: policy.name, version: policy.version },
+          transactionalId: `spa-run-${runId}-sft`,
+        }),
+      ),
+    );
+  } finally {
+    await policy.close?.();
+  }
+  return { dataStages, sftStartModel: startModel };
 }
 
-async function trainSft(
-  config: LoopConfig,
-  kafka: SpaKafka,
-  python: string,
-  runDir: string,
-  brokers: string,
-) {
+/**
+ * The tiny model's format warm-up: SFT on oracle demonstrations (their own topics
+ * `spa.<run>.warmup.*`, puzzles disjoint from the self-play ones), so that v0 can write
+ * `<observation>…<prediction>…<answer>` turns at all. Returns the warmed-up run folder.
+ */
+async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary; model: string }> {
+  const { config, runId } = ctx;
+  const warm = await connectSpaKafka({
+    clientId: 'spa-run-warmup',
+    topics: { prefix: `spa.${runId}.warmup.` },
+  });
+  try {
+    const data = await ctx.timed('warm-up data', () =>
+      generateSftData(warm, {
+        stage: 'warm-up data (oracle)',
+        episodes: episodeConfig({
+          env: config.env,
+          runId: `${runId}-warmup`,
+          mode: 'wm',
+          groups: config.warmupTrajectories,
+          groupSize: 1,
+          batches: 1,
+          seedBase: WARMUP_SEED_BASE,
+        }),
+        policy: builtinPolicy('oracle', { mode: 'wm', seed: 0 }),
+        describePolicy: { name: 'oracle', version: null },
+        transactionalId: `spa-run-${runId}-warmup`,
+      }),
+    );
+    const out = join(ctx.runDir, 'warmup');
+    await ctx.timed(
+      'warm-up sft',
+      () =>
+        runTrainerModule(
+          ctx.python,
+          'spa_trainer.sft',
+          [
+            ['--model', config.model],
+            ['--input', `kafka:${warm.topics.sft}`],
+            ['--epochs', String(config.warmupEpochs)],
+            ['--lr', String(config.sftLr)],
+            ['--batch-size', String(config.sftBatchSize)],
+            ['--max-length', String(config.sftMaxLength)],
+            ['--out', out],
+            ['--brokers', ctx.brokers],
+          ].flat(),
+          { label: 'warm-up', env: trainerDeviceEnv(config) },
+        ).done,
+    );
+    return { data, model: out };
+  } finally {
+    await warm.close();
+  }
+}
+
+/** Warm-up puzzles come from their own seed range, so self-play never replays a demonstrated puzzle. */
+const WARMUP_SEED_BASE = 50_000;
+
+/** Exports `model` (a HF folder, `tiny` or a trainer run folder) as ONNX policy v0; returns its folder. */
+async function exportInitialPolicy(ctx: LoopContext, model: string): Promise<string> {
+  const root = join(ctx.runDir, 'policies');
+  await runTrainerModule(
+    ctx.python,
+    'spa_trainer.export',
+    [
+      ['--model', model],
+      ['--out', root],
+      ['--stage', 'init'],
+      ['--version', '0'],
+      ['--name', ctx.config.model],
+    ].flat(),
+    { label: 'export', env: trainerDeviceEnv(ctx.config) },
+  ).done;
+  return join(root, 'v000000');
+}
+
+/** Stage 2: world-model SFT from `startModel` on the run's `sft` topic, exported and published as v1. */
+async function trainSft(ctx: LoopContext, startModel: string) {
+  const { config, kafka, python, runDir, brokers } = ctx;
   let metrics: Record<string, unknown> = {};
   await runTrainerModule(
     python,
     'spa_trainer.sft',
     [
-      ['--model', config.model],
+      ['--model', startModel],
       ['--input', `kafka:${kafka.topics.sft}`],
       ['--epochs', String(config.sftEpochs)],
       ['--lr', String(config.sftLr)],

@@ -231,16 +231,17 @@ def export_policy(
 def main(argv: list[str]) -> None:
     """CLI: `python -m spa_trainer.export --model <tiny|folder> --out <root> --stage sft --step N [--publish]`."""
     p = argparse.ArgumentParser(prog="python -m spa_trainer.export")
-    p.add_argument("--model", required=True, help="'tiny', a HF folder, or a checkpoint's model/ folder")
+    p.add_argument("--model", required=True, help="'tiny', a HF folder, a trainer checkpoint or run folder")
     p.add_argument("--out", required=True, help="artifact root; the export goes to <out>/v<version>/")
     p.add_argument("--stage", default="sft", choices=["init", "sft", "ppo"])
     p.add_argument("--step", type=int, default=0)
+    p.add_argument("--version", type=int, default=None, help="artifact version (default: one past the newest under --out)")
     p.add_argument("--name", default=None, help="model name for the manifest (default: the folder)")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate to this topic")
     p.add_argument("--brokers", default=None)
     a = p.parse_args(argv)
     folder = resolve_model_dir(a.model)
-    artifact = export_policy(folder, Path(a.out), a.stage, a.step, a.name or a.model)
+    artifact = export_policy(folder, Path(a.out), a.stage, a.step, a.name or a.model, version=a.version)
     print(f"[export] {artifact}: {(artifact / 'manifest.json').read_text()}")
     if a.publish:
         from .policy_publish import policy_update_from_manifest, publish_policy_update

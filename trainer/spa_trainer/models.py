@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from .checkpoint import latest_checkpoint
 from .tiny_model import tiny_model_dir
 
 
@@ -19,15 +20,24 @@ def pick_device() -> torch.device:
 
 
 def resolve_model_dir(model: str) -> Path:
-    """`tiny` → the cached tiny folder (built on first use); anything else must be a local folder."""
+    """The HF folder `--model` names: `tiny` (the cached tiny folder, built on first use), a local
+    HF folder, a trainer checkpoint (`<out>/checkpoints/step_<n>`, whose `model/` is used) or a
+    trainer run folder (`<out>`: its `checkpoints/latest`), so one stage can start from another's."""
     if model == "tiny":
         return tiny_model_dir()
     folder = Path(model)
     if not (folder / "config.json").is_file():
-        raise FileNotFoundError(
-            f"--model {model!r}: expected 'tiny' or a local Hugging Face folder with config.json "
-            "(e.g. a downloaded Qwen/Qwen2.5-1.5B-Instruct)"
-        )
+        latest = latest_checkpoint(folder) if (folder / "checkpoints").is_dir() else None
+        if (folder / "model" / "config.json").is_file():
+            folder = folder / "model"
+        elif latest is not None:
+            folder = latest / "model"
+        else:
+            raise FileNotFoundError(
+                f"--model {model!r}: expected 'tiny', a local Hugging Face folder with config.json "
+                "(e.g. a downloaded Qwen/Qwen2.5-1.5B-Instruct), a trainer checkpoint "
+                "(<out>/checkpoints/step_<n>) or a trainer run folder (<out>)"
+            )
     if not any(folder.glob("*.safetensors")):
         raise FileNotFoundError(f"--model {model!r}: no *.safetensors weights (pickled .bin is not loaded)")
     return folder

@@ -173,7 +173,7 @@ def prepare_service(cfg: ServiceConfig) -> Service:
     source, dead_letters = _open_io(cfg, out, progress.next_offsets)
     try:
         torch.manual_seed(cfg.seed)
-        actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_start_model(cfg.model)))
+        actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_model_dir(cfg.model)))
         state = init_ppo(actor, PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask}))
         if resume is not None and rng is not None:
             restore_training_state(resume, state, rng)

@@ -100,3 +100,13 @@ def test_left_padded_batch(artifact: Path, tiny_dir: Path) -> None:
     )[0]
     real = mask.numpy().astype(bool)
     assert np.abs(got[real] - ref[real]).max() < 1e-4
+
+
+def test_cli_exports_the_initial_policy_as_v0(tiny_dir: Path, tmp_path: Path) -> None:
+    """`spa run --generator self-play` exports the untrained model as v0; the next export is v1."""
+    from spa_trainer.export import main
+
+    main(["--model", str(tiny_dir), "--out", str(tmp_path), "--stage", "init", "--version", "0"])
+    manifest = json.loads((tmp_path / "v000000" / "manifest.json").read_text())
+    assert manifest["version"] == 0 and manifest["stage"] == "init"
+    assert next_version(tmp_path) == 1

@@ -13,7 +13,8 @@ from safetensors.torch import load_file
 from spa_trainer.avro_records import SCHEMA_DIR, spa_schemas
 from spa_trainer.checkpoint import latest_checkpoint
 from spa_trainer.ppo import PpoConfig
-from spa_trainer.ppo_service import InputExhausted, ServiceConfig, parse_args, resolve_start_model, run_service
+from spa_trainer.models import resolve_model_dir
+from spa_trainer.ppo_service import InputExhausted, ServiceConfig, parse_args, run_service
 from spa_trainer.rollout_groups import GroupBuffer, pending_item, pending_line
 from spa_trainer.rollout_source import SourcedRollout, check_rollout, decode_rollout, sourced
 
@@ -227,18 +228,18 @@ def test_avro_frames_decode_and_bad_frames_keep_their_code() -> None:
     assert wrong.reason == "wrong-record"
 
 
-def test_start_model_accepts_the_sft_layouts(tmp_path: Path, tiny_dir: Path) -> None:
+def test_model_dir_accepts_the_trainer_layouts(tmp_path: Path, tiny_dir: Path) -> None:
     import shutil
 
     step = tmp_path / "sft" / "checkpoints" / "step_00000004"
     shutil.copytree(tiny_dir, step / "model")
     (step / "trainer_state.json").write_text("{}")
     (step.parent / "latest").write_text(step.name)
-    assert resolve_start_model(str(tmp_path / "sft")) == step / "model"
-    assert resolve_start_model(str(step)) == step / "model"
-    assert resolve_start_model(str(step / "model")) == step / "model"
-    with pytest.raises(FileNotFoundError, match="SFT run folder"):
-        resolve_start_model(str(tmp_path / "nothing"))
+    assert resolve_model_dir(str(tmp_path / "sft")) == step / "model"
+    assert resolve_model_dir(str(step)) == step / "model"
+    assert resolve_model_dir(str(step / "model")) == step / "model"
+    with pytest.raises(FileNotFoundError, match="trainer run folder"):
+        resolve_model_dir(str(tmp_path / "nothing"))
 
 
 def test_cli_flags_map_to_the_config() -> None:

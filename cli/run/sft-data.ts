@@ -1,0 +1,62 @@
+import { envFactory } from '../../envs/registry.js';
+import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
+import type { PolicySource } from '../../streams/episodes/episodes.js';
+import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
+import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { Progress } from '../progress.js';
+
+/** What one data stage produced, as `summary.json` records it per stage. */
+export interface DataStageSummary {
+  readonly stage: string;
+  /** The policy that played the episodes: its name and version (null for built-in policies). */
+  readonly policy: { readonly name: string; readonly version: number | null };
+  readonly trajectories: number;
+  /** SFT rows accepted by the malformed filter and published. */
+  readonly rowsAccepted: number;
+  /** Rejected records (to the run's DLQ) by reason code. */
+  readonly rejectsByReason: Readonly<Record<string, number>>;
+  readonly topics: { readonly sft: string; readonly dlq: string };
+}
+
+/**
+ * Plays `episodes` with `policy` in world-model mode through the generator pipeline (ground-truth
+ * annotation → malformed filter → SFT rows or DLQ) into `kafka`'s topics, with a progress line,
+ * and counts what each record became.
+ */
+export async function generateSftData(
+  kafka: SpaKafka,
+  options: {
+    readonly stage: string;
+    readonly episodes: EpisodeConfig;
+    readonly policy: PolicySource;
+    readonly describePolicy: DataStageSummary['policy'];
+    readonly transactionalId: string;
+  },
+): Promise<DataStageSummary> {
+  const { episodes } = options;
+  const progress = new Progress(options.stage, {
+    key: 'trajectories',
+    value: episodes.groups * episodes.groupSize * episodes.batches,
+  });
+  const rejectsByReason: Record<string, number> = {};
+  const counts = await generateToKafka(kafka, {
+    episodes,
+    makeEnv: envFactory({ name: episodes.env }),
+    policy: options.policy,
+    pipeline: { target: 'sft' },
+    transactionalId: options.transactionalId,
+    onRecord: (o) => {
+      progress.add(o.topic);
+      if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
+    },
+  });
+  progress.done();
+  return {
+    stage: options.stage,
+    policy: options.describePolicy,
+    trajectories: counts.trajectories,
+    rowsAccepted: counts.sft,
+    rejectsByReason,
+    topics: { sft: kafka.topics.sft, dlq: kafka.topics.dlq },
+  };
+}
