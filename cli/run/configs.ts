@@ -58,8 +58,8 @@ export interface LoopConfig {
  */
 const small = {
   generator: 'self-play',
-  warmupTrajectories: 128,
-  warmupEpochs: 4,
+  warmupTrajectories: 256,
+  warmupEpochs: 8,
   sftGroups: 32,
   sftGroupSize: 1,
   sftBatches: 8,

@@ -161,6 +161,13 @@ async function sftDataStages(
   } finally {
     await policy.close?.();
   }
+  const selfPlay = dataStages[dataStages.length - 1]!;
+  if (selfPlay.rowsAccepted === 0)
+    throw new Error(
+      `self-play with ${selfPlay.policy.name} v${selfPlay.policy.version} produced no accepted SFT rows ` +
+        `(rejected: ${JSON.stringify(selfPlay.rejectsByReason)}): nothing to finetune on; a larger ` +
+        `format warm-up (warmupTrajectories, warmupEpochs) or --generator oracle would give data`,
+    );
   return { dataStages, sftStartModel: startModel };
 }
 
