@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { LOOP_CONFIGS, SPA_FULL_SIZE, loopConfig, type LoopConfig } from '../run/configs.js';
+import { LOOP_CONFIGS, SPA_FULL_SIZE, TINY_MODELS, loopConfig, type LoopConfig } from '../run/configs.js';
 import type { DataStageSummary } from '../run/sft-data.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
@@ -73,7 +73,7 @@ export function registerRunCommand(program: Command): void {
         ...(options.evalPuzzles ? { evalPuzzles: options.evalPuzzles } : {}),
       };
       // A real instruction-tuned model writes the format already: only the tiny model warms up.
-      if (config.model !== 'tiny') config = { ...config, warmupTrajectories: 0 };
+      if (!TINY_MODELS.includes(config.model)) config = { ...config, warmupTrajectories: 0 };
       const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
       const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
       const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>

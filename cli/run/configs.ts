@@ -43,11 +43,14 @@ export interface LoopConfig {
   readonly evalSftPolicy: boolean;
   /** Tokens per assistant turn for the ONNX policy (SPA: 400). */
   readonly maxNewTokens: number;
-  /** `tiny` or a local Hugging Face folder. */
+  /** A tiny model built here (`TINY_MODELS`) or a local Hugging Face folder. */
   readonly model: string;
   /** Where ONNX generation and the trainer run. */
   readonly device: 'cpu' | 'cuda';
 }
+
+/** Models the trainer builds locally from random weights (spa_trainer.tiny_model.TINY_MODELS). */
+export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells'];
 
 /**
  * The default size: minutes on 2 CPU cores. The tiny model starts from random weights, so SPA's
@@ -57,7 +60,10 @@ export interface LoopConfig {
  * steps, and a 512-token window (the ~400-token instruction prefix is the same in every row).
  */
 const small = {
-  generator: 'self-play',
+  // SPA's recipe is `self-play` (`spa run --generator self-play`); measured on 2026-11-24 the warmed-up
+  // tiny model still wrote malformed turns in every self-play trajectory (0 of 256 accepted by the
+  // trajectory-level filter), so the default stays on oracle data until the per-row filter lands.
+  generator: 'oracle',
   warmupTrajectories: 256,
   warmupEpochs: 8,
   sftGroups: 32,

@@ -28,11 +28,11 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase, Qwen2ForCausalLM, get_cosine_schedule_with_warmup
+from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
 from .data import SftRow, open_source
@@ -46,47 +46,26 @@ from .masking import (
 )
 from .models import load_policy
 from .sft_metrics import next_state_exact_match
-from .tiny_model import DEFAULT_SPEC, TinySpec, tiny_model_dir
-
-
-@dataclass(frozen=True)
-class ModelSize:
-    """A from-scratch model: the tiny tokenizer and architecture at `spec`'s size. `rope_theta`
-    overrides Qwen2.5's 1e6: with head size 16 and 240-token windows, base 1e6 leaves only
-    2-3 of the 8 rotary frequencies turning within the window; 1e4 gives the position signal
-    that copying the observation into the prediction needs."""
-
-    spec: TinySpec
-    rope_theta: float | None = None
+from .tiny_model import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
 
 
 _SMALL = TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4)
-_DEEP = TinySpec(num_hidden_layers=4)
-_CELLS = TinySpec(grid_cell_tokens=True)
-MODEL_SIZES: dict[str, ModelSize] = {
-    "tiny": ModelSize(DEFAULT_SPEC),  # hidden 64, 2 layers: the spec every test uses
-    "tiny-rope1e4": ModelSize(DEFAULT_SPEC, rope_theta=1e4),
-    "tiny-cells": ModelSize(_CELLS, rope_theta=1e4),  # tiny-rope1e4 with one token per grid cell
-    "deep-cells": ModelSize(TinySpec(num_hidden_layers=4, grid_cell_tokens=True), rope_theta=1e4),
-    "deep": ModelSize(_DEEP, rope_theta=1e4),  # hidden 64, 4 layers
-    "small": ModelSize(_SMALL),  # hidden 128, 4 layers
-    "small-rope1e4": ModelSize(_SMALL, rope_theta=1e4),
+MODEL_SIZES: dict[str, TinySpec] = {
+    **TINY_MODELS,  # tiny (hidden 64, 2 layers: the spec every test uses) and tiny-cells
+    "tiny-rope1e4": replace(DEFAULT_SPEC, rope_theta=1e4),
+    "deep-cells": TinySpec(num_hidden_layers=4, grid_cell_tokens=True, rope_theta=1e4),
+    "deep": TinySpec(num_hidden_layers=4, rope_theta=1e4),  # hidden 64, 4 layers
+    "small": _SMALL,  # hidden 128, 4 layers
+    "small-rope1e4": replace(_SMALL, rope_theta=1e4),
 }
+"""From-scratch models for the check: the tiny tokenizer and architecture at other sizes."""
 
 
-def fresh_model(size: ModelSize) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path]:
-    """(randomly initialised model, tokenizer, folder) of `size`, initialised from the spec's seed
-    like `tiny_model.build_tiny`, with the RoPE base override applied before initialisation."""
-    folder = tiny_model_dir(size.spec)
+def fresh_model(spec: TinySpec) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path]:
+    """(randomly initialised model, tokenizer, folder) of `spec`, built like every tiny model."""
+    folder = tiny_model_dir(spec)
     model, tokenizer, _ = load_policy(str(folder), torch.device("cpu"))
-    if size.rope_theta is None:
-        return model, tokenizer, folder
-    config = model.config
-    config.rope_parameters = {**(config.rope_parameters or {}), "rope_theta": size.rope_theta}
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(size.spec.seed)
-        model = Qwen2ForCausalLM(config)
-    return model.to(torch.float32), tokenizer, folder
+    return model, tokenizer, folder
 
 
 @dataclass(frozen=True)

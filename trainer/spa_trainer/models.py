@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from .checkpoint import latest_checkpoint
-from .tiny_model import tiny_model_dir
+from .tiny_model import TINY_MODELS, tiny_model_dir
 
 
 def pick_device() -> torch.device:
@@ -20,11 +20,12 @@ def pick_device() -> torch.device:
 
 
 def resolve_model_dir(model: str) -> Path:
-    """The HF folder `--model` names: `tiny` (the cached tiny folder, built on first use), a local
+    """The HF folder `--model` names: a tiny model by name (`tiny`, `tiny-cells`: the cached folder,
+    built on first use), a local
     HF folder, a trainer checkpoint (`<out>/checkpoints/step_<n>`, whose `model/` is used) or a
     trainer run folder (`<out>`: its `checkpoints/latest`), so one stage can start from another's."""
-    if model == "tiny":
-        return tiny_model_dir()
+    if model in TINY_MODELS:
+        return tiny_model_dir(TINY_MODELS[model])
     folder = Path(model)
     if not (folder / "config.json").is_file():
         latest = latest_checkpoint(folder) if (folder / "checkpoints").is_dir() else None
@@ -34,7 +35,7 @@ def resolve_model_dir(model: str) -> Path:
             folder = latest / "model"
         else:
             raise FileNotFoundError(
-                f"--model {model!r}: expected 'tiny', a local Hugging Face folder with config.json "
+                f"--model {model!r}: expected {' or '.join(map(repr, TINY_MODELS))}, a local Hugging Face folder with config.json "
                 "(e.g. a downloaded Qwen/Qwen2.5-1.5B-Instruct), a trainer checkpoint "
                 "(<out>/checkpoints/step_<n>) or a trainer run folder (<out>)"
             )
