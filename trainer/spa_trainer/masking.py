@@ -6,9 +6,11 @@ position i is not trained; the model shifts internally (logits at i-1 predict la
 - Paper-faithful (reference §8.3): prompt = chat template of the row's messages + generation
   prompt + `<think>` (the rollout format, §3.2); target = the GT response without its leading
   `<think>`, + `<|im_end|>`; every target token is trained, no prompt token is.
-- `mask_transitions` (ablation): additionally excludes every target token whose characters
-  overlap the *contents* of a `<prediction>…</prediction>` span; the tags themselves, the
-  observation, the thoughts and the answer stay trained.
+- `StateMask` (ablations, docs/spa-sft.md#masking): `"transitions"` is the paper's masking
+  ablation and excludes every target token whose characters overlap the *contents* of an
+  `<observation>…</observation>` (current state) or `<prediction>…</prediction>` (next state)
+  span; `"predictions"` excludes the `<prediction>` contents only. The tags themselves, the
+  thoughts and the answer stay trained.
 - Released (reference §8.2, `SPA/sft/spa_sft_dataset.py`): observation/prediction spans in
   prompt and response become the placeholders `<obs_content>`/`<pred_content>` (added special
   tokens), earlier assistant turns get a `<think></think>` prefix, the target starts with
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -30,6 +33,11 @@ OBS_PLACEHOLDER = "<obs_content>"
 PRED_PLACEHOLDER = "<pred_content>"
 _OBS_SPAN = re.compile(r"<observation>(.*?)</observation>", re.DOTALL)
 _PRED_SPAN = re.compile(r"<prediction>(.*?)</prediction>", re.DOTALL)
+
+
+StateMask = Literal["none", "transitions", "predictions"]
+"""Which state contents leave the loss: none (SPA's method), both states (`transitions`, the
+paper's masking ablation) or the next state only (`predictions`); docs/spa-sft.md#masking."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,15 @@ def observation_spans(text: str) -> list[tuple[int, int]]:
 def prediction_spans(text: str) -> list[tuple[int, int]]:
     """Contents of `<prediction>…</prediction>` spans in `text`."""
     return content_spans(text, _PRED_SPAN)
+
+
+def masked_spans(text: str, mask: StateMask) -> list[tuple[int, int]]:
+    """The character ranges of `text` that `mask` takes out of the loss."""
+    if mask == "transitions":
+        return sorted(observation_spans(text) + prediction_spans(text))
+    if mask == "predictions":
+        return prediction_spans(text)
+    return []
 
 
 def tokens_in_spans(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[bool]:
@@ -90,12 +107,12 @@ def _left_truncate(example: Example, max_length: int) -> Example:
 
 
 def encode_faithful(
-    tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048, mask_transitions: bool = False
+    tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048, mask: StateMask = "none"
 ) -> Example:
-    """Paper-faithful example (reference §8.3), optionally with the transition ablation."""
+    """Paper-faithful example (reference §8.3), optionally with a state-masking ablation."""
     prompt, target = faithful_texts(tokenizer, row)
     prompt_ids, target_ids, offsets = encode_pair(tokenizer, prompt, target)
-    masked = tokens_in_spans(offsets, prediction_spans(target)) if mask_transitions else [False] * len(target_ids)
+    masked = tokens_in_spans(offsets, masked_spans(target, mask))
     labels = [IGNORE_INDEX] * len(prompt_ids) + [IGNORE_INDEX if m else t for t, m in zip(target_ids, masked)]
     return _left_truncate(Example(prompt_ids + target_ids, labels), max_length)
 
