@@ -195,9 +195,7 @@ def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
     if resume is not None:
         state = restore_checkpoint(resume, optimizer, scheduler)
-        print(
-            f"[sft] resumed {resume.name}: epoch {state.epoch} step {state.step} (row {state.epoch_rows} of the epoch)"
-        )
+        print(f"[sft] resumed {resume.name}: epoch {state.epoch} (row {state.epoch_rows}) step {state.step}")
     state.total_steps = total_steps
     # --max-steps ends training early without changing the schedule, as SPA's total_training_steps
     end_step = min(total_steps, cfg.max_steps) if cfg.max_steps is not None else total_steps
@@ -257,9 +255,8 @@ def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> b
     state, tracer = run.state, step_tracer()
     stop_at = run.end_step if cfg.stop_after_steps is None else min(run.end_step, cfg.stop_after_steps)
     while state.step < stop_at:
-        for rows in remaining_batches(
-            run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size
-        ):
+        epoch = remaining_batches(run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size)
+        for rows in epoch:
             run_step(run, rows, cfg, tracer, on_step)
             if state.epoch_rows == len(run.train_rows):
                 state.epoch, state.epoch_rows = state.epoch + 1, 0

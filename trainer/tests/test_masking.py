@@ -89,6 +89,14 @@ def test_a_row_flagged_mask_transitions_masks_both_states(tiny_tokenizer: PreTra
     assert predictions(flagged) == plain(flagged)  # the row's flag asks for both states
 
 
+def test_learning_check_masks_a_flagged_row_like_the_trainer(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    from spa_trainer.learning_check import encode_all
+
+    flagged = SftRow.from_dict({**row_dict(2), "mask_transitions": True})
+    [batched] = encode_all(tiny_tokenizer, [flagged], 2048)
+    assert batched.example == encode_faithful(tiny_tokenizer, row(2), mask="transitions")
+
+
 def test_left_truncation_keeps_labels_aligned(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
     full = encode_faithful(tiny_tokenizer, row(2))
     cut = encode_faithful(tiny_tokenizer, row(2), max_length=200)
