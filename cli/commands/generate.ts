@@ -90,7 +90,7 @@ export function registerGenerateCommand(program: Command): void {
     )
     .option(
       '--mask-transitions',
-      'flag rows so the trainer masks observation/prediction spans (ablation)',
+      "flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss: the paper's masking ablation",
       false,
     )
     .option(

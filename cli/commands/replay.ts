@@ -72,7 +72,11 @@ export function registerReplayCommand(program: Command): void {
       oneOf('--annotate', ['gt', 'self-belief', 'random-coords'] as const),
       'gt',
     )
-    .option('--mask-transitions', 'flag rows so the trainer masks observation/prediction spans', false)
+    .option(
+      '--mask-transitions',
+      'flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss',
+      false,
+    )
     .option('--follow', 'keep replaying new trajectories after the end (Ctrl-C stops)', false)
     .option('--per-transaction <n>', 'trajectories per transaction', positiveInt('--per-transaction'), 32)
     .action(async (options: ReplayCliOptions) => {

@@ -11,6 +11,7 @@ import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import { generateSftData, type DataStageSummary } from './sft-data.js';
+import { readPpoProgress, readSftMetrics } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
 export interface LoopSummary {
@@ -250,7 +251,6 @@ async function exportInitialPolicy(ctx: LoopContext, model: string): Promise<str
 /** Stage 2: world-model SFT from `startModel` on the run's `sft` topic, exported and published as v1. */
 async function trainSft(ctx: LoopContext, startModel: string) {
   const { config, kafka, python, runDir, brokers } = ctx;
-  let metrics: Record<string, unknown> = {};
   await runTrainerModule(
     python,
     'spa_trainer.sft',
@@ -266,16 +266,9 @@ async function trainSft(ctx: LoopContext, startModel: string) {
       ['--publish', kafka.topics.policy],
       ['--brokers', brokers],
     ].flat(),
-    {
-      label: 'sft',
-      env: trainerDeviceEnv(config),
-      onLine: (line) => {
-        const match = /^\[sft\] metrics (\{.*\})$/.exec(line);
-        if (match) metrics = JSON.parse(match[1]!) as Record<string, unknown>;
-      },
-    },
+    { label: 'sft', env: trainerDeviceEnv(config) },
   ).done;
-  return metrics;
+  return readSftMetrics(join(runDir, 'sft'));
 }
 
 async function selfPlayAndPpo(
@@ -294,7 +287,6 @@ async function selfPlayAndPpo(
     maxNewTokens: config.maxNewTokens,
     executionProvider: config.device,
   });
-  let finalVersion: number | undefined;
   const trainer = runTrainerModule(
     python,
     'spa_trainer.ppo_service',
@@ -312,14 +304,7 @@ async function selfPlayAndPpo(
       ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),
-    {
-      label: 'ppo',
-      env: trainerDeviceEnv(config),
-      onLine: (line) => {
-        const done = /\] done: step \d+, version (\d+)/.exec(line);
-        if (done) finalVersion = Number(done[1]);
-      },
-    },
+    { label: 'ppo', env: trainerDeviceEnv(config) },
   );
   try {
     const episodes = episodeConfig({
@@ -346,8 +331,7 @@ async function selfPlayAndPpo(
     await trainer.done;
     // The trainer's last export is the final policy; wait until the follower has loaded it.
     const generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
-    if (finalVersion === undefined)
-      throw new Error('the PPO trainer exited without reporting its final policy version');
+    const finalVersion = readPpoProgress(join(runDir, 'ppo')).version;
     await latest.follower!.waitForVersion(finalVersion);
     const artifacts = latest.follower!.artifacts;
     // The final policy is evaluated by default; SFT's v1 too on request (each costs minutes on CPU).

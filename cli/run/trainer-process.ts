@@ -21,14 +21,15 @@ export interface TrainerProcess {
 
 /**
  * Runs `python -m <module> …args` from trainer/, echoing each output line with a `[label]`
- * prefix (so the trainer's progress interleaves readably with the generator's) and handing
- * lines to `onLine` (the loop reads metrics from them).
+ * prefix (so the trainer's progress interleaves readably with the generator's). Results are
+ * read from the files the trainer leaves in its `--out` folder (`trainer-files.ts`), not from
+ * these lines.
  */
 export function runTrainerModule(
   python: string,
   module: string,
   args: readonly string[],
-  options: { label: string; env?: NodeJS.ProcessEnv; onLine?: (line: string) => void },
+  options: { label: string; env?: NodeJS.ProcessEnv },
 ): TrainerProcess {
   const child = spawn(python, ['-m', module, ...args], {
     cwd: join(root, 'trainer'),
@@ -41,7 +42,6 @@ export function runTrainerModule(
       tail.push(line);
       if (tail.length > 40) tail.shift();
       process.stderr.write(`[${options.label}] ${line}\n`);
-      options.onLine?.(line);
     });
   }
   const done = new Promise<void>((resolve, reject) => {

@@ -6,11 +6,13 @@ Layout of `<run>/checkpoints/step_<n>/`:
   optimizer.json          param groups and non-tensor state
   scheduler.json          LR scheduler state
   rng.safetensors         torch CPU (and CUDA) generator states
-  trainer_state.json      epoch, step, offsets (next offset per partition), range, python RNG
+  trainer_state.json      epoch, step, position in the epoch, shuffle seed, offset range and the
+                          offsets committed with it, python RNG
 
 No pickle anywhere. The folder is written under a temporary name and renamed into place, then
 `latest` is replaced atomically, so a crash leaves either the old or the new checkpoint, never a
-half-written one; offsets are only ever trusted from a complete checkpoint (design.md).
+half-written one; offsets are only ever trusted from a complete checkpoint, and reach a Kafka
+consumer group only after it is on disk.
 """
 
 from __future__ import annotations
@@ -30,15 +32,23 @@ from safetensors.torch import load_file, save_file
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .data import Offsets
+from .json_files import dumps
 
 
 @dataclass
 class TrainerState:
-    """Where training stands: `offsets` are the next offsets to read within `epoch`."""
+    """Where training stands.
+
+    SFT: `epoch_rows` rows of `epoch`'s permutation (seeded `shuffle_seed + epoch`) of the range
+    `[range_start, range_end)` are trained; `offsets` are those committed with the checkpoint.
+    PPO: `offsets` are the next offsets, below which every record is trained or dead-lettered.
+    """
 
     epoch: int = 0
     step: int = 0
     rows_trained: int = 0
+    epoch_rows: int = 0
+    shuffle_seed: int = 0
     offsets: Offsets = field(default_factory=dict)
     range_start: Offsets = field(default_factory=dict)
     range_end: Offsets = field(default_factory=dict)
@@ -108,7 +118,7 @@ def _restore_rng(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None
 
 
 def _write_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    path.write_text(dumps(data, indent=2, sort_keys=True), encoding="utf-8")
 
 
 def _fsync_tree(folder: Path) -> None:

@@ -1,9 +1,9 @@
 """SFT input: the SftRow record and the `RowSource` abstraction over where rows come from.
 
 A source is a set of partitions (a JSONL file is one partition; a Kafka topic has many), and a
-position in it is a per-partition offset map. Training reads a *fixed* offset range per epoch
-(reference §8.2: epochs over a fixed dataset), and a checkpoint stores the next offset of every
-partition, so a restart neither skips nor repeats a row (design.md "Contracts").
+position in it is a per-partition offset map. Training reads a *fixed* offset range (SPA trains
+epochs over a fixed data set), and a checkpoint stores the position within it (`sft_data.py`), so a
+restart neither skips nor repeats a row.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ Offsets = dict[int, int]
 
 @dataclass(frozen=True)
 class Message:
-    """One chat message (reference §3.2)."""
+    """One chat message."""
 
     role: str
     content: str
@@ -28,14 +28,14 @@ class Message:
 
 @dataclass(frozen=True)
 class SftRow:
-    """One assistant turn of a ground-truth-annotated trajectory (reference §6 step 5, §11)."""
+    """One assistant turn of a ground-truth-annotated trajectory (SPA's SFT data has one row per turn)."""
 
     prompt: tuple[Message, ...]
     response: str
     trajectory_id: str = ""
     turn: int = 0
     data_source: str = ""
-    mask_transitions: bool = False
+    mask_transitions: bool = False  # leave both states out of the loss (docs/spa-sft.md#masking)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @staticmethod
@@ -43,7 +43,7 @@ class SftRow:
         """Parse the TS side's SftRow JSON (or a decoded Avro record).
 
         `prompt` may be a list of {role, content} or a JSON string of one (as in
-        `tyzhu/SPA-sudoku-data`, reference §8.2).
+        SPA's released `tyzhu/SPA-sudoku-data`).
         """
         prompt = raw.get("prompt")
         if isinstance(prompt, str):

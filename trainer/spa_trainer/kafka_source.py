@@ -2,8 +2,8 @@
 
 The trainer owns its offsets: it assigns partitions itself (no group rebalancing), reads a fixed
 `[start, end)` range partition by partition (deterministic order), and commits offsets to the
-consumer group only after a checkpoint holding the same offsets is on disk (design.md
-"Contracts"), so the group's committed offsets are a convenience for tools, never the truth.
+consumer group only after a checkpoint holding the same offsets is on disk (docs/spa-sft.md#sampler),
+so the group's committed offsets are a convenience for tools, never the truth.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ sft_metrics' own metric on untruncated prefixes.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
@@ -36,10 +35,12 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_sc
 from transformers.utils import logging as hf_logging
 
 from .data import SftRow, open_source
+from .json_files import dumps
 from .masking import (
     IGNORE_INDEX,
     Example,
     faithful_texts,
+    masked_spans,
     observation_spans,
     prediction_spans,
     tokens_in_spans,
@@ -145,7 +146,10 @@ def encode_all(tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], max_l
             prompt_ids = list(tokenizer(texts[i][0], add_special_tokens=False)["input_ids"])
         offsets = [tuple(o) for o in targets["offset_mapping"][i]]
         masked = tokens_in_spans(offsets, prediction_spans(texts[i][1]))
-        trained = [IGNORE_INDEX if m and row.mask_transitions else t for t, m in zip(target_ids, masked)]
+        # a row flagged mask_transitions leaves both states out of the loss (docs/spa-sft.md#masking)
+        mask = "transitions" if row.mask_transitions else "none"
+        excluded = tokens_in_spans(offsets, masked_spans(texts[i][1], mask))
+        trained = [IGNORE_INDEX if x else t for t, x in zip(target_ids, excluded)]
         keep = min(max_length, len(prompt_ids) + len(target_ids))
         ids, labels = prompt_ids + target_ids, [IGNORE_INDEX] * len(prompt_ids) + trained
         out.append(TrainExample(Example(ids[-keep:], labels[-keep:]), ([False] * len(prompt_ids) + masked)[-keep:]))
@@ -383,10 +387,10 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
         result["full_prefix_exact_match"], result["full_prefix_rows"] = em, n
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "metrics.json").write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+    (out / "metrics.json").write_text(dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
     with (out / "predictions.jsonl").open("w", encoding="utf-8") as f:  # every scored row, for error analysis
-        f.writelines(json.dumps(asdict(p), ensure_ascii=False) + "\n" for p in predictions)
-    print(f"[learning-check {cfg.arm}] metrics {json.dumps({k: v for k, v in result.items() if k != 'samples'})}")
+        f.writelines(dumps(asdict(p), ensure_ascii=False) + "\n" for p in predictions)
+    print(f"[learning-check {cfg.arm}] metrics {dumps({k: v for k, v in result.items() if k != 'samples'})}")
     return result
 
 

@@ -3,13 +3,15 @@
 Labels follow the Hugging Face convention: `labels[i]` is the token at position i, or -100 when
 position i is not trained; the model shifts internally (logits at i-1 predict labels[i]).
 
-- Paper-faithful (reference §8.3): prompt = chat template of the row's messages + generation
-  prompt + `<think>` (the rollout format, §3.2); target = the GT response without its leading
+- Paper-faithful (docs/spa-sft.md#target): prompt = chat template of the row's messages +
+  generation prompt + `<think>` (the rollout format); target = the GT response without its leading
   `<think>`, + `<|im_end|>`; every target token is trained, no prompt token is.
-- `mask_transitions` (ablation): additionally excludes every target token whose characters
-  overlap the *contents* of a `<prediction>…</prediction>` span; the tags themselves, the
-  observation, the thoughts and the answer stay trained.
-- Released (reference §8.2, `SPA/sft/spa_sft_dataset.py`): observation/prediction spans in
+- `StateMask` (ablations, docs/spa-sft.md#masking): `"transitions"` is the paper's masking
+  ablation and excludes every target token whose characters overlap the *contents* of an
+  `<observation>…</observation>` (current state) or `<prediction>…</prediction>` (next state)
+  span; `"predictions"` excludes the `<prediction>` contents only. The tags themselves, the
+  thoughts and the answer stay trained.
+- Released (docs/spa-sft.md#released, `SPA/sft/spa_sft_dataset.py`): observation/prediction spans in
   prompt and response become the placeholders `<obs_content>`/`<pred_content>` (added special
   tokens), earlier assistant turns get a `<think></think>` prefix, the target starts with
   `</think>`, and the placeholder mask has SPA's off-by-one: the token *after* a placeholder is
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -32,6 +35,11 @@ _OBS_SPAN = re.compile(r"<observation>(.*?)</observation>", re.DOTALL)
 _PRED_SPAN = re.compile(r"<prediction>(.*?)</prediction>", re.DOTALL)
 
 
+StateMask = Literal["none", "transitions", "predictions"]
+"""Which state contents leave the loss: none (SPA's method), both states (`transitions`, the
+paper's masking ablation) or the next state only (`predictions`); docs/spa-sft.md#masking."""
+
+
 @dataclass(frozen=True)
 class Example:
     """One training sequence: token ids and their labels (same length)."""
@@ -41,7 +49,7 @@ class Example:
 
 
 def strip_leading_think(response: str) -> str:
-    """The response without its leading `<think>` (the prompt ends with it, reference §3.2)."""
+    """The response without its leading `<think>` (the prompt ends with it)."""
     return response.removeprefix("<think>")
 
 
@@ -60,13 +68,22 @@ def prediction_spans(text: str) -> list[tuple[int, int]]:
     return content_spans(text, _PRED_SPAN)
 
 
+def masked_spans(text: str, mask: StateMask) -> list[tuple[int, int]]:
+    """The character ranges of `text` that `mask` takes out of the loss."""
+    if mask == "transitions":
+        return sorted(observation_spans(text) + prediction_spans(text))
+    if mask == "predictions":
+        return prediction_spans(text)
+    return []
+
+
 def tokens_in_spans(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]) -> list[bool]:
     """Per token: do its characters overlap any span? (Boundary tokens count as inside.)"""
     return [any(s < b and a < e for s, e in spans) for a, b in offsets]
 
 
 def faithful_texts(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[str, str]:
-    """(prompt text, target text) of reference §8.3 / testcases §6.3's recommended form."""
+    """(prompt text, target text) (docs/spa-sft.md#target)."""
     prompt = tokenizer.apply_chat_template(row.messages(), add_generation_prompt=True, tokenize=False)
     eos = tokenizer.eos_token or ""
     return str(prompt) + "<think>", strip_leading_think(row.response) + eos
@@ -83,19 +100,19 @@ def encode_pair(
 
 
 def _left_truncate(example: Example, max_length: int) -> Example:
-    # SPA truncates on the left (reference §8.2); keeping labels aligned fixes its mask bug.
+    # SPA cuts on the left (docs/spa-sft.md#target); labels are cut with the ids, so they stay aligned.
     if len(example.input_ids) <= max_length:
         return example
     return Example(example.input_ids[-max_length:], example.labels[-max_length:])
 
 
 def encode_faithful(
-    tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048, mask_transitions: bool = False
+    tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048, mask: StateMask = "none"
 ) -> Example:
-    """Paper-faithful example (reference §8.3), optionally with the transition ablation."""
+    """Paper-faithful example (docs/spa-sft.md#target), optionally with a state-masking ablation."""
     prompt, target = faithful_texts(tokenizer, row)
     prompt_ids, target_ids, offsets = encode_pair(tokenizer, prompt, target)
-    masked = tokens_in_spans(offsets, prediction_spans(target)) if mask_transitions else [False] * len(target_ids)
+    masked = tokens_in_spans(offsets, masked_spans(target, mask))
     labels = [IGNORE_INDEX] * len(prompt_ids) + [IGNORE_INDEX if m else t for t, m in zip(target_ids, masked)]
     return _left_truncate(Example(prompt_ids + target_ids, labels), max_length)
 
@@ -107,7 +124,7 @@ def replace_states_with_placeholders(text: str) -> str:
 
 
 def released_texts(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[str, str]:
-    """(prompt text, response text) exactly as `spa_sft_dataset.py` builds them (§8.2)."""
+    """(prompt text, response text) exactly as `spa_sft_dataset.py` builds them (docs/spa-sft.md#released)."""
     messages = []
     for m in row.messages():
         content = replace_states_with_placeholders(m["content"])
@@ -136,6 +153,6 @@ def encode_released(tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length:
 def add_released_placeholders(tokenizer: PreTrainedTokenizerBase, model: PreTrainedModel) -> None:
     """Add `<obs_content>`/`<pred_content>` as special tokens and resize the embeddings to
     `len(tokenizer)`, as `_setup_special_tokens` does (for Qwen2.5 this *shrinks* the padded
-    151 936-row matrix to 151 667 rows, reference §8.2)."""
+    151 936-row matrix to 151 667 rows)."""
     tokenizer.add_tokens([OBS_PLACEHOLDER, PRED_PLACEHOLDER], special_tokens=True)
     model.resize_token_embeddings(len(tokenizer))

@@ -8,6 +8,11 @@ temporary folder, fsync, rename, `latest`):
   rng.safetensors               torch generator states (python RNG in trainer_state.json)
   pending.jsonl                 records read but not yet trained (members of open groups)
   trainer_state.json            next offset per partition, `Progress`, the service config
+
+Beside the checkpoints, `<out>/progress.json` (strict JSON, replaced atomically after every step
+and at the end) tells other processes where the service stands: `finished`, `step`, `steps`,
+`version` (the latest published policy version), `exported_step`, `records_trained`,
+`rejected`, `over_max_staleness`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from transformers import PreTrainedTokenizerBase
 
 from .checkpoint import TrainerState, read_optimizer, restore_rng, write_atomic_checkpoint, write_optimizer, write_rng
 from .data import Offsets
+from .json_files import dumps, write_json
 from .ppo import PpoState
 from .rollout_groups import pending_item, pending_line
 from .rollout_source import SourcedRollout
@@ -67,10 +73,18 @@ def write_ppo_checkpoint(
             source=source,
             extra={"progress": asdict(progress), "config": config},
         )
-        text = json.dumps({**trainer.to_json(), "rng": rng}, indent=2)
+        text = dumps({**trainer.to_json(), "rng": rng}, indent=2)
         (tmp / "trainer_state.json").write_text(text, encoding="utf-8")
 
     return write_atomic_checkpoint(out, progress.step, fill)
+
+
+def write_progress_file(out: Path, progress: Progress, steps: int) -> None:
+    """`<out>/progress.json`: the service's position for other processes (the `spa run` loop reads
+    the final policy version from it)."""
+    fields = asdict(progress)
+    fields.pop("next_offsets")
+    write_json(out / "progress.json", {"finished": progress.step >= steps, "steps": steps, **fields})
 
 
 def read_progress(folder: Path) -> tuple[Progress, dict[str, Any]]:

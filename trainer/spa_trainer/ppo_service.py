@@ -37,9 +37,17 @@ from .checkpoint import latest_checkpoint
 from .data import Offsets
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
+from .json_files import dumps
 from .models import load_policy, resolve_model_dir
 from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
-from .ppo_checkpoint import Progress, read_pending, read_progress, restore_training_state, write_ppo_checkpoint
+from .ppo_checkpoint import (
+    Progress,
+    read_pending,
+    read_progress,
+    restore_training_state,
+    write_ppo_checkpoint,
+    write_progress_file,
+)
 from .ppo_math import MaskMode
 from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
@@ -316,13 +324,14 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     line = metrics_line(svc, report.metrics, report.staleness, over, timing)
     # Written before the checkpoint: a restart drops lines past the checkpoint's step.
     with (svc.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
-        f.write(json.dumps(line) + "\n")
+        f.write(dumps(line) + "\n")
     log_step(svc, line, report.staleness)
     svc.dead_letters.flush()  # rejects are durable before the offsets that skip them
     checkpoint = save_service_checkpoint(svc)
     svc.source.commit(svc.committed_offsets())
     if export_due:
         export_and_publish(svc, checkpoint)
+    write_progress_file(svc.out, progress, cfg.steps)
     return line
 
 
@@ -336,6 +345,7 @@ def run_service(cfg: ServiceConfig, on_step: StepHook | None = None) -> Progress
             export_and_publish(svc, latest)  # the last run may have died between checkpoint and publish
         while svc.progress.step < cfg.steps:
             train_one_step(svc, on_step)
+        write_progress_file(svc.out, svc.progress, cfg.steps)  # also when there was nothing left to train
     finally:
         svc.source.close()
     totals = Counter[int]()
@@ -394,8 +404,8 @@ def main(argv: list[str]) -> int:
     except (ConnectionError, FileNotFoundError, FileExistsError, InputExhausted, TimeoutError, ValueError) as err:
         print(f"[ppo] error: {err}", file=sys.stderr, flush=True)
         return 2
-    print(json.dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
-                      "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
+    print(dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
+                 "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
     return 0
 
 

@@ -1,19 +1,21 @@
-"""World-model SFT (reference §8), read top to bottom: config, data, model, loop, checkpoints, metrics.
+"""World-model SFT (docs/spa-sft.md), read top to bottom: config, data, model, loop, checkpoints, metrics.
 
     python -m spa_trainer.sft --model tiny --input jsonl:rows.jsonl --epochs 5 --out runs/sft
 
-Defaults are the paper-faithful recipe of reference §8.3 (AdamW lr 1e-4, betas (0.9, 0.95),
+Defaults are the paper-faithful recipe (docs/spa-sft.md#target: AdamW lr 1e-4, betas (0.9, 0.95),
 wd 0.01, cosine with 10% warmup, grad clip 1.0, global batch 16 of micro-batches of 1, max
-length 2048, 5 epochs, bf16 autocast on CUDA). `--released-masking` trains SPA's released
-placeholder variant (§8.2); `--mask-transitions` is the prediction-masking ablation.
-Re-running the same command with the same `--out` resumes from the latest checkpoint.
+length 2048, 5 epochs, bf16 autocast on CUDA); the training rows are reshuffled every epoch.
+`--released-masking` trains SPA's released placeholder variant; `--mask-transitions` is the
+paper's masking ablation (both states out of the loss), `--mask-predictions` masks the next
+state only (docs/spa-sft.md#masking). The final metrics (and the exported version) go to
+`<out>/metrics.json`. Re-running the same command with the same `--out` resumes from the latest
+checkpoint.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import importlib.util
 import json
 import math
@@ -21,7 +23,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,15 +33,24 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_sc
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from .data import Offsets, RowSource, SftRow, SourcedRow, open_source
-from .masking import OBS_PLACEHOLDER, Example, add_released_placeholders, encode_faithful, encode_released
+from .data import RowSource, SftRow, SourcedRow, open_source
+from .json_files import dumps, write_json
+from .masking import (
+    OBS_PLACEHOLDER,
+    Example,
+    StateMask,
+    add_released_placeholders,
+    encode_faithful,
+    encode_released,
+)
 from .models import load_policy, pick_device
+from .sft_data import read_range, remaining_batches
 from .sft_metrics import evaluate
 
 
 @dataclass
 class SftConfig:
-    """Hyperparameters (reference §8.2/§8.3) and run options."""
+    """Hyperparameters (docs/spa-sft.md#target) and run options."""
 
     model: str = "tiny"
     input: str = ""
@@ -52,14 +63,16 @@ class SftConfig:
     warmup_ratio: float = 0.1
     max_grad_norm: float = 1.0
     max_length: int = 2048
-    val_fraction: float = 0.2  # held out by trajectory id, so no trajectory straddles the split
+    val_fraction: float = 0.2  # held out by puzzle, so no puzzle straddles the split
     val_input: str | None = None  # a separate held-out source instead of the split
     released_masking: bool = False
-    mask_transitions: bool = False
+    mask_transitions: bool = False  # both states out of the loss (the paper's masking ablation)
+    mask_predictions: bool = False  # only the next state out of the loss
     checkpoint_every: int = 50  # optimizer steps; one more at the end of every epoch
-    max_steps: int | None = None  # stop (with a checkpoint) after this global step
+    max_steps: int | None = None  # budget: training ends after this step (evaluated, exported)
+    stop_after_steps: int | None = None  # interruption: checkpoint after this step and exit
     eval_rows: int = 32  # rows for greedy next-state exact match
-    seed: int = 0
+    seed: int = 0  # also the shuffle seed: epoch e visits the rows in the permutation of seed + e
     brokers: str | None = None
     export_dir: str | None = None  # after training: ONNX artifact under <export_dir>/v<n>/
     publish_topic: str | None = None  # and a PolicyUpdate on this topic (e.g. spa.policy)
@@ -70,35 +83,19 @@ StepHook = Callable[[int, list[SourcedRow], float], None]
 """Called after every optimizer step with (global step, rows trained in it, loss)."""
 
 
-def is_held_out(row: SftRow, fraction: float) -> bool:
-    """Deterministic split on a hash of the trajectory id (reference §6 splits rows at random,
-    which leaks turns of one trajectory into both sides; we keep trajectories whole)."""
-    key = row.trajectory_id or json.dumps(row.messages()[:2], sort_keys=True)
-    bucket = int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") / 2**64
-    return bucket < fraction
+def state_mask(cfg: SftConfig, row: SftRow) -> StateMask:
+    """The masking ablation for `row`: a row flagged `mask_transitions` (spa generate
+    --mask-transitions) masks both states like the flag does (docs/spa-sft.md#masking)."""
+    if cfg.mask_transitions or row.mask_transitions:
+        return "transitions"
+    return "predictions" if cfg.mask_predictions else "none"
 
 
 def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable[[SftRow], Example]:
     """The row → example function for the configured masking variant."""
     if cfg.released_masking:
         return lambda row: encode_released(tokenizer, row, cfg.max_length)
-    return lambda row: encode_faithful(
-        tokenizer, row, cfg.max_length, mask_transitions=cfg.mask_transitions or row.mask_transitions
-    )
-
-
-def scan_range(source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig) -> tuple[int, list[SftRow]]:
-    """One pass over the epoch range: (number of training rows, held-out rows)."""
-    n_train, held_out = 0, []
-    for sourced in source.read(start, end):
-        if cfg.val_input is None and is_held_out(sourced.row, cfg.val_fraction):
-            held_out.append(sourced.row)
-        else:
-            n_train += 1
-    if cfg.val_input is not None:
-        val_source = open_source(cfg.val_input, brokers=cfg.brokers)
-        held_out = [s.row for s in val_source.read({}, val_source.end_offsets())]
-    return n_train, held_out
+    return lambda row: encode_faithful(tokenizer, row, cfg.max_length, mask=state_mask(cfg, row))
 
 
 def step_tracer() -> Any:
@@ -124,7 +121,7 @@ def train_step(
     cfg: SftConfig,
 ) -> tuple[float, float]:
     """One optimizer step over micro-batches of one row; loss normalised as SPA (per micro-batch
-    token mean, divided by the number of micro-batches, reference §8.2). Returns (loss, grad norm)."""
+    token mean, divided by the number of micro-batches, docs/spa-sft.md#target). Returns (loss, grad norm)."""
     device = next(model.parameters()).device
     model.train()
     optimizer.zero_grad(set_to_none=True)
@@ -146,30 +143,9 @@ def train_step(
     return total, grad_norm
 
 
-def batches(
-    source: RowSource, start: Offsets, end: Offsets, cfg: SftConfig
-) -> Iterator[tuple[list[SourcedRow], Offsets]]:
-    """Training batches of one epoch's range with the offsets to resume from after each.
-
-    Held-out rows are read and skipped (their offsets advance too); the last batch may be short.
-    """
-    pending: list[SourcedRow] = []
-    next_offsets = dict(start)
-    for sourced in source.read(start, end):
-        next_offsets[sourced.partition] = sourced.offset + 1
-        if cfg.val_input is None and is_held_out(sourced.row, cfg.val_fraction):
-            continue
-        pending.append(sourced)
-        if len(pending) == cfg.batch_size:
-            yield pending, dict(next_offsets)
-            pending = []
-    if pending:
-        yield pending, dict(next_offsets)
-
-
 @dataclass
 class SftRun:
-    """Everything a run holds: source, model, optimizer, schedule, position, held-out rows."""
+    """Everything a run holds: source, model, optimizer, schedule, position, training and held-out rows."""
 
     source: RowSource
     model: PreTrainedModel
@@ -179,12 +155,23 @@ class SftRun:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     state: TrainerState
+    train_rows: list[SourcedRow]
     held_out: list[SftRow]
+    end_step: int  # the schedule's last step, or the --max-steps budget when smaller
+
+
+def read_rows(cfg: SftConfig, source: RowSource, state: TrainerState) -> tuple[list[SourcedRow], list[SftRow]]:
+    """(training rows, held-out rows) of the run's range; held out by puzzle unless `--val-input`."""
+    rows = read_range(source, state.range_start, state.range_end, cfg.val_fraction, split=cfg.val_input is None)
+    if cfg.val_input is None:
+        return rows.train, rows.held_out
+    val_source = open_source(cfg.val_input, brokers=cfg.brokers)
+    return rows.train, [s.row for s in val_source.read({}, val_source.end_offsets())]
 
 
 def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
     """Fresh start, or resume from `<out>`'s latest checkpoint (model, optimizer, schedule, RNG,
-    offsets and the epoch range all come from it)."""
+    epoch position, shuffle seed and the offset range all come from it)."""
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     source = open_source(cfg.input, brokers=cfg.brokers)
@@ -193,91 +180,135 @@ def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
     model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, pick_device())
     if cfg.released_masking and OBS_PLACEHOLDER not in tokenizer.get_vocab():
         add_released_placeholders(tokenizer, model)
-    # the range is fixed at the first start (reference §8.2: epochs over a fixed dataset)
-    state = TrainerState(source=source.describe(), extra={"config": asdict(cfg)})
+    # the range is fixed at the first start (SPA trains epochs over a fixed dataset)
+    state = TrainerState(source=source.describe(), shuffle_seed=cfg.seed, extra={"config": asdict(cfg)})
     if resume is None:
         state.range_end = source.end_offsets()
         state.range_start = {p: 0 for p in state.range_end}
     else:
         state = TrainerState.from_json(json.loads((resume / "trainer_state.json").read_text()))
-    n_train, held_out = scan_range(source, state.range_start, state.range_end, cfg)
-    if n_train == 0:
+    train_rows, held_out = read_rows(cfg, source, state)
+    if not train_rows:
         raise ValueError(f"no training rows in {source.describe()} range {state.range_start}..{state.range_end}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
-    total_steps = state.total_steps or math.ceil(n_train / cfg.batch_size) * cfg.epochs
+    total_steps = state.total_steps or math.ceil(len(train_rows) / cfg.batch_size) * cfg.epochs
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
     if resume is not None:
         state = restore_checkpoint(resume, optimizer, scheduler)
-        print(f"[sft] resumed {resume.name}: epoch {state.epoch} step {state.step} offsets {state.offsets}")
+        print(f"[sft] resumed {resume.name}: epoch {state.epoch} (row {state.epoch_rows}) step {state.step}")
     state.total_steps = total_steps
+    # --max-steps ends training early without changing the schedule, as SPA's total_training_steps
+    end_step = min(total_steps, cfg.max_steps) if cfg.max_steps is not None else total_steps
     print(
-        f"[sft] {source.describe()}: {n_train} train rows, {len(held_out)} held out; "
-        f"{total_steps} steps over {cfg.epochs} epochs on {pick_device()}",
+        f"[sft] {source.describe()}: {len(train_rows)} train rows, {len(held_out)} held out; "
+        f"{end_step} of {total_steps} steps over {cfg.epochs} epochs on {pick_device()}",
         flush=True,
     )
     encode = make_encoder(cfg, tokenizer)
-    return SftRun(source, model, tokenizer, model_dir, encode, optimizer, scheduler, state, held_out)
+    return SftRun(
+        source, model, tokenizer, model_dir, encode, optimizer, scheduler, state, train_rows, held_out, end_step
+    )
+
+
+def checkpoint(run: SftRun, out: Path) -> None:
+    """Save a checkpoint; once every row of the range has been trained (one epoch done), the
+    range's end is committed to the Kafka group too, only after the checkpoint is on disk."""
+    state = run.state
+    state.offsets = dict(state.range_end) if state.epoch > 0 else {}
+    save_checkpoint(out, run.model, run.tokenizer, run.optimizer, run.scheduler, state)
+    commit = getattr(run.source, "commit", None)
+    if commit is not None and state.offsets:
+        commit(state.offsets)
+
+
+def run_step(run: SftRun, rows: list[SourcedRow], cfg: SftConfig, tracer: Any, on_step: StepHook | None) -> None:
+    """One optimizer step on `rows`, traced and logged; advances the run's position."""
+    state = run.state
+    t0 = time.perf_counter()
+    examples = [run.encode(r.row) for r in rows]
+    # A `train step N` span, linked to the rows' traceparents where the source keeps headers.
+    topic = run.source.describe().split(":", 1)[-1]
+    records = [(topic, getattr(r, "headers", None)) for r in rows]
+    with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
+        loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
+    state.step += 1
+    state.rows_trained += len(rows)
+    state.epoch_rows += len(rows)
+    if on_step is not None:
+        on_step(state.step, rows, loss)
+    tokens = sum(len(e.input_ids) for e in examples)
+    print(
+        f"[sft] epoch {state.epoch} step {state.step}/{run.end_step} loss {loss:.4f} "
+        f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
+        f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
+        flush=True,
+    )
+
+
+def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> bool:
+    """Train from the run's position to its end step, or stop at `--stop-after-steps`.
+
+    Every epoch visits the training rows in its own permutation (docs/spa-sft.md#sampler).
+    Checkpoints every `checkpoint_every` steps, at the end of every epoch (SPA saves every epoch)
+    and at the last step. Returns True when training reached its end step.
+    """
+    state, tracer = run.state, step_tracer()
+    stop_at = run.end_step if cfg.stop_after_steps is None else min(run.end_step, cfg.stop_after_steps)
+    while state.step < stop_at:
+        epoch = remaining_batches(run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size)
+        for rows in epoch:
+            run_step(run, rows, cfg, tracer, on_step)
+            if state.epoch_rows == len(run.train_rows):
+                state.epoch, state.epoch_rows = state.epoch + 1, 0
+                checkpoint(run, out)
+            elif state.step == stop_at or state.step % cfg.checkpoint_every == 0:
+                checkpoint(run, out)
+            if state.step == stop_at:
+                break
+    return state.step >= run.end_step
 
 
 def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object]:
-    """Train (or resume) and evaluate; returns the final metrics dict (also in `<out>/metrics.json`)."""
+    """Train (or resume), evaluate and export; returns the final metrics, also written to
+    `<out>/metrics.json` (strict JSON: a metric without data is null). After an interruption
+    (`stop_after_steps`) the file says `"finished": false` and holds the position only."""
+    if cfg.mask_transitions and cfg.mask_predictions:
+        raise ValueError("mask_transitions masks both states already; mask_predictions is its next-state-only variant")
     hf_logging.disable_progress_bar()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     run = prepare_run(cfg, out)
     state = run.state
-
-    def checkpoint() -> None:
-        save_checkpoint(out, run.model, run.tokenizer, run.optimizer, run.scheduler, state)
-        commit = getattr(run.source, "commit", None)
-        if commit is not None:  # Kafka: offsets reach the group only with a checkpoint
-            commit(state.offsets or state.range_end)
-
-    stopped = False
-    tracer, topic = step_tracer(), run.source.describe().split(":", 1)[-1]
-    while state.epoch < cfg.epochs and not stopped:
-        for rows, next_offsets in batches(run.source, state.offsets or state.range_start, state.range_end, cfg):
-            t0 = time.perf_counter()
-            examples = [run.encode(r.row) for r in rows]
-            # A `train step N` span, linked to the rows' traceparents where the source keeps headers.
-            records = [(topic, getattr(r, "headers", None)) for r in rows]
-            with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
-                loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
-            state.step += 1
-            state.rows_trained += len(rows)
-            state.offsets = next_offsets
-            if on_step is not None:
-                on_step(state.step, rows, loss)
-            tokens = sum(len(e.input_ids) for e in examples)
-            print(
-                f"[sft] epoch {state.epoch} step {state.step}/{state.total_steps} loss {loss:.4f} "
-                f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
-                f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
-                flush=True,
-            )
-            if cfg.max_steps is not None and state.step >= cfg.max_steps:
-                stopped = True
-                break
-            if state.step % cfg.checkpoint_every == 0:
-                checkpoint()
-        if not stopped:
-            state.epoch += 1
-            state.offsets = {}
-        checkpoint()  # end of epoch (SPA saves every epoch) or the requested stop
-
-    metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows)
-    result = {
+    finished = train(run, cfg, out, on_step)
+    position: dict[str, object] = {
+        "finished": finished,
         "step": state.step,
         "epoch": state.epoch,
         "rows_trained": state.rows_trained,
+    }
+    if not finished:
+        write_json(out / "metrics.json", position)
+        print(f"[sft] stopped after step {state.step} (--stop-after-steps); the same command without it resumes")
+        return position
+    metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows)
+    artifact = publish_artifact(cfg, latest_checkpoint(out), state.step) if cfg.export_dir else None
+    result = {
+        **position,
         "model_dir": str(run.model_dir),
         **asdict(metrics),
+        "exported_version": exported_version(artifact),
+        "artifact": str(artifact) if artifact else None,
     }
-    (out / "metrics.json").write_text(json.dumps(result, indent=2), encoding="utf-8")
-    print(f"[sft] metrics {json.dumps(result)}", flush=True)
-    if cfg.export_dir and not stopped:
-        publish_artifact(cfg, latest_checkpoint(out), state.step)
+    write_json(out / "metrics.json", result)
+    print(f"[sft] metrics {dumps(result)}", flush=True)
     return result
+
+
+def exported_version(artifact: Path | None) -> int | None:
+    """The policy version an exported artifact carries (its manifest's), or None."""
+    if artifact is None:
+        return None
+    return int(json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))["version"])
 
 
 def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int) -> Path:
@@ -296,6 +327,14 @@ def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int) -> 
     return artifact
 
 
+def positive_int(text: str) -> int:
+    """argparse type: an integer ≥ 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a positive integer")
+    return value
+
+
 def parse_args(argv: list[str]) -> SftConfig:
     """CLI flags → SftConfig."""
     d = SftConfig()
@@ -309,10 +348,32 @@ def parse_args(argv: list[str]) -> SftConfig:
     p.add_argument("--max-length", type=int, default=d.max_length)
     p.add_argument("--val-fraction", type=float, default=d.val_fraction)
     p.add_argument("--val-input", default=None, help="separate held-out source (jsonl:/kafka:)")
-    p.add_argument("--released-masking", action="store_true", help="SPA's released placeholder variant (§8.2)")
-    p.add_argument("--mask-transitions", action="store_true", help="exclude <prediction> contents from the loss")
+    p.add_argument("--released-masking", action="store_true", help="SPA's released placeholder variant")
+    masks = p.add_mutually_exclusive_group()
+    masks.add_argument(
+        "--mask-transitions",
+        action="store_true",
+        help="the paper's masking ablation: the contents of <observation> (current state) and <prediction> "
+        "(next state) are not trained; rows written by `spa generate --mask-transitions` ask for the same",
+    )
+    masks.add_argument(
+        "--mask-predictions", action="store_true", help="only the contents of <prediction> (next state) are not trained"
+    )
     p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
-    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=None,
+        help="training budget: end after this optimizer step (evaluate, checkpoint, export); "
+        "the LR schedule stays that of --epochs, as SPA's total_training_steps",
+    )
+    p.add_argument(
+        "--stop-after-steps",
+        type=positive_int,
+        default=None,
+        help="interruption: checkpoint after this step and exit without evaluating or exporting; "
+        "the same command without it resumes",
+    )
     p.add_argument("--eval-rows", type=int, default=d.eval_rows)
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS)")
@@ -333,8 +394,10 @@ def parse_args(argv: list[str]) -> SftConfig:
         val_input=a.val_input,
         released_masking=a.released_masking,
         mask_transitions=a.mask_transitions,
+        mask_predictions=a.mask_predictions,
         checkpoint_every=a.checkpoint_every,
         max_steps=a.max_steps,
+        stop_after_steps=a.stop_after_steps,
         eval_rows=a.eval_rows,
         seed=a.seed,
         brokers=a.brokers,

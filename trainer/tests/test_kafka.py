@@ -55,7 +55,7 @@ def _produce_sft_rows(topic: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def test_sft_from_kafka_resumes_at_checkpoint_offsets(tmp_path: Path, new_topic: Callable[[int], str]) -> None:
+def test_sft_from_kafka_resumes_at_the_checkpointed_position(tmp_path: Path, new_topic: Callable[[int], str]) -> None:
     topic = new_topic(2)
     _produce_sft_rows(topic, 8)
     source = KafkaRowSource(topic, BROKERS, group_id=f"g-{topic}")
@@ -73,12 +73,12 @@ def test_sft_from_kafka_resumes_at_checkpoint_offsets(tmp_path: Path, new_topic:
         batch_size=2,
         val_fraction=0.0,
         eval_rows=0,
-        max_steps=2,
+        stop_after_steps=2,
     )
     run_sft(cfg, on_step=lambda _s, batch, _l: seen.extend((r.partition, r.offset) for r in batch))
     checkpoint = latest_checkpoint(Path(cfg.out))
     assert checkpoint is not None and checkpoint.name == "step_00000002"
-    cfg.max_steps = None
+    cfg.stop_after_steps = None
     run_sft(cfg, on_step=lambda _s, batch, _l: seen.extend((r.partition, r.offset) for r in batch))
     assert sorted(seen) == [(p, o) for p in (0, 1) for o in range(4)]
     assert len(seen) == len(set(seen))

@@ -1,14 +1,16 @@
-"""Masking against testcases §6.3: the faithful target, the released placeholders, the ablation."""
+"""Masking (docs/spa-sft.md): the faithful target, the released placeholders, the state-masking ablations."""
 
 from __future__ import annotations
 
 import pytest
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
+from spa_trainer.data import SftRow
 from spa_trainer.masking import (
     IGNORE_INDEX,
     OBS_PLACEHOLDER,
     PRED_PLACEHOLDER,
+    Example,
     add_released_placeholders,
     encode_faithful,
     encode_released,
@@ -17,8 +19,9 @@ from spa_trainer.masking import (
     released_texts,
     strip_leading_think,
 )
+from spa_trainer.sft import SftConfig, make_encoder
 
-from .spa_rows import S1, S2, row
+from .spa_rows import S1, S2, row, row_dict
 
 
 def _trained_text(tok: PreTrainedTokenizerBase, labels: list[int]) -> str:
@@ -47,14 +50,51 @@ def test_faithful_trains_exactly_the_target(tiny_tokenizer: PreTrainedTokenizerB
     assert all(t != IGNORE_INDEX for t in ex.labels[first:])
 
 
-def test_mask_transitions_drops_only_prediction_contents(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
-    ex = encode_faithful(tiny_tokenizer, row(2), mask_transitions=True)
+def _dropped_spans(tok: PreTrainedTokenizerBase, full: Example, masked: Example) -> list[str]:
+    """The texts of the runs of tokens that `masked` no longer trains, in order."""
+    runs: list[list[int]] = []
+    for i, (a, b) in enumerate(zip(full.labels, masked.labels)):
+        if a != b:
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    return [tok.decode([full.input_ids[i] for i in run]) for run in runs]
+
+
+def test_mask_transitions_drops_both_states(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    ex = encode_faithful(tiny_tokenizer, row(2), mask="transitions")
     trained = _trained_text(tiny_tokenizer, ex.labels)
-    assert "<prediction></prediction>" in trained  # tags kept, contents gone
-    assert "#√####" not in trained and S1 in trained
-    full = encode_faithful(tiny_tokenizer, row(2))
-    dropped = [i for i, (a, b) in enumerate(zip(full.labels, ex.labels)) if a != b]
-    assert tiny_tokenizer.decode([full.input_ids[i] for i in dropped]) == S2
+    # tags, thoughts and answer kept; the current (S1) and next (S2) state contents gone
+    assert "<observation></observation> Push the box up onto the target. <prediction></prediction>" in trained
+    assert S1 not in trained and "#√####" not in trained
+    assert _dropped_spans(tiny_tokenizer, encode_faithful(tiny_tokenizer, row(2)), ex) == [S1, S2]
+
+
+def test_mask_predictions_drops_only_the_next_state(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    ex = encode_faithful(tiny_tokenizer, row(2), mask="predictions")
+    trained = _trained_text(tiny_tokenizer, ex.labels)
+    assert "<prediction></prediction>" in trained and S1 in trained
+    assert _dropped_spans(tiny_tokenizer, encode_faithful(tiny_tokenizer, row(2)), ex) == [S2]
+
+
+def test_a_row_flagged_mask_transitions_masks_both_states(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    flagged = SftRow.from_dict({**row_dict(2), "mask_transitions": True})
+    plain = make_encoder(SftConfig(), tiny_tokenizer)
+    assert plain(flagged) == encode_faithful(tiny_tokenizer, row(2), mask="transitions")
+    # the CLI's variants: --mask-transitions (both states) and --mask-predictions (next state only)
+    assert make_encoder(SftConfig(mask_transitions=True), tiny_tokenizer)(row(2)) == plain(flagged)
+    predictions = make_encoder(SftConfig(mask_predictions=True), tiny_tokenizer)
+    assert predictions(row(2)) == encode_faithful(tiny_tokenizer, row(2), mask="predictions")
+    assert predictions(flagged) == plain(flagged)  # the row's flag asks for both states
+
+
+def test_learning_check_masks_a_flagged_row_like_the_trainer(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    from spa_trainer.learning_check import encode_all
+
+    flagged = SftRow.from_dict({**row_dict(2), "mask_transitions": True})
+    [batched] = encode_all(tiny_tokenizer, [flagged], 2048)
+    assert batched.example == encode_faithful(tiny_tokenizer, row(2), mask="transitions")
 
 
 def test_left_truncation_keeps_labels_aligned(tiny_tokenizer: PreTrainedTokenizerBase) -> None:

@@ -104,6 +104,10 @@ def test_two_steps_write_two_checkpoints_one_export_metrics_and_dead_letters(tmp
     assert metrics[0]["success_rate"] == 0.5
 
     assert progress.rejected == {"bad-json": 1, "score-mismatch": 1}
+    # the final position for other processes (spa run reads the final version from it)
+    final = json.loads((run / "progress.json").read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert (final["finished"], final["step"], final["steps"], final["version"]) == (True, 2, 2, 4)
+    assert final["rejected"] == {"bad-json": 1, "score-mismatch": 1} and final["records_trained"] == 8
     dead = [json.loads(line) for line in (run / "dlq.jsonl").read_text().splitlines()]
     assert [(d["reason"], d["source"].rsplit("@", 1)[1]) for d in dead] == [("bad-json", "2"), ("score-mismatch", "3")]
     assert dead[0]["payload"] == "{not json" and "42.0" in dead[1]["detail"]

@@ -1,7 +1,8 @@
-"""SFT loop on tiny data: the loss falls, metrics come out, a crash-and-resume is exact."""
+"""SFT loop on tiny data: the loss falls, metrics come out, epochs reshuffle, a crash-and-resume is exact."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,9 +11,10 @@ import torch
 from safetensors.torch import load_file
 
 from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.data import SourcedRow
+from spa_trainer.data import SftRow, SourcedRow, open_source
 from spa_trainer.masking import OBS_PLACEHOLDER
-from spa_trainer.sft import SftConfig, is_held_out, run_sft
+from spa_trainer.sft import SftConfig, run_sft
+from spa_trainer.sft_data import epoch_order, is_held_out, read_range
 
 from .synthetic import sokoban_rows, write_jsonl
 
@@ -77,9 +79,9 @@ def test_crash_and_resume_neither_skips_nor_repeats(tmp_path: Path) -> None:
 
 
 def test_released_masking_run_adds_placeholders_once(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, 4, released_masking=True, max_steps=1, eval_rows=0)
+    cfg = _config(tmp_path, 4, released_masking=True, stop_after_steps=1, eval_rows=0)
     run_sft(cfg)
-    cfg.max_steps = 2
+    cfg.stop_after_steps = 2
     run_sft(cfg)  # resumes from the checkpoint whose tokenizer already has the placeholders
     folder = latest_checkpoint(Path(cfg.out))
     assert folder is not None and folder.name == "step_00000002"
@@ -87,18 +89,94 @@ def test_released_masking_run_adds_placeholders_once(tmp_path: Path) -> None:
     assert vocab.count(f'"content": "{OBS_PLACEHOLDER}"') == 1
 
 
-def test_held_out_split_is_by_trajectory() -> None:
-    from spa_trainer.data import SftRow
+def _second_member(raw: dict[str, object], member: int) -> dict[str, object]:
+    """Turn 2 of another trajectory (group member `member`) on the same puzzle as `raw`."""
+    prompt = list(raw["prompt"])  # type: ignore[call-overload]
+    prompt += [{"role": "assistant", "content": raw["response"]}, {"role": "user", "content": "Reward:\n-0.1\n"}]
+    return {**raw, "trajectory_id": f"{raw['trajectory_id']}-member{member}", "turn": 2, "prompt": prompt}
 
-    rows = [SftRow.from_dict(r) for r in sokoban_rows(40)]
-    held = [is_held_out(r, 0.25) for r in rows]
+
+def test_held_out_split_is_by_puzzle() -> None:
+    raws = sokoban_rows(40)
+    rows = [SftRow.from_dict(r) for r in raws]
+    held = [is_held_out(r, 0.5) for r in rows]
     assert 0 < sum(held) < len(rows)
-    twin = SftRow.from_dict({**sokoban_rows(1)[0], "turn": 2})
-    assert is_held_out(twin, 0.25) == held[0]
+    # every row of every trajectory played on a puzzle lands on that puzzle's side
+    for member in (1, 2, 3):
+        twins = [SftRow.from_dict(_second_member(r, member)) for r in raws]
+        assert [is_held_out(t, 0.5) for t in twins] == held
 
 
-def test_cli_trains_and_exports(tmp_path: Path) -> None:
-    import json
+def _positions(rows: list[SourcedRow]) -> list[tuple[int, int]]:
+    return [(r.partition, r.offset) for r in rows]
+
+
+def test_epochs_visit_the_rows_in_a_seeded_permutation(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, 12, epochs=3, val_fraction=0.0, eval_rows=0, seed=7)
+    trained: list[tuple[int, int]] = []
+    run_sft(cfg, on_step=lambda _s, rows, _l: trained.extend(_positions(rows)))
+    train = read_range(open_source(cfg.input), {0: 0}, {0: 12}, 0.0).train
+    per_epoch = [trained[e * 12 : (e + 1) * 12] for e in range(3)]
+    # epoch e's order is the permutation of seed + e: reproducible from the seed in the checkpoint
+    assert per_epoch == [[_positions(train)[i] for i in epoch_order(12, 7, e)] for e in range(3)]
+    assert len({tuple(order) for order in per_epoch}) == 3  # a new order every epoch
+    assert all(sorted(order) == _positions(train) for order in per_epoch)  # each row once per epoch
+    assert per_epoch[0] != _positions(train)  # not the log order
+    state = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())  # type: ignore[operator]
+    assert state["shuffle_seed"] == 7 and state["epoch"] == 3 and state["epoch_rows"] == 0
+
+
+def test_epoch_order_is_reproducible_from_the_seed() -> None:
+    assert epoch_order(50, 3, 1) == epoch_order(50, 3, 1)
+    assert sorted(epoch_order(50, 3, 1)) == list(range(50))
+    assert epoch_order(50, 3, 1) != epoch_order(50, 3, 2) != epoch_order(50, 4, 2)
+
+
+def test_a_crash_mid_epoch_resumes_the_same_permutation(tmp_path: Path) -> None:
+    settings = {"epochs": 2, "checkpoint_every": 1, "eval_rows": 0, "val_fraction": 0.0, "seed": 5}
+    (tmp_path / "a").mkdir()
+    ref_cfg = _config(tmp_path / "a", 12, **settings)
+    full: list[tuple[int, list[tuple[int, int]]]] = []
+    run_sft(ref_cfg, on_step=lambda s, rows, _l: full.append((s, _positions(rows))))
+
+    (tmp_path / "b").mkdir()
+    cfg = _config(tmp_path / "b", 12, **settings)
+    log: list[tuple[int, list[tuple[int, int]]]] = []
+
+    def dying(step: int, rows: list[SourcedRow], _loss: float) -> None:
+        if step == 4:  # epoch 0 has 6 steps: die in the middle of it, after the step-3 checkpoint
+            raise Crash()
+        log.append((step, _positions(rows)))
+
+    with pytest.raises(Crash):
+        run_sft(cfg, on_step=dying)
+    state = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())  # type: ignore[operator]
+    assert (state["step"], state["epoch"], state["epoch_rows"], state["shuffle_seed"]) == (3, 0, 6, 5)
+    cfg.seed = 99  # the permutation's seed comes from the checkpoint, not from the resumed command
+    run_sft(cfg, on_step=lambda s, rows, _l: log.append((s, _positions(rows))))
+
+    assert log == full
+    assert _trained(full)[:12] != sorted(_trained(full)[:12])  # shuffled, not log order
+    a = load_file(str(latest_checkpoint(Path(ref_cfg.out)) / "model" / "model.safetensors"))  # type: ignore[operator]
+    b = load_file(str(latest_checkpoint(Path(cfg.out)) / "model" / "model.safetensors"))  # type: ignore[operator]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_stop_after_steps_is_an_interruption(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, 6, stop_after_steps=1, val_fraction=0.0, eval_rows=0, export_dir=str(tmp_path / "art"))
+    assert run_sft(cfg) == {"finished": False, "step": 1, "epoch": 0, "rows_trained": 2}
+    assert json.loads((Path(cfg.out) / "metrics.json").read_text())["finished"] is False
+    assert not (tmp_path / "art").exists()  # nothing exported
+
+
+def _strict_json(text: str) -> object:
+    def refuse(name: str) -> object:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_cli_max_steps_is_a_budget_that_exports(tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -114,9 +192,11 @@ def test_cli_trains_and_exports(tmp_path: Path) -> None:
         "--out",
         str(tmp_path / "run"),
         "--epochs",
-        "1",
+        "2",
         "--batch-size",
         "2",
+        "--max-steps",
+        "3",
         "--val-fraction",
         "0",
         "--eval-rows",
@@ -126,6 +206,11 @@ def test_cli_trains_and_exports(tmp_path: Path) -> None:
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "[sft] epoch 0 step 2/2 loss" in done.stdout
+    assert "[sft] epoch 1 step 3/3 loss" in done.stdout  # 2 steps an epoch: the budget ends inside epoch 1
     manifest = json.loads((tmp_path / "artifacts" / "v000001" / "manifest.json").read_text())
-    assert manifest["stage"] == "sft" and manifest["step"] == 2
+    assert manifest["stage"] == "sft" and manifest["step"] == 3
+    # metrics.json is strict JSON: no held-out rows, so the metrics are null, not NaN
+    metrics = _strict_json((tmp_path / "run" / "metrics.json").read_text())
+    assert isinstance(metrics, dict)
+    assert metrics["finished"] is True and metrics["step"] == 3 and metrics["val_loss"] is None
+    assert metrics["exported_version"] == 1 and metrics["artifact"] == str(tmp_path / "artifacts" / "v000001")
