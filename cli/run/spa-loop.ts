@@ -290,6 +290,7 @@ async function selfPlayAndPpo(
     mode: 'base',
     kafka,
     maxStaleness: config.maxStaleness,
+    exportEvery: config.exportEvery,
     seed: 1,
     maxNewTokens: config.maxNewTokens,
     executionProvider: config.device,
