@@ -37,3 +37,13 @@ export function probability(name: string): (value: string) => number {
     return p;
   };
 }
+
+/** A commander parser for a finite number > 0 (a learning rate) whose error names the option. */
+export function positiveNumber(name: string): (value: string) => number {
+  return (value) => {
+    const x = Number(value);
+    if (value.trim() === '' || !Number.isFinite(x) || x <= 0)
+      throw new InvalidArgumentError(`${name} must be a number > 0, got "${value}"`);
+    return x;
+  };
+}

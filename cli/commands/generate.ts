@@ -23,6 +23,7 @@ interface GenerateOptions {
   policy: string;
   maxNewTokens?: number;
   maxStaleness: number;
+  exportEvery: number;
   groups: number;
   groupSize: number;
   batches: number;
@@ -57,8 +58,14 @@ export function registerGenerateCommand(program: Command): void {
     )
     .option(
       '--max-staleness <n>',
-      '--policy latest: batches run at most this many versions ahead',
+      "--policy latest: the trainer's --max-staleness; a batch waits for a version that keeps its records at most this many versions old",
       nonNegativeInt('--max-staleness'),
+      1,
+    )
+    .option(
+      '--export-every <n>',
+      "--policy latest: the trainer's --export-every (it publishes a version every n steps of one batch each)",
+      positiveInt('--export-every'),
       1,
     )
     .option('--groups <n>', 'env groups per batch (one puzzle each)', positiveInt('--groups'), 32)
@@ -215,6 +222,7 @@ async function generatorPolicy(
       seed: options.policySeed,
       kafka,
       maxStaleness: options.maxStaleness,
+      exportEvery: options.exportEvery,
       maxNewTokens: options.maxNewTokens,
     });
   if (options.policy !== 'oracle')

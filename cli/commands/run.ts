@@ -1,52 +1,41 @@
 import type { Command } from 'commander';
+import { withConfigFile } from '../config/command-config.js';
 import { LOOP_CONFIGS, SPA_FULL_SIZE, TINY_MODELS, loopConfig, type LoopConfig } from '../run/configs.js';
+import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
 import type { DataStageSummary } from '../run/sft-data.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
-import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
+import { nonNegativeInt } from '../options.js';
 
-interface RunOptions {
+/** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
+export interface RunOptions {
   config: string;
-  model?: string;
-  generator?: LoopConfig['generator'];
-  ppoSteps?: number;
-  evalPuzzles?: number;
+  full?: boolean;
   runsDir: string;
   runId?: string;
   metricsPort?: number;
   otlpEndpoint?: string;
-  full?: boolean;
-  evalSft?: boolean;
-  device: 'cpu' | 'cuda';
 }
 
-/** `spa run`: the whole SPA loop at a small default size (the README's main job). */
-export function registerRunCommand(program: Command): void {
-  program
+/** What `spa run` does with the resolved config: run the loop and print its summary. */
+export type RunLoop = (config: LoopConfig, options: RunOptions) => Promise<void>;
+
+/**
+ * `spa run`: the whole SPA loop at a small default size (the README's main job). Each knob comes
+ * from, lowest first: the built-in config (`--config`), `--full`, `--config-file`, the command line.
+ */
+export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPrint): void {
+  const command = program
     .command('run')
     .description(
       'run the SPA loop end to end: generate → SFT → export → self-play + PPO with live policy swaps → Pass@k',
     )
     .option('--config <name>', `SPA config: ${Object.keys(LOOP_CONFIGS).join(' | ')}`, '_2_sokoban')
-    .option('--model <tiny|folder>', 'tiny (built here) or a local Hugging Face causal-LM folder')
-    .option(
-      '--generator <policy>',
-      'SFT data generator: self-play (SPA: the model being trained; the default) | oracle | random',
-      oneOf('--generator', ['self-play', 'oracle', 'random'] as const),
-    )
-    .option('--ppo-steps <n>', 'PPO steps', positiveInt('--ppo-steps'))
-    .option('--eval-puzzles <n>', 'validation puzzles (SPA: 128)', positiveInt('--eval-puzzles'))
     .option(
       '--full',
       "SPA's sizes (1280 SFT trajectories, 1000 PPO steps of 32×8, 128 val puzzles): the real experiment",
-    )
-    .option('--eval-sft', 'also evaluate the SFT policy (v1), not only the final one')
-    .option(
-      '--device <device>',
-      'cpu | cuda (ONNX generation and the trainer)',
-      oneOf('--device', ['cpu', 'cuda'] as const),
-      'cpu',
-    )
+    );
+  addLoopFieldOptions(command)
     .option('--runs-dir <dir>', 'where run folders go', 'runs')
     .option('--run-id <id>', 'run id (default: run-<timestamp>)')
     .option(
@@ -58,30 +47,34 @@ export function registerRunCommand(program: Command): void {
       '--otlp-endpoint <url>',
       'send traces and metrics over OTLP/HTTP (the trainers too), e.g. http://127.0.0.1:4318',
     )
-    .action(async (options: RunOptions) => {
-      // The trainer processes inherit the environment: their step spans go to the same receiver.
-      if (options.otlpEndpoint) process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = options.otlpEndpoint;
-      const base = loopConfig(options.config);
-      let config: LoopConfig = {
-        ...base,
-        ...(options.full ? SPA_FULL_SIZE : {}),
-        ...(options.evalSft ? { evalSftPolicy: true } : {}),
-        device: options.device,
-        ...(options.model ? { model: options.model } : {}),
-        ...(options.generator ? { generator: options.generator } : {}),
-        ...(options.ppoSteps ? { ppoSteps: options.ppoSteps } : {}),
-        ...(options.evalPuzzles ? { evalPuzzles: options.evalPuzzles } : {}),
-      };
-      // A real instruction-tuned model writes the format already: only the tiny model warms up.
-      if (!TINY_MODELS.includes(config.model)) config = { ...config, warmupTrajectories: 0 };
-      const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
-      const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
-      const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>
-        runSpaLoop(config, { runsDir: options.runsDir, runId }),
-      );
-      printSummary(summary);
-      console.log(summary.runDir);
-    });
+    .action((options: RunOptions & Record<string, unknown>) => runLoop(resolveRunConfig(options), options));
+  withConfigFile(command);
+}
+
+/** Built-in config < `--full` < config file and flags (already merged by commander). */
+function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopConfig {
+  const given = loopFieldValues(options);
+  const config: LoopConfig = {
+    ...loopConfig(options.config),
+    ...(options.full ? SPA_FULL_SIZE : {}),
+    ...given,
+  };
+  // A real instruction-tuned model writes the format already: only the tiny model warms up by default.
+  if (!TINY_MODELS.includes(config.model) && given.warmupTrajectories === undefined)
+    return { ...config, warmupTrajectories: 0 };
+  return config;
+}
+
+async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<void> {
+  // The trainer processes inherit the environment: their step spans go to the same receiver.
+  if (options.otlpEndpoint) process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = options.otlpEndpoint;
+  const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+  const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
+  const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>
+    runSpaLoop(config, { runsDir: options.runsDir, runId }),
+  );
+  printSummary(summary);
+  console.log(summary.runDir);
 }
 
 function printSummary(summary: LoopSummary): void {

@@ -32,10 +32,18 @@ export interface LoopConfig {
   readonly ppoSteps: number;
   readonly ppoGroups: number;
   readonly ppoGroupSize: number;
-  /** Export + publish a new policy every N PPO steps. */
+  /** Export + publish a new policy every N PPO steps (and after the last). */
   readonly exportEvery: number;
-  /** Generator admission control: records at most this many versions behind the trainer. */
+  /**
+   * PPO trains on records at most this many versions behind its own; the generator's admission
+   * rule derives from this and `exportEvery` (docs/spa-schedule.md), so any combination finishes.
+   */
   readonly maxStaleness: number;
+  /**
+   * PPO loss mask: `response-only` (the paper: assistant tokens) or `all-after-system` (SPA's
+   * released run: every token after the system message).
+   */
+  readonly ppoMask: 'response-only' | 'all-after-system';
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
@@ -78,6 +86,7 @@ const small = {
   ppoGroupSize: 4,
   exportEvery: 1,
   maxStaleness: 1,
+  ppoMask: 'response-only',
   evalPuzzles: 8,
   evalK: 8,
   evalSftPolicy: false,

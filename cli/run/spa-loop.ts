@@ -283,6 +283,7 @@ async function selfPlayAndPpo(
     mode: 'base',
     kafka,
     maxStaleness: config.maxStaleness,
+    exportEvery: config.exportEvery,
     seed: 1,
     maxNewTokens: config.maxNewTokens,
     executionProvider: config.device,
@@ -301,6 +302,7 @@ async function selfPlayAndPpo(
       ['--export-root', join(runDir, 'policies')],
       ['--publish', kafka.topics.policy],
       ['--max-staleness', String(config.maxStaleness)],
+      ['--mask', config.ppoMask],
       ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),

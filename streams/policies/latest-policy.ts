@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { PolicyUpdate } from '../../schemas/index.js';
 import { decodeKafkaRecord } from '../kafka/spa-records.js';
 import type { KafkaTransport, RecordSource } from '../kafka/transport.js';
+import { checkSchedule, oldestAdmissibleVersion } from './admission.js';
 import type { Policy } from './policy.js';
 
 export interface LatestPolicyOptions {
@@ -11,11 +12,14 @@ export interface LatestPolicyOptions {
   /** Loads the artifact a PolicyUpdate names (and checks its sha256). */
   readonly load: (update: PolicyUpdate) => Promise<Policy>;
   /**
-   * AReaL-style capacity rule: at most `maxStaleness + 1` batches are started with one policy
-   * version; the next batch waits for a newer version, so a trainer that publishes a version
-   * per consumed batch never sees records more than `maxStaleness` versions old. Default 1.
+   * Admission control (`oldestAdmissibleVersion`, docs/spa-schedule.md#admission): the trainer
+   * trains on the generator's batch b at its step b + 1 and publishes a version after every
+   * `exportEvery`-th step; batch b waits until a version at most `maxStaleness` older than the
+   * trainer's version at that step is loaded. Batches are counted from the first one, and the
+   * first version loaded is taken as the trainer's starting version. Defaults 1 and 1.
    */
   readonly maxStaleness?: number;
+  readonly exportEvery?: number;
   /** How long a batch may wait for the first or a newer version. Default 10 minutes. */
   readonly waitTimeoutMs?: number;
   readonly log?: (line: string) => void;
@@ -30,7 +34,10 @@ export interface LatestPolicyOptions {
 export class LatestPolicy {
   private current: Policy | undefined;
   private loading: Promise<void> = Promise.resolve();
-  private batchesOnCurrent = 0;
+  /** Batches started so far: the next batch's index in the trainer's steps. */
+  private batchesStarted = 0;
+  /** The first version loaded: the trainer's version before its first step. */
+  private startVersion: number | undefined;
   private waiters: (() => void)[] = [];
   private retired: Policy[] = [];
   /** Policy version → batches started with it (the generator's staleness view). */
@@ -44,6 +51,7 @@ export class LatestPolicy {
   ) {}
 
   static async start(options: LatestPolicyOptions): Promise<LatestPolicy> {
+    checkSchedule({ exportEvery: options.exportEvery ?? 1, maxStaleness: options.maxStaleness ?? 1 });
     // An ephemeral group reading the compacted topic from the start: the newest record wins.
     const source = await options.transport.source({
       groupId: `spa-policy-follower-${randomUUID()}`,
@@ -69,13 +77,17 @@ export class LatestPolicy {
   /** The policy-source function for `episodes()`: the policy for the next batch. */
   readonly next = async (): Promise<Policy> => {
     const deadline = Date.now() + (this.options.waitTimeoutMs ?? 600_000);
-    const capacity = (this.options.maxStaleness ?? 1) + 1;
     await this.loading;
-    while (this.current === undefined || this.batchesOnCurrent >= capacity) {
+    const batch = this.batchesStarted;
+    const { exportEvery = 1, maxStaleness = 1 } = this.options;
+    const oldest = () =>
+      oldestAdmissibleVersion(batch, { startVersion: this.startVersion ?? 0, exportEvery, maxStaleness });
+    while (this.current === undefined || this.current.version < oldest()) {
       const why =
         this.current === undefined
           ? 'a first policy version'
-          : `a version newer than v${this.current.version}`;
+          : `policy v${oldest()} for batch ${batch} (v${this.current.version} is loaded; exportEvery ` +
+            `${exportEvery}, maxStaleness ${maxStaleness})`;
       if (Date.now() > deadline)
         throw new Error(`--policy latest: timed out waiting for ${why} on ${this.options.topic}`);
       await new Promise<void>((resolve) => {
@@ -86,7 +98,7 @@ export class LatestPolicy {
     }
     // The previous batch has finished (batches run one at a time): retired sessions are free.
     await Promise.all(this.retired.splice(0).map((p) => p.close?.()));
-    this.batchesOnCurrent++;
+    this.batchesStarted++;
     this.batchesByVersion.set(
       this.current.version,
       (this.batchesByVersion.get(this.current.version) ?? 0) + 1,
@@ -127,7 +139,7 @@ export class LatestPolicy {
         // Keep the old session open: a batch that resolved it may still be running.
         if (this.current) this.retired.push(this.current);
         this.current = policy;
-        this.batchesOnCurrent = 0;
+        this.startVersion ??= update.version;
         this.artifacts.set(update.version, update.uri);
         this.log(`policy v${update.version} (${update.stage} step ${update.step}) loaded from ${update.uri}`);
       } catch (error) {

@@ -19,7 +19,9 @@ export interface ResolveOptions {
   readonly temperature?: number;
   /** Needed for `latest`. */
   readonly kafka?: SpaKafka;
+  /** `latest`: the trainer's staleness bound and export cadence (its --max-staleness, --export-every). */
   readonly maxStaleness?: number;
+  readonly exportEvery?: number;
   /** Token cap per assistant turn for ONNX policies (SPA: 400). */
   readonly maxNewTokens?: number;
   /** onnxruntime execution provider for ONNX policies. Default cpu. */
@@ -57,6 +59,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
       transport: kafka.transport,
       topic: kafka.topics.policy,
       maxStaleness: options.maxStaleness ?? 1,
+      exportEvery: options.exportEvery ?? 1,
       load: async (update) => {
         const policy = await onnxPolicy({
           folder: update.uri,

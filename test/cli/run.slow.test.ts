@@ -6,7 +6,7 @@
  * is the default one.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,5 +91,42 @@ describe('spa run (the main job)', () => {
       expect(e.passK).toBeGreaterThanOrEqual(e.pass1);
       expect(e.passK).toBeLessThanOrEqual(1);
     }
+  }, 1_200_000);
+
+  it('finishes with an export cadence longer than the staleness bound (sizes from --config-file)', async () => {
+    // Small sizes from a file; the schedule from flags: a batch may wait for a version 3 steps away.
+    const file = join(runsDir, 'cadence.yaml');
+    await writeFile(
+      file,
+      [
+        'generator: oracle',
+        'sft-groups: 8',
+        'sft-group-size: 1',
+        'sft-batches: 1',
+        'sft-epochs: 1',
+        'ppo-groups: 2',
+        'ppo-group-size: 2',
+        'eval-puzzles: 1',
+        'eval-k: 1',
+      ].join('\n'),
+    );
+    const args = ['--ppo-steps', '6', '--export-every', '3', '--max-staleness', '1'];
+    const run = ['run', '--config-file', file, ...args, '--runs-dir', runsDir, '--run-id', 'cadence'];
+    const result = await spa(run);
+    expect(result.code, result.stderr.slice(-3000)).toBe(0);
+    const runDir = join(runsDir, 'cadence');
+    const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary & {
+      config: { ppoSteps: number; exportEvery: number; maxStaleness: number; sftGroups: number };
+    };
+    expect(summary.config).toMatchObject({ ppoSteps: 6, exportEvery: 3, maxStaleness: 1, sftGroups: 8 });
+    expect(summary.selfPlay.rollouts).toBe(6 * 2 * 2);
+    // SFT's v1, then exports after steps 3 and 6: the final policy is v3.
+    expect(summary.evaluations.at(-1)!.policyVersion).toBe(3);
+    const metrics = (await readFile(join(runDir, 'ppo', 'metrics.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { over_max_staleness: number; trainer_version: number });
+    expect(metrics.map((m) => m.trainer_version)).toEqual([1, 1, 1, 2, 2, 2]);
+    expect(metrics.map((m) => m.over_max_staleness)).toEqual([0, 0, 0, 0, 0, 0]);
   }, 1_200_000);
 });

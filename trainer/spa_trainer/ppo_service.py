@@ -297,6 +297,12 @@ def log_step(svc: Service, line: dict[str, Any], staleness: dict[int, int]) -> N
     )
 
 
+def export_due(step: int, steps: int, export_every: int) -> bool:
+    """Whether step `step` (1-based) of `steps` ends with an export: every `export_every` steps,
+    and the last step always, so the final policy is published (docs/spa-schedule.md#trainer)."""
+    return step % export_every == 0 or step == steps
+
+
 def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     """Collect, `ppo_step`, metrics line, checkpoint, commit, and export when due."""
     cfg, progress = svc.cfg, svc.progress
@@ -313,8 +319,8 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     progress.over_max_staleness += over
     if on_step is not None:
         on_step(progress.step, items)
-    export_due = progress.step % cfg.export_every == 0 or progress.step == cfg.steps
-    if export_due:  # the checkpoint already carries the version this step publishes
+    exporting = export_due(progress.step, cfg.steps, cfg.export_every)
+    if exporting:  # the checkpoint already carries the version this step publishes
         progress.version += 1
         progress.exported_step = progress.step
     # wall_s: time since the previous line, so it includes the last checkpoint and export too.
@@ -329,7 +335,7 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     svc.dead_letters.flush()  # rejects are durable before the offsets that skip them
     checkpoint = save_service_checkpoint(svc)
     svc.source.commit(svc.committed_offsets())
-    if export_due:
+    if exporting:
         export_and_publish(svc, checkpoint)
     write_progress_file(svc.out, progress, cfg.steps)
     return line

@@ -1,0 +1,111 @@
+/**
+ * Every knob of the SPA loop, once: each `LoopConfig` field's command-line option and config-file
+ * key (`spa run --sft-lr 1e-4`, `sft-lr: 1e-4` in `--config-file`), with the parser that checks
+ * both. Adding a field to `LoopConfig` means adding its entry here (the table's type requires one
+ * per field); the flag, the YAML key, `spa run --help` and the error messages follow from it.
+ */
+import { Option, type Command } from 'commander';
+import { nonNegativeInt, oneOf, positiveInt, positiveNumber } from '../options.js';
+import type { LoopConfig } from './configs.js';
+
+/** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
+interface ValueField<T> {
+  readonly help: string;
+  readonly arg: string;
+  /** A commander parser whose errors name `flag`; the config file uses the same one. */
+  readonly parse: (flag: string) => (text: string) => T;
+  /** The long option and YAML key when not the field's name in kebab case. */
+  readonly flag?: string;
+}
+
+/** A true/false field: a bare flag on the command line, `true`/`false` in the file. */
+interface ToggleField {
+  readonly help: string;
+  readonly flag?: string;
+}
+
+type LoopField<T> = [T] extends [boolean] ? ToggleField : ValueField<T>;
+
+/** `--config` sets these (SPA's config name and its environment); they are not knobs of their own. */
+type SetByConfigName = 'name' | 'env';
+
+/** One entry per `LoopConfig` field. */
+export type LoopFieldTable = {
+  readonly [K in Exclude<keyof LoopConfig, SetByConfigName>]: LoopField<LoopConfig[K]>;
+};
+
+const count = (help: string): ValueField<number> => ({ help, arg: '<n>', parse: positiveInt });
+const countFromZero = (help: string): ValueField<number> => ({ help, arg: '<n>', parse: nonNegativeInt });
+const rate = (help: string): ValueField<number> => ({ help, arg: '<x>', parse: positiveNumber });
+const choice = <T extends string>(choices: readonly T[], help: string): ValueField<T> => ({
+  help: `${choices.join(' | ')}: ${help}`,
+  arg: '<name>',
+  parse: (flag) => oneOf(flag, choices),
+});
+
+export const LOOP_FIELDS: LoopFieldTable = {
+  generator: choice(
+    ['self-play', 'oracle', 'random'],
+    'SFT data generator (SPA: self-play, the model being trained; random is the ablation)',
+  ),
+  warmupTrajectories: countFromZero(
+    'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for --model tiny, 0 for a real model)',
+  ),
+  warmupEpochs: count('format warm-up: SFT epochs'),
+  sftGroups: count('SFT data: groups (puzzles) per batch (SPA: 32)'),
+  sftGroupSize: count('SFT data: trajectories per group (SPA: 8)'),
+  sftBatches: count('SFT data: batches (SPA: 5)'),
+  sftEpochs: count('SFT epochs (SPA: 5)'),
+  sftLr: rate('SFT learning rate (SPA: 1e-4)'),
+  sftBatchSize: count('SFT rows per optimizer step (SPA: 16)'),
+  sftMaxLength: count('SFT window in tokens, left-truncated (SPA: 2048)'),
+  ppoSteps: count('PPO steps (SPA: 1000)'),
+  ppoGroups: count('PPO: groups (puzzles) per step (SPA: 32)'),
+  ppoGroupSize: count('PPO: episodes per group (SPA: 8)'),
+  exportEvery: count('PPO: export and publish a new policy every n steps (--full: 10)'),
+  maxStaleness: countFromZero(
+    'PPO: train on records at most n policy versions old; the generator waits when needed (docs/spa-schedule.md)',
+  ),
+  ppoMask: choice(
+    ['response-only', 'all-after-system'],
+    "PPO loss mask: assistant tokens (the paper) or every token after the system message (SPA's run)",
+  ),
+  evalPuzzles: count('validation puzzles (SPA: 128)'),
+  evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),
+  evalSftPolicy: { flag: 'eval-sft', help: 'also evaluate the SFT policy (v1), not only the final one' },
+  maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)'),
+  model: {
+    help: 'tiny (built here) or a local Hugging Face causal-LM folder',
+    arg: '<tiny|folder>',
+    parse: () => (text) => text,
+  },
+  device: choice(['cpu', 'cuda'], 'where ONNX generation and the trainer run'),
+};
+
+/** Each field with its commander option (no default: an absent option keeps the config's value). */
+function fieldOptions(): [keyof LoopFieldTable, Option][] {
+  return (Object.entries(LOOP_FIELDS) as [keyof LoopFieldTable, ValueField<unknown> | ToggleField][]).map(
+    ([key, field]) => {
+      const flag = `--${field.flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      const option =
+        'parse' in field
+          ? new Option(`${flag} ${field.arg}`, field.help).argParser(field.parse(flag))
+          : new Option(flag, field.help);
+      return [key, option];
+    },
+  );
+}
+
+/** Adds one option per `LoopConfig` field to `command`. */
+export function addLoopFieldOptions(command: Command): Command {
+  for (const [, option] of fieldOptions()) command.addOption(option);
+  return command;
+}
+
+/** The fields given on the command line or in the config file, from commander's parsed options. */
+export function loopFieldValues(options: Readonly<Record<string, unknown>>): Partial<LoopConfig> {
+  const given = fieldOptions()
+    .map(([key, option]) => [key, options[option.attributeName()]] as const)
+    .filter(([, value]) => value !== undefined);
+  return Object.fromEntries(given) as Partial<LoopConfig>;
+}

@@ -1,0 +1,144 @@
+/**
+ * `spa run`'s knobs: every `LoopConfig` field from `--config-file` and flags, with errors that name
+ * the field and line, and the precedence built-in config < `--full` < file < flags. The loop itself
+ * is replaced by a function that records the config it would run.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { registerRunCommand } from '../../cli/commands/run.js';
+import { LOOP_CONFIGS, SPA_FULL_SIZE, type LoopConfig } from '../../cli/run/configs.js';
+import { LOOP_FIELDS } from '../../cli/run/loop-fields.js';
+
+/** Parses `spa run <args>`; resolves with the config the loop would run, or rejects with the error text. */
+async function runConfig(args: readonly string[]): Promise<LoopConfig> {
+  let seen: LoopConfig | undefined;
+  let errors = '';
+  const program = new Command('spa')
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => (errors += text), writeOut: () => {} });
+  registerRunCommand(program, async (config) => {
+    seen = config;
+  });
+  try {
+    await program.parseAsync(['run', ...args], { from: 'user' });
+  } catch (error) {
+    throw new Error(errors || (error as Error).message);
+  }
+  return seen!;
+}
+
+function fileWith(yamlText: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'spa-run-config-')), 'run.yaml');
+  writeFileSync(path, yamlText);
+  return path;
+}
+
+/** A value for every field, each different from the default config's. */
+const EVERY_FIELD = `
+config: _3_frozen_lake
+generator: oracle
+warmup-trajectories: 7
+warmup-epochs: 2
+sft-groups: 3
+sft-group-size: 2
+sft-batches: 4
+sft-epochs: 6
+sft-lr: 2.5e-4
+sft-batch-size: 5
+sft-max-length: 300
+ppo-steps: 6
+ppo-groups: 2
+ppo-group-size: 3
+export-every: 3
+max-staleness: 0
+ppo-mask: all-after-system
+eval-puzzles: 9
+eval-k: 4
+eval-sft: true
+max-new-tokens: 99
+model: /models/qwen
+device: cuda
+`;
+
+describe('spa run --config-file', () => {
+  it('sets every LoopConfig field from the file', async () => {
+    expect(await runConfig(['--config-file', fileWith(EVERY_FIELD)])).toEqual({
+      name: '_3_frozen_lake',
+      env: 'frozenlake',
+      generator: 'oracle',
+      warmupTrajectories: 7,
+      warmupEpochs: 2,
+      sftGroups: 3,
+      sftGroupSize: 2,
+      sftBatches: 4,
+      sftEpochs: 6,
+      sftLr: 2.5e-4,
+      sftBatchSize: 5,
+      sftMaxLength: 300,
+      ppoSteps: 6,
+      ppoGroups: 2,
+      ppoGroupSize: 3,
+      exportEvery: 3,
+      maxStaleness: 0,
+      ppoMask: 'all-after-system',
+      evalPuzzles: 9,
+      evalK: 4,
+      evalSftPolicy: true,
+      maxNewTokens: 99,
+      model: '/models/qwen',
+      device: 'cuda',
+    } satisfies LoopConfig);
+  });
+
+  it('has a key for every field of the table, and --help lists each', async () => {
+    const keys = EVERY_FIELD.trim()
+      .split('\n')
+      .map((line) => line.split(':')[0]);
+    expect(keys).toHaveLength(Object.keys(LOOP_FIELDS).length + 1); // + config
+    let help = '';
+    const program = new Command('spa').exitOverride().configureOutput({ writeOut: (t) => (help += t) });
+    registerRunCommand(program, async () => {});
+    await expect(program.parseAsync(['run', '--help'], { from: 'user' })).rejects.toThrow();
+    for (const key of keys) expect(help).toContain(`--${key} `);
+    expect(help).toContain('--config-file <path>');
+  });
+
+  it('refuses an unknown field, naming it and its line', async () => {
+    await expect(
+      runConfig(['--config-file', fileWith('ppo-steps: 2\nsft-learning-rate: 1e-4\n')]),
+    ).rejects.toThrow(/sft-learning-rate: unknown field; known fields: .*sft-lr.* \(line 2\)/);
+  });
+
+  it('refuses a bad value, naming the field, the value and its line', async () => {
+    const file = fileWith('sft-lr: 1e-4\nexport-every: 0\nppo-mask: prediction\n');
+    const error = runConfig(['--config-file', file]);
+    await expect(error).rejects.toThrow('export-every: must be a positive integer, got "0" (line 2)');
+    await expect(runConfig(['--config-file', file])).rejects.toThrow(
+      'ppo-mask: must be one of response-only, all-after-system, got "prediction" (line 3)',
+    );
+    await expect(runConfig(['--sft-lr', '-1'])).rejects.toThrow('--sft-lr must be a number > 0, got "-1"');
+  });
+
+  it('takes built-in config < --full < file < flags', async () => {
+    const base = LOOP_CONFIGS['_2_sokoban']!;
+    expect(await runConfig([])).toEqual(base);
+    const full = await runConfig(['--full']);
+    expect(full).toEqual({ ...base, ...SPA_FULL_SIZE });
+    const file = fileWith('full: true\nppo-steps: 6\nexport-every: 3\nsft-lr: 0.002\n');
+    const fromFile = await runConfig(['--config-file', file]);
+    expect(fromFile).toEqual({ ...base, ...SPA_FULL_SIZE, ppoSteps: 6, exportEvery: 3, sftLr: 0.002 });
+    const flags = await runConfig(['--config-file', file, '--export-every', '2', '--sft-lr', '0.01']);
+    expect(flags).toEqual({ ...fromFile, exportEvery: 2, sftLr: 0.01 });
+  });
+
+  it('warms up only the tiny model unless asked for', async () => {
+    expect((await runConfig(['--model', '/models/qwen'])).warmupTrajectories).toBe(0);
+    expect(
+      (await runConfig(['--model', '/models/qwen', '--warmup-trajectories', '16'])).warmupTrajectories,
+    ).toBe(16);
+    expect((await runConfig([])).warmupTrajectories).toBe(LOOP_CONFIGS['_2_sokoban']!.warmupTrajectories);
+  });
+});
