@@ -1,8 +1,7 @@
 /**
- * The README's first command end to end: `spa run` (= `npm start`) on a real broker — format
- * warm-up on oracle demonstrations → the warmed-up model exported as v0 plays the world-model
- * prompts (self-play SFT data) → SFT → ONNX export → self-play with `--policy latest` while PPO
- * publishes new versions → Pass@1 / Pass@k. Only the evaluation is cut (2 puzzles), so the loop under test
+ * The README's first command end to end: `spa run` (= `npm start`) on a real broker — oracle SFT
+ * data → SFT of the tiny model → ONNX export → self-play with `--policy latest` while PPO publishes
+ * new versions → Pass@1 / Pass@k. Only the evaluation is cut (2 puzzles), so the loop under test
  * is the default one.
  */
 import { spawn } from 'node:child_process';
@@ -68,16 +67,13 @@ describe('spa run (the main job)', () => {
     expect(result.stdout).toMatch(/policy\s+Pass@1\s+Pass@8/);
 
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary;
-    // SPA's recipe: the SFT data comes from the model's own play (v0), after the tiny model's warm-up.
-    const [warmup, selfPlay] = summary.dataStages;
-    expect(summary.dataStages).toHaveLength(2);
-    expect(warmup!.policy).toEqual({ name: 'oracle', version: null });
-    expect(warmup!.rowsAccepted).toBeGreaterThan(256); // oracle episodes take one or more turns
-    expect(selfPlay!.stage).toBe('self-play sft data');
-    expect(selfPlay!.policy).toEqual({ name: 'onnx:v000000', version: 0 });
-    expect(selfPlay!.trajectories).toBe(256);
-    expect(selfPlay!.rowsAccepted).toBeGreaterThan(0);
-    expect(result.stdout).toContain('self-play sft data onnx:v000000 v0: 256 trajectories');
+    // The default data stage (docs/spa-loop.md): oracle demonstrations, rows and rejects counted.
+    expect(summary.dataStages).toHaveLength(1);
+    const [data] = summary.dataStages;
+    expect(data!.policy).toEqual({ name: 'oracle', version: null });
+    expect(data!.trajectories).toBe(256);
+    expect(data!.rowsAccepted).toBeGreaterThan(256); // oracle episodes take one or more turns
+    expect(result.stdout).toContain('oracle: 256 trajectories');
     // The default SFT must actually train: an untrained tiny model sits at ln(vocab) ≈ 6.9.
     expect(summary.sft.val_loss).toBeLessThan(1.5);
     expect(summary.selfPlay.rollouts).toBe(3 * 4 * 4);
