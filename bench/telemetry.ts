@@ -12,17 +12,16 @@
 import { createServer, type Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { filter, lastValueFrom, map, merge, share, type Observable } from 'rxjs';
+import { lastValueFrom, map, merge, share, type Observable } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
 import type { EnvName } from '../envs/types.js';
 import { annotateGroundTruth } from '../operators/annotate-ground-truth.js';
-import { filterMalformed } from '../operators/filter-malformed.js';
-import { toSftRows } from '../operators/to-sft-rows.js';
+import { filterMalformedRows, SPA_MALFORMED_FILTER } from '../operators/filter-malformed.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
-import { isAccepted, isRejected } from '../operators/verdict.js';
 import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { episodes } from '../streams/episodes/episodes.js';
-import { generatorPipeline, toRejected } from '../streams/generator-pipeline.js';
+import { generatorPipeline } from '../streams/generator-pipeline.js';
+import { toRejected } from '../streams/sft-outputs.js';
 import type { Outbound } from '../streams/outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
 import { onnxPolicy, type OnnxPolicy } from '../streams/policies/onnx/index.js';
@@ -52,21 +51,19 @@ function barePipeline(config: EpisodeConfig, env: EnvName): Observable<Outbound>
     toTrajectory(now),
     share(),
   );
-  const verdicts = trajectories.pipe(annotateGroundTruth({ annotation: 'gt' }), filterMalformed(), share());
-  const rows = verdicts.pipe(
-    filter(isAccepted),
-    map((v) => v.value),
-    toSftRows({ maskTransitions: false }),
-    map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
-  );
-  const rejects = verdicts.pipe(
-    filter(isRejected),
-    map((v): Outbound => ({ topic: 'dlq', key: v.rejection.key, record: toRejected(v.rejection, now()) })),
+  const sft = trajectories.pipe(
+    annotateGroundTruth({ annotation: 'gt' }),
+    filterMalformedRows(SPA_MALFORMED_FILTER, { maskTransitions: false }),
+    map((v): Outbound =>
+      v.accepted
+        ? { topic: 'sft', key: v.value.trajectory_id, record: v.value }
+        : { topic: 'dlq', key: v.rejection.key, record: toRejected(v.rejection, now()) },
+    ),
   );
   const raw = trajectories.pipe(
     map((t): Outbound => ({ topic: 'trajectories', key: t.trajectory_id, record: t })),
   );
-  return merge(raw, rows, rejects);
+  return merge(raw, sft);
 }
 
 /** A local OTLP/HTTP endpoint that reads and discards what it is sent (the export cost stays in). */

@@ -1,4 +1,6 @@
 import { InvalidArgumentError } from 'commander';
+import { ENV_NAMES, parseEnvName } from '../envs/registry.js';
+import type { EnvName } from '../envs/types.js';
 
 /** A commander parser for positive integers whose error names the option. */
 export function positiveInt(name: string): (value: string) => number {
@@ -45,5 +47,19 @@ export function positiveNumber(name: string): (value: string) => number {
     if (value.trim() === '' || !Number.isFinite(x) || x <= 0)
       throw new InvalidArgumentError(`${name} must be a number > 0, got "${value}"`);
     return x;
+  };
+}
+
+/** A commander parser for a comma-separated list of env names, or `none` for the empty list. */
+export function envList(name: string): (value: string) => EnvName[] {
+  return (value) => {
+    if (value.trim() === 'none') return [];
+    try {
+      return [...new Set(value.split(',').map((part) => parseEnvName(part.trim())))];
+    } catch (error) {
+      throw new InvalidArgumentError(
+        `${name} must be "none" or a comma-separated list of ${ENV_NAMES.join(', ')}: ${(error as Error).message}`,
+      );
+    }
   };
 }

@@ -1,11 +1,13 @@
-import { map, type OperatorFunction } from 'rxjs';
-import type { Trajectory } from '../schemas/index.js';
+import { mergeMap, type OperatorFunction } from 'rxjs';
+import type { SftRow, Turn } from '../schemas/index.js';
+import type { AnnotatedTrajectory } from './annotate-ground-truth.js';
+import { sftRowsOf, type SftRowOptions } from './to-sft-rows.js';
 import type { Verdict } from './verdict.js';
 
 /**
- * SPA's structural filter `is_good_response` (reference §6 step 6, testcases §6.4): a
- * case-insensitive `<think>…</think>` starting before `<answer>…</answer>`, and inside the think
- * body at least one observation and one prediction span, the first observation first.
+ * SPA's structural filter `is_good_response` (docs/spa-data.md#filter): a case-insensitive
+ * `<think>…</think>` starting before `<answer>…</answer>`, and inside the think body at least
+ * one observation and one prediction span, the first observation first.
  */
 export function isWellFormedWorldModelResponse(response: string): boolean {
   const think = /<think>(.*?)<\/think>/is.exec(response);
@@ -17,43 +19,59 @@ export function isWellFormedWorldModelResponse(response: string): boolean {
   return observation !== null && prediction !== null && observation.index < prediction.index;
 }
 
-/**
- * Rejects a trajectory when any turn failed the parser (reference §4: not `ok`) or, in world-model
- * mode, any assistant message fails SPA's structural filter. The reason names the first bad turn.
- * Trajectory granularity on purpose: a row's prompt contains all earlier turns, so one malformed
- * turn taints every later row of its trajectory.
- */
-export function filterMalformed<T extends Trajectory>(): OperatorFunction<T, Verdict<T>> {
-  return map((trajectory): Verdict<T> => {
-    const problem = firstProblem(trajectory);
-    if (problem === null) return { accepted: true, value: trajectory };
-    return {
-      accepted: false,
-      rejection: { key: trajectory.trajectory_id, source: 'filterMalformed', ...problem, value: trajectory },
-    };
-  });
+/** Which rows the malformed filter judges, and by which rules (docs/spa-data.md#filter). */
+export interface MalformedFilter {
+  /** Envs whose rows must pass `is_good_response`; SPA filters FrozenLake and Sudoku, not Sokoban. */
+  readonly envs: readonly string[];
+  /**
+   * Also reject a row whose turn the parser did not accept, with the parser's reason
+   * (`answer-only`, `empty-answer`, `unknown-action`, `no-format-match`). Not a rule of SPA.
+   */
+  readonly parserReasons: boolean;
 }
 
-function firstProblem(trajectory: Trajectory): { reason: string; detail: string } | null {
-  for (const turn of trajectory.turns) {
-    if (!turn.parse.ok) {
+/** SPA's filter: `is_good_response` on FrozenLake and Sudoku rows, Sokoban rows unfiltered. */
+export const SPA_MALFORMED_FILTER: MalformedFilter = { envs: ['frozenlake', 'sudoku'], parserReasons: false };
+
+/**
+ * One SftRow per assistant turn (`sftRowsOf`), each accepted or rejected on its own: a bad turn
+ * costs only its own row. Later rows keep it in their prompt, as SPA's do (its rows are cut from
+ * the whole conversation before filtering). Rejections carry the row and name the turn.
+ */
+export function filterMalformedRows(
+  filter: MalformedFilter,
+  rows: SftRowOptions,
+): OperatorFunction<AnnotatedTrajectory, Verdict<SftRow>> {
+  const filtered = new Set(filter.envs);
+  return mergeMap((trajectory) =>
+    sftRowsOf(trajectory, rows).map((row): Verdict<SftRow> => {
+      const problem = filtered.has(trajectory.env)
+        ? problemOf(row, trajectory.turns[row.turn], trajectory.mode, filter)
+        : null;
+      if (problem === null) return { accepted: true, value: row };
       return {
-        reason: turn.parse.reason ?? 'parse-failed',
-        detail: `turn ${turn.turn}: parser ${turn.parse.matched} match, not ok (${turn.parse.reason ?? 'no reason'})`,
+        accepted: false,
+        rejection: { key: row.trajectory_id, source: 'filterMalformed', ...problem, value: row },
       };
-    }
+    }),
+  );
+}
+
+function problemOf(
+  row: SftRow,
+  turn: Turn | undefined,
+  mode: AnnotatedTrajectory['mode'],
+  filter: MalformedFilter,
+): { reason: string; detail: string } | null {
+  if (mode === 'wm' && !isWellFormedWorldModelResponse(row.response)) {
+    return {
+      reason: 'malformed-turn',
+      detail: `turn ${row.turn}: response fails the think/observation/prediction/answer structure`,
+    };
   }
-  if (trajectory.mode !== 'wm') return null;
-  let t = 0;
-  for (const message of trajectory.messages) {
-    if (message.role !== 'assistant') continue;
-    if (!isWellFormedWorldModelResponse(message.content)) {
-      return {
-        reason: 'malformed-turn',
-        detail: `turn ${t}: response fails the think/observation/prediction/answer structure`,
-      };
-    }
-    t++;
+  if (filter.parserReasons && turn !== undefined && !turn.parse.ok) {
+    const reason = turn.parse.reason ?? 'parse-failed';
+    return { reason, detail: `turn ${row.turn}: parser ${turn.parse.matched} match, not ok (${reason})` };
   }
   return null;
 }

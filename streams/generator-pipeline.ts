@@ -1,24 +1,24 @@
-import { filter, map, merge, share, type Observable } from 'rxjs';
-import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
-import { filterMalformed } from '../operators/filter-malformed.js';
+import { map, merge, share, type Observable } from 'rxjs';
+import type { Annotation } from '../operators/annotate-ground-truth.js';
+import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
 import { meterOutbound } from '../operators/meter-outbound.js';
 import { toRollout } from '../operators/to-rollout.js';
-import { toSftRows } from '../operators/to-sft-rows.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
 import { traceEpisodes } from '../operators/trace-episodes.js';
 import { traceStage } from '../operators/trace-stage.js';
-import { isAccepted, isRejected, type Rejection } from '../operators/verdict.js';
-import type { Rejected, Trajectory } from '../schemas/index.js';
 import type { DemandGate } from './demand-gate.js';
 import type { EpisodeConfig } from './episodes/episode-config.js';
 import { episodes, type EnvFactory, type PolicySource } from './episodes/episodes.js';
 import type { Outbound } from './outbound.js';
+import { toSftOutputs } from './sft-outputs.js';
 
 export interface GeneratorOptions {
   /** `sft`: world-model SFT rows (data generation); `rollouts`: PPO episodes. */
   readonly target: 'sft' | 'rollouts';
   readonly annotation?: Annotation;
   readonly maskTransitions?: boolean;
+  /** Which rows are judged and how; default SPA's (docs/spa-data.md#filter). */
+  readonly malformedFilter?: MalformedFilter;
   readonly now?: () => number;
   /** Backpressure from the sink: the episode loop waits while it is behind. */
   readonly gate?: DemandGate;
@@ -28,8 +28,8 @@ export interface GeneratorOptions {
  * The whole generator side in one place (design.md, Data flow):
  *
  *   episodes ─► toTrajectory ─┬─► spa.trajectories            (every raw trajectory)
- *                             ├─► annotateGroundTruth ─► filterMalformed ─┬─► toSftRows ─► spa.sft
- *                             │                                           └─► spa.dlq (with reason)
+ *                             ├─► toSftOutputs: annotate ─► filter per row ─┬─► spa.sft
+ *                             │                                              └─► spa.dlq (with reason)
  *                             └─► toRollout ─► spa.rollouts   (PPO target instead of SFT)
  *
  * The trajectory stream is shared, so each episode is played once and fans out. Telemetry
@@ -60,33 +60,15 @@ export function generatorPipeline(
       ),
     ).pipe(meterOutbound());
   }
-  const verdicts = trajectories.pipe(
-    traceStage('annotateGroundTruth', annotateGroundTruth({ annotation: options.annotation ?? 'gt' })),
-    traceStage('filterMalformed', filterMalformed()),
-    share(),
+  const sft = trajectories.pipe(
+    toSftOutputs(
+      {
+        annotation: options.annotation ?? 'gt',
+        maskTransitions: options.maskTransitions ?? false,
+        malformedFilter: options.malformedFilter ?? SPA_MALFORMED_FILTER,
+      },
+      now,
+    ),
   );
-  const rows = verdicts.pipe(
-    filter(isAccepted),
-    map((v) => v.value),
-    traceStage('toSftRows', toSftRows({ maskTransitions: options.maskTransitions ?? false })),
-    map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
-  );
-  const rejects = verdicts.pipe(
-    filter(isRejected),
-    map((v): Outbound => ({ topic: 'dlq', key: v.rejection.key, record: toRejected(v.rejection, now()) })),
-  );
-  return merge(raw, rows, rejects).pipe(meterOutbound());
-}
-
-/** A filter rejection as a dead-letter record; the payload is the trajectory as JSON. */
-export function toRejected(rejection: Rejection<Trajectory>, createdAt: number): Rejected {
-  return {
-    key: rejection.key,
-    source: rejection.source,
-    reason: rejection.reason,
-    detail: rejection.detail,
-    payload: Buffer.from(JSON.stringify(rejection.value), 'utf8'),
-    payload_fingerprint: null,
-    created_at: createdAt,
-  };
+  return merge(raw, sft).pipe(meterOutbound());
 }

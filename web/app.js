@@ -121,6 +121,12 @@ function body(record) {
         el('div', '', `detail: ${r.detail}`),
         el('div', 'where', `payload ${record.payloadBytes} bytes`),
         ...(record.payloadTrajectory ? drawTrajectory(record.payloadTrajectory) : []),
+        ...(record.payloadRow
+          ? [
+              el('div', '', `${record.payloadRow.env} turn ${record.payloadRow.turn}: rejected response`),
+              el('pre', 'response', record.payloadRow.response),
+            ]
+          : []),
       ];
     }
     case 'PolicyUpdate': {

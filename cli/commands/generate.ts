@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { tap } from 'rxjs';
 import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
+import type { EnvName } from '../../envs/types.js';
 import type { PromptMode } from '../../envs/protocol/index.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
@@ -14,7 +15,8 @@ import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../stre
 import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
-import { nonNegativeInt, oneOf, positiveInt, probability } from '../options.js';
+import { envList, nonNegativeInt, oneOf, positiveInt, probability } from '../options.js';
+import { SPA_MALFORMED_FILTER } from '../../operators/filter-malformed.js';
 import { Progress } from '../progress.js';
 
 interface GenerateOptions {
@@ -32,6 +34,8 @@ interface GenerateOptions {
   target: 'sft' | 'rollouts';
   annotation: Annotation;
   maskTransitions: boolean;
+  filterEnvs: EnvName[];
+  filterParserReasons: boolean;
   seedBase?: number;
   policySeed: number;
   oracleActionsPerTurn?: number;
@@ -98,6 +102,17 @@ export function registerGenerateCommand(program: Command): void {
     .option(
       '--mask-transitions',
       "flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss: the paper's masking ablation",
+      false,
+    )
+    .option(
+      '--filter-envs <envs>',
+      "envs whose SFT rows must pass SPA's structural filter (is_good_response), or none",
+      envList('--filter-envs'),
+      [...SPA_MALFORMED_FILTER.envs],
+    )
+    .option(
+      '--filter-parser-reasons',
+      'also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
       false,
     )
     .option(
@@ -176,6 +191,7 @@ async function generate(options: GenerateOptions): Promise<void> {
         target: options.target,
         annotation: options.annotation,
         maskTransitions: options.maskTransitions,
+        malformedFilter: { envs: options.filterEnvs, parserReasons: options.filterParserReasons },
         gate,
       },
     ).pipe(tap((o) => progress.add(o.topic)));

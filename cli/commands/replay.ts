@@ -5,7 +5,9 @@ import type { ReadStart } from '../../streams/kafka/consume-spa.js';
 import { replayTrajectories, type ReplayCounts } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { oneOf, positiveInt } from '../options.js';
+import { envList, oneOf, positiveInt } from '../options.js';
+import type { EnvName } from '../../envs/types.js';
+import { SPA_MALFORMED_FILTER } from '../../operators/filter-malformed.js';
 import { Progress } from '../progress.js';
 
 interface ReplayCliOptions {
@@ -16,6 +18,8 @@ interface ReplayCliOptions {
   dlqTopic?: string;
   annotate: Annotation;
   maskTransitions: boolean;
+  filterEnvs: EnvName[];
+  filterParserReasons: boolean;
   follow: boolean;
   perTransaction: number;
 }
@@ -77,6 +81,17 @@ export function registerReplayCommand(program: Command): void {
       'flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss',
       false,
     )
+    .option(
+      '--filter-envs <envs>',
+      "envs whose SFT rows must pass SPA's structural filter (is_good_response), or none",
+      envList('--filter-envs'),
+      [...SPA_MALFORMED_FILTER.envs],
+    )
+    .option(
+      '--filter-parser-reasons',
+      'also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
+      false,
+    )
     .option('--follow', 'keep replaying new trajectories after the end (Ctrl-C stops)', false)
     .option('--per-transaction <n>', 'trajectories per transaction', positiveInt('--per-transaction'), 32)
     .action(async (options: ReplayCliOptions) => {
@@ -93,6 +108,7 @@ export function registerReplayCommand(program: Command): void {
           follow: options.follow,
           annotation: options.annotate,
           maskTransitions: options.maskTransitions,
+          malformedFilter: { envs: options.filterEnvs, parserReasons: options.filterParserReasons },
           trajectoriesPerTransaction: options.perTransaction,
           stop: fromEvent(process, 'SIGINT').pipe(take(1)),
           onCommitted: progressOf(progress),

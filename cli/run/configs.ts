@@ -16,6 +16,10 @@ export interface LoopConfig {
    */
   readonly warmupTrajectories: number;
   readonly warmupEpochs: number;
+  /** Envs whose SFT rows must pass SPA's `is_good_response` (SPA: FrozenLake and Sudoku, not Sokoban). */
+  readonly filterEnvs: readonly EnvName[];
+  /** Also reject SFT rows whose turn the parser refused (not in SPA; docs/spa-data.md#filter). */
+  readonly filterParserReasons: boolean;
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
   readonly sftGroups: number;
   readonly sftGroupSize: number;
@@ -74,6 +78,8 @@ const small = {
   generator: 'oracle',
   warmupTrajectories: 256,
   warmupEpochs: 8,
+  filterEnvs: ['frozenlake', 'sudoku'],
+  filterParserReasons: false,
   sftGroups: 32,
   sftGroupSize: 1,
   sftBatches: 8,

@@ -5,7 +5,7 @@
  * per field); the flag, the YAML key, `spa run --help` and the error messages follow from it.
  */
 import { Option, type Command } from 'commander';
-import { nonNegativeInt, oneOf, positiveInt, positiveNumber } from '../options.js';
+import { envList, nonNegativeInt, oneOf, positiveInt, positiveNumber } from '../options.js';
 import type { LoopConfig } from './configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
@@ -52,6 +52,14 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for --model tiny, 0 for a real model)',
   ),
   warmupEpochs: count('format warm-up: SFT epochs'),
+  filterEnvs: {
+    help: "SFT data: envs whose rows must pass SPA's structural filter, or none (SPA: frozenlake,sudoku)",
+    arg: '<envs>',
+    parse: envList,
+  },
+  filterParserReasons: {
+    help: 'SFT data: also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
+  },
   sftGroups: count('SFT data: groups (puzzles) per batch (SPA: 32)'),
   sftGroupSize: count('SFT data: trajectories per group (SPA: 8)'),
   sftBatches: count('SFT data: batches (SPA: 5)'),

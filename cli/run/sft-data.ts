@@ -1,4 +1,5 @@
 import { envFactory } from '../../envs/registry.js';
+import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 import type { PolicySource } from '../../streams/episodes/episodes.js';
 import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
@@ -31,6 +32,7 @@ export async function generateSftData(
     readonly policy: PolicySource;
     readonly describePolicy: DataStageSummary['policy'];
     readonly transactionalId: string;
+    readonly malformedFilter: MalformedFilter;
   },
 ): Promise<DataStageSummary> {
   const { episodes } = options;
@@ -43,7 +45,7 @@ export async function generateSftData(
     episodes,
     makeEnv: envFactory({ name: episodes.env }),
     policy: options.policy,
-    pipeline: { target: 'sft' },
+    pipeline: { target: 'sft', malformedFilter: options.malformedFilter },
     transactionalId: options.transactionalId,
     onRecord: (o) => {
       progress.add(o.topic);

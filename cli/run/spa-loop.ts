@@ -10,6 +10,7 @@ import { onnxPolicy } from '../../streams/policies/onnx/index.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
+import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import { generateSftData, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
@@ -129,6 +130,7 @@ async function sftDataStages(
         policy: builtinPolicy(generator, { mode: 'wm', seed: 0 }),
         describePolicy: { name: generator, version: null },
         transactionalId: `spa-run-${runId}-sft`,
+        malformedFilter: malformedFilterOf(config),
       }),
     );
     return { dataStages: [data], sftStartModel: config.model };
@@ -156,6 +158,7 @@ async function sftDataStages(
           policy,
           describePolicy: { name: policy.name, version: policy.version },
           transactionalId: `spa-run-${runId}-sft`,
+          malformedFilter: malformedFilterOf(config),
         }),
       ),
     );
@@ -199,6 +202,7 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary;
         policy: builtinPolicy('oracle', { mode: 'wm', seed: 0 }),
         describePolicy: { name: 'oracle', version: null },
         transactionalId: `spa-run-${runId}-warmup`,
+        malformedFilter: malformedFilterOf(config),
       }),
     );
     const out = join(ctx.runDir, 'warmup');
@@ -388,4 +392,9 @@ async function evaluate(
 /** The trainer picks CUDA whenever it sees a GPU; `--device cpu` hides GPUs from it. */
 function trainerDeviceEnv(config: LoopConfig): NodeJS.ProcessEnv {
   return config.device === 'cpu' ? { CUDA_VISIBLE_DEVICES: '' } : {};
+}
+
+/** The loop's malformed-filter fields as the generator pipeline takes them. */
+function malformedFilterOf(config: LoopConfig): MalformedFilter {
+  return { envs: config.filterEnvs, parserReasons: config.filterParserReasons };
 }

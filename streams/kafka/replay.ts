@@ -5,15 +5,14 @@
  * writes transactionally: each transaction holds whole trajectories' outputs, and a source
  * record is acked only after its outputs are committed.
  */
-import { bufferTime, concatMap, filter, lastValueFrom, map, mergeMap, NEVER, of, takeUntil } from 'rxjs';
+import { bufferTime, concatMap, filter, lastValueFrom, map, NEVER, of, takeUntil } from 'rxjs';
 import type { Observable } from 'rxjs';
 import { applyTopicsTo, spaTopics } from '../../infra/kafka/topics.js';
-import { annotateGroundTruth, type Annotation } from '../../operators/annotate-ground-truth.js';
-import { filterMalformed } from '../../operators/filter-malformed.js';
-import { toSftRows } from '../../operators/to-sft-rows.js';
+import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../../operators/filter-malformed.js';
 import type { Trajectory } from '../../schemas/index.js';
-import { toRejected } from '../generator-pipeline.js';
 import type { Outbound } from '../outbound.js';
+import { toRejected, toSftOutputs, type SftDataOptions } from '../sft-outputs.js';
 import { readTopic, type KafkaConnection, type PartitionRange, type ReadStart } from './consume-spa.js';
 import { connectKafkajsAdmin } from './kafkajs-adapter.js';
 import { decodeSpaHeaders } from './headers.js';
@@ -34,6 +33,8 @@ export interface ReplayOptions {
   readonly follow?: boolean;
   readonly annotation: Annotation;
   readonly maskTransitions?: boolean;
+  /** Which rows are judged and how; default SPA's (docs/spa-data.md#filter). */
+  readonly malformedFilter?: MalformedFilter;
   /** Trajectories per transaction at most. Default 32. */
   readonly trajectoriesPerTransaction?: number;
   /** Ends the replay after the current transaction (e.g. on SIGINT while following). */
@@ -68,29 +69,17 @@ export interface ReplaySummary extends ReplayCounts {
 }
 
 /**
- * One trajectory through `annotateGroundTruth → filterMalformed → toSftRows` (the generator's
- * SFT branch, streams/generator-pipeline.ts): its SftRows, or one dead letter with the
- * filter's reason. The operators are synchronous, so subscribing collects every output.
+ * One trajectory through the generator's SFT branch (`toSftOutputs`): its accepted SftRows and a
+ * dead letter per rejected row. The operators are synchronous, so subscribing collects every output.
  */
 export function replayTrajectory(
   trajectory: Trajectory,
-  options: { annotation: Annotation; maskTransitions?: boolean; now?: number },
+  options: SftDataOptions,
+  now = Date.now(),
 ): Outbound[] {
   const outputs: Outbound[] = [];
-  const now = options.now ?? Date.now();
   of(trajectory)
-    .pipe(
-      annotateGroundTruth({ annotation: options.annotation }),
-      filterMalformed(),
-      mergeMap((verdict): Observable<Outbound> =>
-        verdict.accepted
-          ? of(verdict.value).pipe(
-              toSftRows({ maskTransitions: options.maskTransitions ?? false }),
-              map((row): Outbound => ({ topic: 'sft', key: row.trajectory_id, record: row })),
-            )
-          : of({ topic: 'dlq', key: verdict.rejection.key, record: toRejected(verdict.rejection, now) }),
-      ),
-    )
+    .pipe(toSftOutputs(options, () => now))
     .subscribe({ next: (o) => outputs.push(o) });
   return outputs;
 }
@@ -100,7 +89,11 @@ function outputsOf(consumed: InFlightRecord['record'], options: ReplayOptions): 
   const decoded = decodeKafkaRecord('Trajectory', consumed);
   if (!decoded.ok) return [{ topic: 'dlq', key: decoded.rejected.key ?? '', record: decoded.rejected }];
   try {
-    return replayTrajectory(decoded.record, options);
+    return replayTrajectory(decoded.record, {
+      annotation: options.annotation,
+      maskTransitions: options.maskTransitions ?? false,
+      malformedFilter: options.malformedFilter ?? SPA_MALFORMED_FILTER,
+    });
   } catch (error) {
     // annotateGroundTruth throws on a trajectory without a state per turn: dead-letter it, carry on.
     const detail = error instanceof Error ? error.message : String(error);

@@ -45,6 +45,13 @@ export interface WebTrajectory {
 }
 
 /** Where a record was read. */
+/** A rejected SFT row: which turn, and the response the filter refused. */
+export interface WebRejectedRow {
+  readonly env: string;
+  readonly turn: number;
+  readonly response: string;
+}
+
 export interface WebSource {
   readonly topic: string;
   readonly partition: number;
@@ -71,8 +78,10 @@ export type WebRecord = { readonly source: WebSource } & (
       readonly kind: 'Rejected' | 'Undecodable';
       readonly rejected: Omit<Rejected, 'payload' | 'payload_fingerprint'>;
       readonly payloadBytes: number;
-      /** The rejected trajectory when the payload is one as JSON (filterMalformed's dead letters). */
+      /** The rejected trajectory when the payload is one as JSON (annotation failures in replay). */
       readonly payloadTrajectory: WebTrajectory | null;
+      /** The rejected row when the payload is an SftRow as JSON (filterMalformed's dead letters). */
+      readonly payloadRow: WebRejectedRow | null;
     }
   | { readonly kind: 'PolicyUpdate'; readonly policy: PolicyUpdate }
 );
@@ -124,25 +133,38 @@ export function webTrajectory(t: Trajectory): WebTrajectory {
   };
 }
 
-/** filterMalformed puts the rejected trajectory in the payload as JSON; anything else is opaque. */
-function payloadTrajectory(payload: Buffer): WebTrajectory | null {
+/** The JSON a dead letter carries (a rejected SftRow or trajectory), or null when it is not JSON. */
+function payloadJson(payload: Buffer): Record<string, unknown> | null {
   try {
-    const parsed = JSON.parse(payload.toString('utf8')) as Partial<Trajectory>;
-    if (typeof parsed.trajectory_id !== 'string' || !Array.isArray(parsed.turns)) return null;
-    return webTrajectory(parsed as Trajectory);
+    const parsed: unknown = JSON.parse(payload.toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : null;
   } catch {
-    return null; // not JSON, or not shaped like a trajectory: shown as bytes only
+    return null; // not JSON: shown as bytes only
   }
+}
+
+function payloadTrajectory(json: Record<string, unknown> | null): WebTrajectory | null {
+  if (json === null || typeof json['trajectory_id'] !== 'string' || !Array.isArray(json['turns']))
+    return null;
+  return webTrajectory(json as unknown as Trajectory);
+}
+
+function payloadRow(json: Record<string, unknown> | null): WebRejectedRow | null {
+  if (json === null || typeof json['response'] !== 'string' || typeof json['turn'] !== 'number') return null;
+  const row = json as unknown as SftRow;
+  return { env: row.env, turn: row.turn, response: row.response };
 }
 
 function webRejected(kind: 'Rejected' | 'Undecodable', r: Rejected, source: WebSource): WebRecord {
   const { payload, payload_fingerprint: _fingerprint, ...rest } = r;
+  const json = payloadJson(payload);
   return {
     kind,
     source,
     rejected: rest,
     payloadBytes: payload.length,
-    payloadTrajectory: payloadTrajectory(payload),
+    payloadTrajectory: payloadTrajectory(json),
+    payloadRow: payloadRow(json),
   };
 }
 

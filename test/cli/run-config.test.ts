@@ -42,6 +42,8 @@ config: _3_frozen_lake
 generator: oracle
 warmup-trajectories: 7
 warmup-epochs: 2
+filter-envs: sokoban,sudoku
+filter-parser-reasons: true
 sft-groups: 3
 sft-group-size: 2
 sft-batches: 4
@@ -71,6 +73,8 @@ describe('spa run --config-file', () => {
       generator: 'oracle',
       warmupTrajectories: 7,
       warmupEpochs: 2,
+      filterEnvs: ['sokoban', 'sudoku'],
+      filterParserReasons: true,
       sftGroups: 3,
       sftGroupSize: 2,
       sftBatches: 4,
@@ -120,6 +124,10 @@ describe('spa run --config-file', () => {
       'ppo-mask: must be one of response-only, all-after-system, got "prediction" (line 3)',
     );
     await expect(runConfig(['--sft-lr', '-1'])).rejects.toThrow('--sft-lr must be a number > 0, got "-1"');
+    await expect(runConfig(['--filter-envs', 'sokoban,lake'])).rejects.toThrow(
+      /--filter-envs must be "none" or a comma-separated list of sokoban, frozenlake, sudoku: unknown env "lake"/,
+    );
+    expect((await runConfig(['--filter-envs', 'none'])).filterEnvs).toEqual([]);
   });
 
   it('takes built-in config < --full < file < flags', async () => {

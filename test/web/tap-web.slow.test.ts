@@ -51,7 +51,7 @@ function staticBeliefPolicy(): Policy {
   };
 }
 
-/** Text with no world-model format at all: every turn fails to parse, the trajectory is rejected. */
+/** Text with no world-model format at all: every turn fails to parse and (FrozenLake) every row is rejected. */
 const malformedPolicy: Policy = {
   name: 'malformed',
   version: 0,
@@ -104,7 +104,7 @@ beforeAll(async () => {
   await produce('sokoban', staticBeliefPolicy(), 'hist-sokoban');
   await produce('frozenlake', oraclePolicy({ mode: 'wm' }), 'hist-frozenlake');
   await produce('sudoku', randomPolicy({ mode: 'wm', seed: 7 }), 'hist-sudoku');
-  await produce('sokoban', malformedPolicy, 'hist-malformed', 1);
+  await produce('frozenlake', malformedPolicy, 'hist-malformed', 1);
   pageUrl = await startTap();
   page = await browser.newPage();
 }, 900_000);
@@ -153,11 +153,12 @@ describe('spa tap --web', () => {
     // The observation was right: nothing marked.
     expect(await firstTurn.locator('.board').nth(1).locator('.cell.diff').count()).toBe(0);
 
-    // Dead letters: the reason, and the rejected trajectory's parse outcome.
+    // Dead letters: the reason, and the rejected row's turn and response.
     const rejected = page.locator('.card.Rejected').first();
     await rejected.waitFor({ timeout: 30_000 });
-    expect(await rejected.textContent()).toContain('reason no-format-match');
-    expect(await rejected.textContent()).toContain('parse REJECTED no-format-match');
+    expect(await rejected.textContent()).toContain('reason malformed-turn');
+    expect(await rejected.textContent()).toMatch(/frozenlake turn \d+: rejected response/);
+    expect(await rejected.textContent()).toContain('I am not sure what to do.');
 
     // Sudoku boards split into rows of cells; FrozenLake boards appear too.
     const sudoku = page.locator('.card.Trajectory', { hasText: 'sudoku (easy)' }).first();

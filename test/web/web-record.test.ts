@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Outbound } from '../../streams/outbound.js';
-import { toRejected } from '../../streams/generator-pipeline.js';
+import { toRejected } from '../../streams/sft-outputs.js';
 import type { Trajectory, Turn } from '../../schemas/index.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
@@ -118,6 +118,23 @@ describe('toWebRecord', () => {
     expect(web.payloadTrajectory?.turns[0]!.believedAfter!.differs).toHaveLength(2);
   });
 
+  it("shows a filter reject's row payload: env, turn and the refused response", () => {
+    const row = {
+      env: 'frozenlake',
+      turn: 2,
+      response: '<think>hm</think><answer>Up</answer>',
+      trajectory_id: 't',
+    };
+    const rejected = toRejected(
+      { key: 't', source: 'filterMalformed', reason: 'malformed-turn', detail: 'turn 2: …', value: row },
+      1_700_000_000_000,
+    );
+    const web = roundTrip({ topic: 'dlq', key: 't', record: rejected });
+    if (web.kind !== 'Rejected') throw new Error(web.kind);
+    expect(web.payloadRow).toEqual({ env: 'frozenlake', turn: 2, response: row.response });
+    expect(web.payloadTrajectory).toBeNull();
+  });
+
   it('turns bytes no schema wrote into an Undecodable record with the reason', () => {
     const web = toWebRecord(
       decodeAnySpaRecord({
@@ -133,6 +150,7 @@ describe('toWebRecord', () => {
     if (web.kind !== 'Undecodable') throw new Error(web.kind);
     expect(web.rejected.reason).toBe('bad-magic');
     expect(web.payloadTrajectory).toBeNull();
+    expect(web.payloadRow).toBeNull();
     expect(web.source.key).toBeNull();
   });
 });

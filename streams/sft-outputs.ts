@@ -1,0 +1,52 @@
+import { map, type OperatorFunction } from 'rxjs';
+import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
+import { filterMalformedRows, type MalformedFilter } from '../operators/filter-malformed.js';
+import { traceStage } from '../operators/trace-stage.js';
+import type { Rejection } from '../operators/verdict.js';
+import type { Rejected, Trajectory } from '../schemas/index.js';
+import type { Outbound } from './outbound.js';
+
+/** How raw trajectories become SFT rows: annotation, row flags and the malformed filter. */
+export interface SftDataOptions {
+  readonly annotation: Annotation;
+  readonly maskTransitions: boolean;
+  readonly malformedFilter: MalformedFilter;
+}
+
+/**
+ * The SFT branch, shared by the generator and replay (docs/spa-data.md):
+ *
+ *   trajectory ─► annotateGroundTruth ─► filterMalformedRows ─┬─► spa.sft (one row per good turn)
+ *                                                             └─► spa.dlq (each rejected row, with reason)
+ */
+export function toSftOutputs(
+  options: SftDataOptions,
+  now: () => number,
+): OperatorFunction<Trajectory, Outbound> {
+  return (trajectories) =>
+    trajectories.pipe(
+      traceStage('annotateGroundTruth', annotateGroundTruth({ annotation: options.annotation })),
+      traceStage(
+        'filterMalformed',
+        filterMalformedRows(options.malformedFilter, { maskTransitions: options.maskTransitions }),
+      ),
+      map((verdict): Outbound =>
+        verdict.accepted
+          ? { topic: 'sft', key: verdict.value.trajectory_id, record: verdict.value }
+          : { topic: 'dlq', key: verdict.rejection.key, record: toRejected(verdict.rejection, now()) },
+      ),
+    );
+}
+
+/** A rejection as a dead-letter record; the payload is the rejected value (row or trajectory) as JSON. */
+export function toRejected(rejection: Rejection<unknown>, createdAt: number): Rejected {
+  return {
+    key: rejection.key,
+    source: rejection.source,
+    reason: rejection.reason,
+    detail: rejection.detail,
+    payload: Buffer.from(JSON.stringify(rejection.value), 'utf8'),
+    payload_fingerprint: null,
+    created_at: createdAt,
+  };
+}
