@@ -230,6 +230,10 @@ async function generatorPolicy(
 ): Promise<ResolvedPolicy> {
   const perTurn = options.oracleActionsPerTurn;
   const explore = options.oracleExplore;
+  if (options.policy === 'oracle' && !(explore !== undefined && explore > 0) && options.groupSize > 1)
+    throw new Error(
+      `--policy oracle with --group-size ${options.groupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --group-size 1, or --oracle-actions-per-turn 1 --oracle-explore <rate> for members that differ`,
+    );
   if (explore !== undefined && perTurn !== 1)
     throw new Error(`--oracle-explore needs --oracle-actions-per-turn 1, got ${perTurn ?? 'none'}`);
   if (perTurn === undefined)

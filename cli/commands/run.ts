@@ -60,6 +60,10 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
     ...given,
   };
   // A real instruction-tuned model writes the format already: only the tiny model warms up by default.
+  if (config.generator === 'oracle' && config.sftGroupSize > 1)
+    throw new Error(
+      `--generator oracle with --sft-group-size ${config.sftGroupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --sft-group-size 1`,
+    );
   if (!TINY_MODELS.includes(config.model) && given.warmupTrajectories === undefined)
     return { ...config, warmupTrajectories: 0 };
   return config;

@@ -72,10 +72,7 @@ export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells'];
  * steps, and a 512-token window (the ~400-token instruction prefix is the same in every row).
  */
 const small = {
-  // SPA's recipe is `self-play` (`spa run --generator self-play`); measured on 2026-11-24 the warmed-up
-  // tiny model still wrote malformed turns in every self-play trajectory (0 of 256 accepted by the
-  // trajectory-level filter), so the default stays on oracle data until the per-row filter lands.
-  generator: 'oracle',
+  generator: 'self-play',
   warmupTrajectories: 256,
   warmupEpochs: 8,
   filterEnvs: ['frozenlake', 'sudoku'],

@@ -88,6 +88,27 @@ describe('spa generate --oracle-actions-per-turn', () => {
     expect(bad.stderr).toContain('--oracle-explore must be a probability between 0 and 1, got "1.5"');
   });
 
+  it('refuses the deterministic oracle with more than one member per group; exploring members differ', () => {
+    const copies = generate(['--policy', 'oracle', '--group-size', '2', '--out', '/dev/null']);
+    expect(copies.status).not.toBe(0);
+    expect(copies.stderr).toContain('--policy oracle with --group-size 2: the oracle is deterministic');
+    const out = join(mkdtempSync(join(tmpdir(), 'spa-oracle-group-')), 'rows.jsonl');
+    const explored = generate([
+      ...['--policy', 'oracle', '--oracle-actions-per-turn', '1', '--oracle-explore', '0.5'],
+      ...['--groups', '2', '--group-size', '4', '--batches', '1', '--out', out],
+    ]);
+    expect(explored.status, explored.stderr).toBe(0);
+    const members = readFileSync(out.replace(/\.jsonl$/, '.trajectories.jsonl'), 'utf8')
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .map((line) => JSON.parse(line) as Trajectory);
+    for (const group of new Set(members.map((t) => t.group_id))) {
+      const texts = members.filter((t) => t.group_id === group).map((t) => JSON.stringify(t.messages));
+      expect(texts).toHaveLength(4);
+      expect(new Set(texts).size).toBeGreaterThan(1);
+    }
+  });
+
   it('refuses a policy other than the oracle, naming both options', () => {
     const run = generate(['--policy', 'random', '--oracle-actions-per-turn', '1', '--out', '/dev/null']);
     expect(run.status).not.toBe(0);

@@ -39,7 +39,7 @@ function fileWith(yamlText: string): string {
 /** A value for every field, each different from the default config's. */
 const EVERY_FIELD = `
 config: _3_frozen_lake
-generator: oracle
+generator: random
 warmup-trajectories: 7
 warmup-epochs: 2
 filter-envs: sokoban,sudoku
@@ -70,7 +70,7 @@ describe('spa run --config-file', () => {
     expect(await runConfig(['--config-file', fileWith(EVERY_FIELD)])).toEqual({
       name: '_3_frozen_lake',
       env: 'frozenlake',
-      generator: 'oracle',
+      generator: 'random',
       warmupTrajectories: 7,
       warmupEpochs: 2,
       filterEnvs: ['sokoban', 'sudoku'],
@@ -128,6 +128,9 @@ describe('spa run --config-file', () => {
       /--filter-envs must be "none" or a comma-separated list of sokoban, frozenlake, sudoku: unknown env "lake"/,
     );
     expect((await runConfig(['--filter-envs', 'none'])).filterEnvs).toEqual([]);
+    await expect(runConfig(['--generator', 'oracle', '--sft-group-size', '8'])).rejects.toThrow(
+      /--generator oracle with --sft-group-size 8: the oracle is deterministic/,
+    );
   });
 
   it('takes built-in config < --full < file < flags', async () => {
