@@ -1,6 +1,6 @@
 /**
- * The README's first command end to end: `spa run` (= `npm start`) on a real broker — oracle SFT
- * data → SFT of the tiny model → ONNX export → self-play with `--policy latest` while PPO publishes
+ * The README's first command end to end: `spa run` (= `npm start`) on a real broker — format
+ * warm-up → self-play SFT data from v0 → SFT of the tiny model → ONNX export → self-play with `--policy latest` while PPO publishes
  * new versions → Pass@1 / Pass@k. Only the evaluation is cut (2 puzzles), so the loop under test
  * is the default one.
  */
@@ -67,13 +67,17 @@ describe('spa run (the main job)', () => {
     expect(result.stdout).toMatch(/policy\s+Pass@1\s+Pass@8/);
 
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary;
-    // The default data stage (docs/spa-loop.md): oracle demonstrations, rows and rejects counted.
-    expect(summary.dataStages).toHaveLength(1);
-    const [data] = summary.dataStages;
-    expect(data!.policy).toEqual({ name: 'oracle', version: null });
-    expect(data!.trajectories).toBe(256);
-    expect(data!.rowsAccepted).toBeGreaterThan(256); // oracle episodes take one or more turns
-    expect(result.stdout).toContain('oracle: 256 trajectories');
+    // SPA's recipe (docs/spa-loop.md): the tiny model's format warm-up on oracle demonstrations,
+    // then self-play SFT data from the warmed-up model exported as policy v0.
+    expect(summary.dataStages.map((d) => d.stage)).toEqual(['warm-up data (oracle)', 'self-play sft data']);
+    const [warmup, selfPlay] = summary.dataStages;
+    expect(warmup!.policy).toEqual({ name: 'oracle', version: null });
+    expect(warmup!.trajectories).toBe(256);
+    expect(selfPlay!.policy).toEqual({ name: 'onnx:v000000', version: 0 });
+    expect(selfPlay!.trajectories).toBe(256);
+    expect(selfPlay!.rowsAccepted).toBeGreaterThanOrEqual(256); // one row per turn, ≥ 1 turn each
+    expect(selfPlay!.rejectsByReason).toEqual({}); // SPA does not filter Sokoban rows
+    expect(result.stdout).toContain('self-play sft data onnx:v000000 v0: 256 trajectories');
     // The default SFT must actually train: an untrained tiny model sits at ln(vocab) ≈ 6.9.
     expect(summary.sft.val_loss).toBeLessThan(1.5);
     expect(summary.selfPlay.rollouts).toBe(3 * 4 * 4);
