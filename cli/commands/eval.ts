@@ -16,6 +16,9 @@ interface EvalOptions {
   puzzles: number;
   source?: PuzzleSource;
   seed: number;
+  passes: number;
+  maxNewTokens?: number;
+  stopAtAnswer: boolean;
   out?: string;
 }
 
@@ -35,26 +38,45 @@ export function registerEvalCommand(program: Command): void {
       oneOf('--source', ['spa', 'generated'] as const),
     )
     .option('--seed <n>', 'sampling seed', nonNegativeInt('--seed'), 0)
+    .option('--passes <n>', 'passes over the same puzzles, averaged (SPA: 2)', positiveInt('--passes'), 1)
+    .option(
+      '--max-new-tokens <n>',
+      'ONNX policies: tokens per assistant turn (SPA: 400)',
+      positiveInt('--max-new-tokens'),
+    )
+    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false)
     .option('--out <file.json>', 'also write the report as JSON')
     .action(async (options: EvalOptions) => {
       const env = parseEnvName(options.env);
       let kafka: SpaKafka | undefined;
       if (options.policy === 'latest') kafka = await connectSpaKafka({ clientId: 'spa-eval' });
-      const policy = await resolvePolicy(options.policy, { mode: 'base', seed: options.seed, kafka });
+      const policy = await resolvePolicy(options.policy, {
+        mode: 'base',
+        seed: options.seed,
+        kafka,
+        maxNewTokens: options.maxNewTokens,
+        stopAtAnswer: options.stopAtAnswer,
+      });
       try {
-        const progress = new Progress('eval', { key: 'episodes', value: options.puzzles * options.k });
+        const progress = new Progress('eval', {
+          key: 'episodes',
+          value: options.puzzles * options.k * options.passes,
+        });
         const report = await evaluatePolicy(policy.source, {
           env,
           variant: options.variant,
           puzzles: options.puzzles,
           k: options.k,
           source: options.source,
+          passes: options.passes,
           onEpisode: () => progress.add('episodes'),
         });
         progress.done();
+        const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).toFixed(1)}`;
+        const passes = report.passes > 1 ? ` × ${report.passes} passes` : '';
         console.log(
-          `${env}  policy ${report.policy} v${report.policyVersion}  Pass@1 ${(100 * report.pass1).toFixed(1)}  ` +
-            `Pass@${report.k} ${(100 * report.passK).toFixed(1)}  (${report.groups} puzzles × ${report.k})`,
+          `${env}  policy ${report.policy} v${report.policyVersion}  Pass@1 ${pct(report.pass1, report.pass1StdErr)}  ` +
+            `Pass@${report.k} ${pct(report.passK, report.passKStdErr)}  (${report.groups} puzzles × ${report.k}${passes}; ± standard error)`,
         );
         console.log(
           `unbiased pass@k: ${report.curve.map((p) => `k=${p.k} ${(100 * p.value).toFixed(1)}`).join('  ')}`,

@@ -24,6 +24,7 @@ interface GenerateOptions {
   variant?: string;
   policy: string;
   maxNewTokens?: number;
+  stopAtAnswer: boolean;
   maxStaleness: number;
   exportEvery: number;
   groups: number;
@@ -60,6 +61,7 @@ export function registerGenerateCommand(program: Command): void {
       'ONNX policies: tokens per assistant turn (SPA: 400)',
       positiveInt('--max-new-tokens'),
     )
+    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false)
     .option(
       '--max-staleness <n>',
       "--policy latest: the trainer's --max-staleness; a batch waits for a version that keeps its records at most this many versions old",
@@ -244,6 +246,7 @@ async function generatorPolicy(
       maxStaleness: options.maxStaleness,
       exportEvery: options.exportEvery,
       maxNewTokens: options.maxNewTokens,
+      stopAtAnswer: options.stopAtAnswer,
     });
   if (options.policy !== 'oracle')
     throw new Error(

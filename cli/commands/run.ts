@@ -5,6 +5,7 @@ import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
 import type { DataStageSummary } from '../run/sft-data.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
+import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { nonNegativeInt } from '../options.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
@@ -83,6 +84,8 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
 
 function printSummary(summary: LoopSummary): void {
   const pct = (x: number) => (100 * x).toFixed(1).padStart(6);
+  const se = (x: number) => (100 * x).toFixed(1).padEnd(4);
+  const passes = summary.config.evalPasses > 1 ? ` × ${summary.config.evalPasses} passes` : '';
   const lines = [
     `SPA loop ${summary.config.name} (${summary.config.env}, model ${summary.config.model})`,
     ...summary.dataStages.map(dataStageLine),
@@ -92,10 +95,12 @@ function printSummary(summary: LoopSummary): void {
       .map(([v, n]) => `v${v}: ${n}`)
       .join(', ')}`,
     '',
-    `  policy            Pass@1  Pass@${summary.config.evalK}   (${summary.config.evalPuzzles} val puzzles × ${summary.config.evalK})`,
+    `  policy            Pass@1        Pass@${summary.config.evalK}         (${summary.config.evalPuzzles} val puzzles × ${summary.config.evalK}${passes}; ± standard error)`,
     ...summary.evaluations.map(
-      (e) => `  ${`${e.policy} v${e.policyVersion}`.padEnd(16)} ${pct(e.pass1)}  ${pct(e.passK)}`,
+      (e) =>
+        `  ${`${e.policy} v${e.policyVersion}`.padEnd(16)} ${pct(e.pass1)} ± ${se(e.pass1StdErr)}  ${pct(e.passK)} ± ${se(e.passKStdErr)}`,
     ),
+    floorLine(summary.evaluations),
     '',
     `  seconds      ${Object.entries(summary.seconds)
       .map(([stage, s]) => `${stage} ${s.toFixed(0)}`)
@@ -103,6 +108,18 @@ function printSummary(summary: LoopSummary): void {
     `  summary      ${summary.runDir}/summary.json`,
   ];
   console.log(lines.join('\n'));
+}
+
+/** Whether the final policy's Pass@1 beat the random floor (the first evaluation) by more than a standard error. */
+function floorLine(evaluations: readonly EvaluationResult[]): string {
+  const [floor, final] = [evaluations[0], evaluations.at(-1)];
+  if (!floor || !final || floor === final) return '';
+  const difference = final.pass1 - floor.pass1;
+  const error = Math.hypot(final.pass1StdErr, floor.pass1StdErr);
+  const verdict =
+    difference > error ? 'beats' : difference < -error ? 'is below' : 'is within a standard error of';
+  const signed = `${difference >= 0 ? '+' : '−'}${(100 * Math.abs(difference)).toFixed(1)} ± ${(100 * error).toFixed(1)}`;
+  return `  final policy v${final.policyVersion} ${verdict} the random floor (Pass@1 ${signed})`;
 }
 
 function dataStageLine(stage: DataStageSummary): string {

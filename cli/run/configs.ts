@@ -51,10 +51,14 @@ export interface LoopConfig {
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
+  /** Passes over the validation puzzles, averaged (SPA: 2). */
+  readonly evalPasses: number;
   /** Also evaluate the SFT policy (v1), not only the final one. */
   readonly evalSftPolicy: boolean;
   /** Tokens per assistant turn for the ONNX policy (SPA: 400). */
   readonly maxNewTokens: number;
+  /** Also end an ONNX turn at `</answer>` (SPA generates to eos or the budget). */
+  readonly stopAtAnswer: boolean;
   /** A tiny model built here (`TINY_MODELS`) or a local Hugging Face folder. */
   readonly model: string;
   /** Where ONNX generation and the trainer run. */
@@ -92,8 +96,10 @@ const small = {
   ppoMask: 'response-only',
   evalPuzzles: 8,
   evalK: 8,
+  evalPasses: 1,
   evalSftPolicy: false,
   maxNewTokens: 160, // the oracle's responses are 105–129 tiny tokens; an unsure model rambles on
+  stopAtAnswer: false,
   model: 'tiny',
   device: 'cpu',
 } as const;
@@ -113,6 +119,7 @@ export const SPA_FULL_SIZE = {
   exportEvery: 10,
   evalPuzzles: 128,
   evalK: 8,
+  evalPasses: 2,
   evalSftPolicy: true,
   maxNewTokens: 400,
 } as const;

@@ -80,8 +80,10 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
   evalPuzzles: count('validation puzzles (SPA: 128)'),
   evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),
+  evalPasses: count('passes over the validation puzzles, averaged (SPA: 2; --full: 2)'),
   evalSftPolicy: { flag: 'eval-sft', help: 'also evaluate the SFT policy (v1), not only the final one' },
   maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)'),
+  stopAtAnswer: { help: 'also end an ONNX turn at </answer> (SPA generates to eos or the token budget)' },
   model: {
     help: 'tiny (built here) or a local Hugging Face causal-LM folder',
     arg: '<tiny|folder>',

@@ -147,6 +147,7 @@ async function sftDataStages(
     folder: v0,
     seed: 0,
     maxNewTokens: config.maxNewTokens,
+    stopAtAnswer: config.stopAtAnswer,
     executionProvider: config.device,
   });
   try {
@@ -290,6 +291,7 @@ async function selfPlayAndPpo(
     exportEvery: config.exportEvery,
     seed: 1,
     maxNewTokens: config.maxNewTokens,
+    stopAtAnswer: config.stopAtAnswer,
     executionProvider: config.device,
   });
   const trainer = runTrainerModule(
@@ -361,11 +363,12 @@ async function evaluate(
   const run = async (label: string, policy: Parameters<typeof evaluatePolicy>[0]) => {
     const progress = new Progress(`eval ${label}`, {
       key: 'episodes',
-      value: config.evalPuzzles * config.evalK,
+      value: config.evalPuzzles * config.evalK * config.evalPasses,
     });
     const result = await evaluatePolicy(policy, {
       env: config.env,
       puzzles: config.evalPuzzles,
+      passes: config.evalPasses,
       k: config.evalK,
       onEpisode: () => progress.add('episodes'),
     });
@@ -378,6 +381,7 @@ async function evaluate(
       folder,
       seed: 11,
       maxNewTokens: config.maxNewTokens,
+      stopAtAnswer: config.stopAtAnswer,
       executionProvider: config.device,
     });
     try {

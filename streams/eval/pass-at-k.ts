@@ -1,5 +1,5 @@
 /**
- * Pass@k metrics (reference §10). SPA reports Pass@1 = mean success over all episodes and
+ * Pass@k metrics (docs/spa-generation.md#eval). SPA reports Pass@1 = mean success over all episodes and
  * Pass@k (k = group size) = fraction of groups with at least one success; for curves with
  * k < group size the unbiased estimator 1 − C(n−c, k) / C(n, k) of Chen et al. (2021) is used.
  */
@@ -16,42 +16,75 @@ export function passAtK(n: number, c: number, k: number): number {
 
 export interface GroupOutcome {
   readonly groupId: string;
+  /** The puzzle the group played (its seed); groups of one puzzle in several passes share it. Default: groupId. */
+  readonly puzzle?: string;
   readonly successes: readonly boolean[];
 }
 
 export interface PassReport {
   readonly episodes: number;
+  /** Distinct puzzles. */
   readonly groups: number;
+  /** Independent passes over the same puzzles (SPA validates twice and averages). */
+  readonly passes: number;
   /** Mean success over all episodes. */
   readonly pass1: number;
-  /** k = group size: fraction of groups with ≥ 1 success (SPA's `pass@8`). */
+  /** k = group size: fraction of groups with ≥ 1 success (SPA's `pass@8`), averaged over passes. */
   readonly passK: number;
+  /** Standard errors of `pass1` and `passK` across puzzles (each puzzle's value averaged over passes). */
+  readonly pass1StdErr: number;
+  readonly passKStdErr: number;
   readonly k: number;
   /** Unbiased pass@k for k = 1, 2, 4, … up to the group size. */
   readonly curve: readonly { readonly k: number; readonly value: number }[];
 }
 
-/** Aggregates group outcomes into SPA's metrics and an unbiased pass@k curve. */
+/**
+ * Aggregates group outcomes into SPA's metrics and an unbiased pass@k curve. Groups of the same
+ * puzzle (several passes) are averaged per puzzle first, so the standard errors are across
+ * puzzles, the unit the validation set samples (docs/spa-generation.md#eval).
+ */
 export function passReport(groups: readonly GroupOutcome[]): PassReport {
   if (groups.length === 0) throw new RangeError('pass@k of zero groups');
   const n = groups[0]!.successes.length;
   if (groups.some((g) => g.successes.length !== n))
     throw new RangeError('every group must have the same number of episodes');
-  const successes = groups.map((g) => g.successes.filter(Boolean).length);
-  const episodes = groups.length * n;
-  const curve: { k: number; value: number }[] = [];
-  for (let k = 1; k <= n; k *= 2) curve.push({ k, value: mean(successes.map((c) => passAtK(n, c, k))) });
-  if (curve.at(-1)!.k !== n) curve.push({ k: n, value: mean(successes.map((c) => passAtK(n, c, n))) });
+  const byPuzzle = new Map<string, number[]>();
+  for (const g of groups) {
+    const key = g.puzzle ?? g.groupId;
+    byPuzzle.set(key, [...(byPuzzle.get(key) ?? []), g.successes.filter(Boolean).length]);
+  }
+  const puzzles = [...byPuzzle.values()];
+  const passes = puzzles[0]!.length;
+  if (puzzles.some((counts) => counts.length !== passes))
+    throw new RangeError('every puzzle must be played in the same number of passes');
+  const perPuzzle = (f: (c: number) => number): number[] => puzzles.map((counts) => mean(counts.map(f)));
+  const ks: number[] = [];
+  for (let k = 1; k <= n; k *= 2) ks.push(k);
+  if (ks.at(-1) !== n) ks.push(n);
+  const pass1 = perPuzzle((c) => c / n);
+  const passK = perPuzzle((c) => (c > 0 ? 1 : 0));
   return {
-    episodes,
-    groups: groups.length,
-    pass1: successes.reduce((a, c) => a + c, 0) / episodes,
-    passK: successes.filter((c) => c > 0).length / groups.length,
+    episodes: groups.length * n,
+    groups: puzzles.length,
+    passes,
+    pass1: mean(pass1),
+    passK: mean(passK),
+    pass1StdErr: standardError(pass1),
+    passKStdErr: standardError(passK),
     k: n,
-    curve,
+    curve: ks.map((k) => ({ k, value: mean(perPuzzle((c) => passAtK(n, c, k))) })),
   };
 }
 
 function mean(values: readonly number[]): number {
   return values.reduce((a, v) => a + v, 0) / values.length;
+}
+
+/** Sample standard deviation / √count; 0 for a single value. */
+function standardError(values: readonly number[]): number {
+  if (values.length < 2) return 0;
+  const m = mean(values);
+  const variance = values.reduce((a, v) => a + (v - m) ** 2, 0) / (values.length - 1);
+  return Math.sqrt(variance / values.length);
 }

@@ -24,6 +24,8 @@ export interface ResolveOptions {
   readonly exportEvery?: number;
   /** Token cap per assistant turn for ONNX policies (SPA: 400). */
   readonly maxNewTokens?: number;
+  /** ONNX policies: also end a turn at `</answer>` (not SPA). */
+  readonly stopAtAnswer?: boolean;
   /** onnxruntime execution provider for ONNX policies. Default cpu. */
   readonly executionProvider?: 'cpu' | 'cuda';
 }
@@ -44,6 +46,9 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
       folder,
       seed: options.seed ?? 0,
       temperature: options.temperature ?? 1,
+      maxNewTokens: options.maxNewTokens,
+      stopAtAnswer: options.stopAtAnswer,
+      executionProvider: options.executionProvider,
     });
     return {
       source: policy,
@@ -66,6 +71,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
           seed: (options.seed ?? 0) + loads++,
           temperature: options.temperature ?? 1,
           maxNewTokens: options.maxNewTokens,
+          stopAtAnswer: options.stopAtAnswer,
           executionProvider: options.executionProvider,
         });
         if (policy.manifest.sha256 !== update.sha256) {

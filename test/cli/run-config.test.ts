@@ -59,8 +59,10 @@ max-staleness: 0
 ppo-mask: all-after-system
 eval-puzzles: 9
 eval-k: 4
+eval-passes: 3
 eval-sft: true
 max-new-tokens: 99
+stop-at-answer: true
 model: /models/qwen
 device: cuda
 `;
@@ -90,8 +92,10 @@ describe('spa run --config-file', () => {
       ppoMask: 'all-after-system',
       evalPuzzles: 9,
       evalK: 4,
+      evalPasses: 3,
       evalSftPolicy: true,
       maxNewTokens: 99,
+      stopAtAnswer: true,
       model: '/models/qwen',
       device: 'cuda',
     } satisfies LoopConfig);

@@ -184,8 +184,30 @@ describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {
     }
   });
 
-  it('stops at </answer> (kept), at <|im_end|> (dropped) or at 400 tokens', async () => {
+  it('stops at <|im_end|> (dropped) or at 400 tokens by default, as SPA', async () => {
     const policy = await onnxPolicy({ folder: fixture.artifact, seed: 3, intraOpThreads: 1 });
+    try {
+      const results = await policy.generate(
+        Array.from({ length: 16 }, (_, i) => prompts[i % prompts.length] as string),
+      );
+      expect(new Set(results.map((g) => g.stopReason)).has('answer')).toBe(false);
+      for (const g of results) {
+        expect(g.ids.some((id) => policy.tokenizer.stopIds.has(id))).toBe(false);
+        if (g.stopReason === 'length') expect(g.ids).toHaveLength(400);
+        else expect(g.ids.length).toBeLessThan(400);
+      }
+    } finally {
+      await policy.close?.();
+    }
+  });
+
+  it('with stopAtAnswer: stops at </answer> (kept), at <|im_end|> (dropped) or at 400 tokens', async () => {
+    const policy = await onnxPolicy({
+      folder: fixture.artifact,
+      seed: 3,
+      intraOpThreads: 1,
+      stopAtAnswer: true,
+    });
     try {
       const results = await policy.generate(
         Array.from({ length: 16 }, (_, i) => prompts[i % prompts.length] as string),

@@ -18,7 +18,7 @@ import {
   sampleToken,
   softmaxWeights,
 } from '../../streams/policies/onnx/sampler.js';
-import { StopDetector } from '../../streams/policies/onnx/stop-detector.js';
+import { ANSWER_END, StopDetector } from '../../streams/policies/onnx/stop-detector.js';
 
 /** Empirical frequencies of `draws` samples from one logits row. */
 function frequencies(logits: number[], temperature: number, topP: number, draws: number): number[] {
@@ -85,14 +85,29 @@ describe('sampleToken', () => {
 describe('StopDetector', () => {
   // A toy vocabulary: id → text (id 0 = <|im_end|>, never decoded: it is a stop id).
   const vocab = ['<|im_end|>', '<', '/', 'answer', '>', 'Up', ' ', '>\n', '</answer>', 'é'];
-  const rule = (maxNewTokens: number) => ({
+  const rule = (maxNewTokens: number, stopStrings: readonly string[] = [ANSWER_END]) => ({
     stopIds: new Set([0]),
     decode: (ids: readonly number[]) => ids.map((id) => vocab[id]).join(''),
     maxNewTokens,
+    stopStrings,
+  });
+  const spaRule = (maxNewTokens: number) => {
+    const { stopStrings: _none, ...spa } = rule(maxNewTokens);
+    return spa;
+  };
+
+  it('by default (SPA) goes on past `</answer>` to eos; the answer stop is an option', () => {
+    const d = new StopDetector(spaRule(400));
+    expect(feed(d, [5, 6, 8, 6, 5])).toBeUndefined();
+    expect(d.push(0)).toBe('eos');
+    expect(d.text()).toBe('Up </answer> Up');
+    const budget = new StopDetector(spaRule(3));
+    expect(feed(budget, [5, 8, 5])).toBe('length');
+    expect(budget.text()).toBe('Up</answer>Up');
   });
   const feed = (detector: StopDetector, ids: number[]) => ids.map((id) => detector.push(id)).find(Boolean);
 
-  it('stops once `</answer>` appears across several tokens, keeping it and cutting what follows', () => {
+  it('with the `</answer>` option: stops once `</answer>` appears across several tokens, keeping it and cutting what follows', () => {
     const d = new StopDetector(rule(400));
     // "Up <" "/" "answer" ">\n": the closing '>' arrives with a trailing newline
     expect(feed(d, [5, 6, 1, 2, 3])).toBeUndefined();

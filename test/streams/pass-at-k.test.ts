@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { evaluatePolicy } from '../../streams/eval/evaluate.js';
 import { passAtK, passReport } from '../../streams/eval/pass-at-k.js';
+import { builtinPolicy } from '../../streams/policies/builtin.js';
 
 describe('passAtK (unbiased estimator)', () => {
   it('matches 1 − C(n−c,k)/C(n,k) on small cases', () => {
@@ -41,5 +43,49 @@ describe('passReport (reference §10)', () => {
     expect(report.curve.map((p) => p.k)).toEqual([1, 2, 4]);
     expect(report.curve[0]!.value).toBeCloseTo(report.pass1, 12);
     expect(report.curve.at(-1)!.value).toBeCloseTo(report.passK, 12);
+  });
+});
+
+describe('passReport over several passes (SPA validates twice and averages)', () => {
+  it('averages each puzzle over its passes, with standard errors across puzzles', () => {
+    const report = passReport([
+      { groupId: 'p0/a', puzzle: 'a', successes: [true, false] },
+      { groupId: 'p0/b', puzzle: 'b', successes: [false, false] },
+      { groupId: 'p1/a', puzzle: 'a', successes: [true, true] },
+      { groupId: 'p1/b', puzzle: 'b', successes: [false, true] },
+    ]);
+    expect(report).toMatchObject({ groups: 2, passes: 2, episodes: 8, k: 2 });
+    // puzzle a: Pass@1 3/4, Pass@2 1; puzzle b: Pass@1 1/4, Pass@2 1/2
+    expect(report.pass1).toBeCloseTo(0.5, 12);
+    expect(report.passK).toBeCloseTo(0.75, 12);
+    // sd of (3/4, 1/4) = √(2·0.0625) ≈ 0.3536; / √2 = 0.25
+    expect(report.pass1StdErr).toBeCloseTo(0.25, 12);
+    expect(report.passKStdErr).toBeCloseTo(0.25, 12);
+  });
+
+  it('refuses puzzles played in different numbers of passes', () => {
+    expect(() =>
+      passReport([
+        { groupId: 'x', puzzle: 'a', successes: [true] },
+        { groupId: 'y', puzzle: 'a', successes: [true] },
+        { groupId: 'z', puzzle: 'b', successes: [true] },
+      ]),
+    ).toThrow(/same number of passes/);
+  });
+});
+
+describe('evaluatePolicy --passes', () => {
+  it('plays every puzzle once per pass with fresh samples and reports per-puzzle averages', async () => {
+    const policy = builtinPolicy('random', { mode: 'base', seed: 3 });
+    const one = await evaluatePolicy(policy, { env: 'frozenlake', puzzles: 6, k: 4 });
+    const two = await evaluatePolicy(builtinPolicy('random', { mode: 'base', seed: 3 }), {
+      env: 'frozenlake',
+      puzzles: 6,
+      k: 4,
+      passes: 2,
+    });
+    expect(one).toMatchObject({ groups: 6, passes: 1, episodes: 24 });
+    expect(two).toMatchObject({ groups: 6, passes: 2, episodes: 48 });
+    expect(two.pass1StdErr).toBeGreaterThan(0);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * The LLM policy on onnxruntime-node: an exported policy folder (export.py) continues SPA's
- * generation prompts (reference §3.2: the chat-templated conversation + `<think>`, already built
- * by envs/protocol as `request.prompt`) with SPA's sampling (§3.4: temperature 1, top-p 1, at most
- * 400 new tokens), one batch per `act` call, stopping at `</answer>`, `<|im_end|>`/eos or the budget.
+ * generation prompts (the chat-templated conversation + `<think>`, already built by envs/protocol
+ * as `request.prompt`) with SPA's sampling (docs/spa-generation.md: temperature 1, top-p 1, at most
+ * 400 new tokens), one batch per `act` call, stopping at `<|im_end|>`/eos or the budget (and at
+ * `</answer>` with `stopAtAnswer`).
  */
 import { basename, resolve } from 'node:path';
 import { Rng } from '../../../envs/internal/rng.js';
@@ -11,10 +12,11 @@ import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
 import { OnnxCausalLm, type CacheLayout, type ExecutionProvider } from './causal-lm.js';
 import { generateBatch, type Generation, type GenerationRequest } from './generate.js';
 import { checkSampling } from './sampler.js';
+import { ANSWER_END } from './stop-detector.js';
 import { PolicyTokenizer } from './tokenizer.js';
 import { spaMetrics } from '../../telemetry/metrics.js';
 
-/** SPA's response budget (`max_tokens = response_length = 400`, reference §3.4). */
+/** SPA's response budget (`max_tokens = response_length = 400`, docs/spa-generation.md#stop). */
 export const SPA_MAX_NEW_TOKENS = 400;
 
 /** Options of `onnxPolicy`. */
@@ -27,6 +29,8 @@ export interface OnnxPolicyOptions {
   readonly topP?: number;
   /** Default 400 (SPA). */
   readonly maxNewTokens?: number;
+  /** Also end a turn at `</answer>` (not SPA: it generates to eos or the budget). Default false. */
+  readonly stopAtAnswer?: boolean;
   /** Seeds the sampling streams; same seed + same requests ⇒ same continuations. Default 0. */
   readonly seed?: number;
   /** Default `cpu`. */
@@ -75,6 +79,7 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
       stopIds: tokenizer.stopIds,
       decode: (ids: readonly number[]) => tokenizer.decode(ids),
       maxNewTokens,
+      stopStrings: options.stopAtAnswer === true ? [ANSWER_END] : [],
     },
     prefillLogitsBudget: options.prefillLogitsBudget,
     prefillTokenBudget: options.prefillTokenBudget,

@@ -1,11 +1,11 @@
 /**
- * Per-row stop detection for a continuation (reference §3.4 + the issue): a row ends at a stop
- * id (`<|im_end|>`/eos, not part of the text), once its decoded text contains `</answer>`
- * (kept in the text; anything decoded after it is cut, as vLLM cuts after a stop string), or
- * at the token budget.
+ * Per-row stop detection for a continuation (docs/spa-generation.md#stop): a row ends at a stop
+ * id (`<|im_end|>`/eos, not part of the text) or at the token budget, as SPA's generation does.
+ * With stop strings (the `</answer>` option) it also ends once its decoded text contains one
+ * (kept in the text; anything decoded after it is cut, as vLLM cuts after a stop string).
  */
 
-/** The stop string that ends an SPA turn: the answer is complete. */
+/** The optional stop string that ends a turn once the answer is complete (not SPA's default). */
 export const ANSWER_END = '</answer>';
 
 /** Why a row stopped. */
@@ -16,7 +16,7 @@ export interface StopRule {
   readonly stopIds: ReadonlySet<number>;
   readonly decode: (ids: readonly number[]) => string;
   readonly maxNewTokens: number;
-  /** Stop strings kept in the output (default `['</answer>']`). */
+  /** Stop strings kept in the output (default none: SPA stops at eos or the budget only). */
   readonly stopStrings?: readonly string[];
 }
 
@@ -53,7 +53,7 @@ export class StopDetector {
     if (!Number.isInteger(rule.maxNewTokens) || rule.maxNewTokens < 1) {
       throw new Error(`maxNewTokens ${rule.maxNewTokens}: expected a positive integer`);
     }
-    this.stopStrings = rule.stopStrings ?? [ANSWER_END];
+    this.stopStrings = rule.stopStrings ?? [];
     this.window = Math.max(0, ...this.stopStrings.map((s) => s.length)) + WINDOW_SLACK;
   }
 
