@@ -1,3 +1,4 @@
+import { pyInt, pyIsDigit, pySplit, pyStrip } from '../protocol/internal/python-text.js';
 /** A parsed Sudoku move: zero-indexed row and column, the digit as written (not yet range-checked). */
 export interface SudokuMove {
   readonly row: number;
@@ -5,19 +6,15 @@ export interface SudokuMove {
   readonly value: number;
 }
 
-/** Python `str.isdigit` restricted to ASCII digits. */
-const DIGITS = /^\d+$/;
-/** What Python `int(token)` accepts for a whitespace-free ASCII token: sign, digits, single `_` separators. */
-const PY_INT = /^[+-]?\d+(?:_\d+)*$/;
-
 function pythonInt(token: string | undefined): number | null {
-  if (token === undefined || !PY_INT.test(token)) return null;
-  return Number(token.replace(/_/g, ''));
+  return token === undefined ? null : pyInt(token);
 }
 
 /**
- * RAGEN `SudokuEnv._parse_action` (mll-lab-nu/RAGEN `ragen/env/sudoku/env.py`, reference §2.4),
- * reproduced token by token; returns null where Python returns `(None, None, None)`.
+ * RAGEN `SudokuEnv._parse_action` (mll-lab-nu/RAGEN `ragen/env/sudoku/env.py`,
+ * docs/spa-protocol.md#sudoku), reproduced token by token with Python's string semantics
+ * (`lower`, `strip`, `split`, `isdigit`, `int`: internal/python-text.ts); returns null where
+ * Python returns a tuple holding None or raises.
  *
  * - Lower-case and trim; commas count as spaces; split on whitespace.
  * - If the text contains the substrings `row` and `col`: the tokens right after the whole tokens
@@ -27,8 +24,8 @@ function pythonInt(token: string | undefined): number | null {
  * - Otherwise the first three tokens must each be digits with optional leading `-`
  *   (`"r,c,v"`, `"r c v"`, extra tokens ignored).
  *
- * Deviation: Python's `isdigit`/`int` also accept non-ASCII digits (e.g. `"٣"`); this port
- * accepts ASCII digits only.
+ * Python's `isdigit`/`int` accept digits of every script (`"٣"` is 3), and `isdigit` also
+ * superscripts that `int` then refuses (`"²"`: Python raises, so null).
  */
 export function parseSudokuAction(action: string): SudokuMove | null {
   const fast = parsePlainMove(action);
@@ -41,23 +38,24 @@ export function parseSudokuAction(action: string): SudokuMove | null {
  * digits/commas/spaces shape); exported so tests can hold the two against each other.
  */
 export function parseSudokuActionTokens(action: string): SudokuMove | null {
-  const text = action.toLowerCase().trim();
-  const parts = text
-    .replace(/,/g, ' ')
-    .split(/\s+/)
-    .filter((p) => p.length > 0);
+  // JS `toLowerCase` = Python `lower` but on characters newer than Python 3.11's Unicode,
+  // none of which lowercases to ASCII (docs/spa-protocol.md#python-text).
+  const text = pyStrip(action.toLowerCase());
+  const parts = pySplit(text.replace(/,/g, ' '));
   if (text.includes('row') && text.includes('col')) {
     const rowIndex = parts.indexOf('row') + 1;
     const colIndex = parts.indexOf('col') + 1;
     if (rowIndex === 0 || colIndex === 0) return null;
-    const valueToken = parts.find((p, i) => DIGITS.test(p) && i !== rowIndex && i !== colIndex);
+    const valueToken = parts.find((p, i) => pyIsDigit(p) && i !== rowIndex && i !== colIndex);
+    const value = pythonInt(valueToken);
     const row = pythonInt(parts[rowIndex]);
     const col = pythonInt(parts[colIndex]);
-    if (row === null || col === null || valueToken === undefined) return null;
-    return { row: row - 1, col: col - 1, value: Number(valueToken) };
+    if (row === null || col === null || value === null) return null;
+    return { row: row - 1, col: col - 1, value };
   }
   const [r, c, v] = parts;
-  if (parts.length < 3 || ![r, c, v].every((p) => p !== undefined && /^-*\d+$/.test(p))) return null;
+  if (parts.length < 3 || ![r, c, v].every((p) => p !== undefined && pyIsDigit(p.replace(/^-+/, ''))))
+    return null;
   const row = pythonInt(r);
   const col = pythonInt(c);
   const value = pythonInt(v);
