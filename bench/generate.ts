@@ -254,7 +254,10 @@ async function callFloor(artifactFolder: string, tokens: number, nodeSeconds: nu
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
   const fixture = await referenceFixture();
-  const prompts = spaPrompts(Math.max(...BATCH_SIZES));
+  const prompts = spaPrompts(
+    (await loadPolicyArtifact(fixture.artifact)).chatTemplate,
+    Math.max(...BATCH_SIZES),
+  );
   console.log(
     `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ` +
       `${options.pairs} paired runs per configuration; ${load()}`,

@@ -7,10 +7,10 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ChatTemplate } from '../../envs/protocol/chat-template.js';
 import {
   SPA_MAX_ACTIONS_PER_TRAJ,
   buildMessages,
-  generationPrompt,
   instructionPrefix,
   type PromptMode,
 } from '../../envs/protocol/index.js';
@@ -75,17 +75,19 @@ export function referenceFixture(): Promise<ReferenceFixture> {
 const ENVS: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];
 
 /**
- * `count` real first-turn SPA generation prompts (reference §3.1–§3.2) on the paper's own
- * puzzles, cycling Sokoban, FrozenLake, Sudoku from seed 10000. They hold newlines, `√` (the
- * symbol legends), en dashes and Qwen's special tokens written as text.
+ * `count` real first-turn SPA generation prompts on the paper's own puzzles, cycling Sokoban,
+ * FrozenLake, Sudoku from seed 10000, rendered with `template` (the model's own). They hold
+ * newlines, `√` (the symbol legends), en dashes and the template's special tokens as text.
  */
-export function spaPrompts(count: number, mode: PromptMode = 'wm'): string[] {
+export function spaPrompts(template: ChatTemplate, count: number, mode: PromptMode = 'wm'): string[] {
   return Array.from({ length: count }, (_, i) => {
     const name = ENVS[i % ENVS.length] as EnvName;
     const env = spaEnv(name, 10000 + i);
     const budget = SPA_MAX_ACTIONS_PER_TRAJ[name];
     const prefix = instructionPrefix(env, mode, budget);
-    return generationPrompt(buildMessages(prefix, [{ state: env.state(), actionsLeft: budget }], { mode }));
+    return template.generationPrompt(
+      buildMessages(prefix, [{ state: env.state(), actionsLeft: budget }], { mode }),
+    );
   });
 }
 

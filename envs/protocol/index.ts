@@ -23,13 +23,7 @@ export {
   type ChatRole,
   type ConversationOptions,
 } from './conversation.js';
-export {
-  QWEN_DEFAULT_SYSTEM_PROMPT,
-  QWEN_GENERATION_PROMPT,
-  chatTemplate,
-  generationPrompt,
-  type ChatTemplateOptions,
-} from './qwen-chat-template.js';
+export { ChatTemplate, THINK_OPEN, chatTemplateOf, type RenderOptions } from './chat-template.js';
 export {
   SPA_MAX_ACTIONS_PER_TURN,
   historyText,

@@ -2,7 +2,6 @@ import { Observable, concatMap, range } from 'rxjs';
 import type { Environment } from '../../envs/types.js';
 import {
   buildMessages,
-  generationPrompt,
   instructionPrefix,
   parseResponse,
   turnRewardText,
@@ -78,7 +77,6 @@ function runBatch(
           return {
             env: config.env,
             messages,
-            prompt: generationPrompt(messages),
             actionsLeft: config.maxActionsPerTraj - slot.numActions,
             view: slot.env.clone(),
           };

@@ -6,8 +6,6 @@ export interface PolicyRequest {
   readonly env: EnvName;
   /** The conversation so far, ending with the user message that asks for this turn. */
   readonly messages: readonly ChatMessage[];
-  /** The exact generation prompt (chat template + `<think>`, reference §3.2) an LLM continues. */
-  readonly prompt: string;
   /** Actions left in the trajectory budget. */
   readonly actionsLeft: number;
   /**
@@ -18,8 +16,9 @@ export interface PolicyRequest {
 }
 
 /**
- * A policy: an async, batched `prompts → continuations` function. A continuation is the text
- * the model generates after the prompt's trailing `<think>` (reference §3.2).
+ * A policy: an async, batched `conversations → continuations` function. An LLM policy renders
+ * each conversation with its own chat template plus `<think>` (envs/protocol/chat-template.ts);
+ * a continuation is the text it generates after that `<think>`.
  */
 export interface Policy {
   /** Short name recorded on every record (`random`, `oracle`, `onnx:<folder>`…). */

@@ -15,16 +15,17 @@ import {
 } from '../../bench/python/generate-reference.js';
 import { Rng } from '../../envs/internal/rng.js';
 import { spaEnv } from '../../envs/registry.js';
-import { onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
+import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
 import type { PolicyRequest } from '../../streams/policies/policy.js';
 
 let fixture: ReferenceFixture;
 let greedy: OnnxPolicy;
-const prompts = spaPrompts(6);
+let prompts: string[];
 
 beforeAll(async () => {
   fixture = await referenceFixture();
   greedy = await onnxPolicy({ folder: fixture.artifact, temperature: 0, intraOpThreads: 1 });
+  prompts = spaPrompts((await loadPolicyArtifact(fixture.artifact)).chatTemplate, 6);
 });
 
 afterAll(async () => {
@@ -237,15 +238,23 @@ describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {
 describe('the Policy interface', () => {
   it('answers each request with a continuation, named after the folder with the manifest version', async () => {
     const env = spaEnv('sokoban', 10000);
-    const requests: PolicyRequest[] = prompts.slice(0, 2).map((prompt) => ({
+    const conversation = (state: string) => [
+      { role: 'system' as const, content: "You're a helpful assistant. " },
+      { role: 'user' as const, content: `Turn 1:\nState:\n${state}` },
+    ];
+    const requests: PolicyRequest[] = ['#P_X#', '#_PX#'].map((state) => ({
       env: 'sokoban',
-      messages: [],
-      prompt,
+      messages: conversation(state),
       actionsLeft: 10,
       view: env.clone(),
     }));
     const texts = await greedy.act(requests);
-    const direct = await greedy.generate(requests.map((r) => r.prompt));
+    // act renders each conversation with the artifact's own template, then `<think>`.
+    const rendered = requests.map(
+      (r) =>
+        `<|im_start|>system\n${r.messages[0]!.content}<|im_end|>\n<|im_start|>user\n${r.messages[1]!.content}<|im_end|>\n<|im_start|>assistant\n<think>`,
+    );
+    const direct = await greedy.generate(rendered);
     expect(texts).toEqual(direct.map((g) => g.text));
     expect(greedy.name).toBe('onnx:v000001');
     expect(greedy.version).toBe(1);

@@ -4,8 +4,17 @@ import { buildMessages } from '../../envs/protocol/conversation.js';
 import { instructionPrefix, instructionText } from '../../envs/protocol/instructions.js';
 import { historyText, parseResponse } from '../../envs/protocol/parser.js';
 import { turnRewardText } from '../../envs/protocol/python-repr.js';
-import { chatTemplate, generationPrompt } from '../../envs/protocol/qwen-chat-template.js';
+import { readFileSync } from 'node:fs';
+import { ChatTemplate } from '../../envs/protocol/chat-template.js';
 import type { HistoryEntry } from '../../envs/protocol/types.js';
+
+/** Qwen2.5-Instruct's own template (the tiny model's; trainer test_qwen_template checks the copy). */
+const qwen = new ChatTemplate(
+  readFileSync(new URL('./fixtures/qwen2.5-instruct.chat_template.jinja', import.meta.url), 'utf8'),
+  { eos_token: '<|im_end|>', pad_token: '<|endoftext|>' },
+);
+const chatTemplate = qwen.render.bind(qwen);
+const generationPrompt = qwen.generationPrompt.bind(qwen);
 
 // Reference §7.1 / testcases §6.2: Sokoban seed 10000, states s0 → s1.
 const s0 =
@@ -112,7 +121,7 @@ describe('buildMessages', () => {
   });
 });
 
-describe('chatTemplate (Qwen2.5)', () => {
+describe("Qwen2.5's chat template through @huggingface/jinja", () => {
   it('renders each message as <|im_start|>role\\ncontent<|im_end|>\\n', () => {
     const text = chatTemplate(
       [

@@ -80,3 +80,13 @@ def test_model_is_a_small_qwen2_with_safetensors(tiny_dir: Path, tiny_tokenizer:
     assert model.config.vocab_size == len(tiny_tokenizer)
     assert model.config.eos_token_id == tiny_tokenizer.eos_token_id
     assert sum(p.numel() for p in model.parameters()) < 1_000_000
+
+
+def test_the_ts_tests_render_the_tiny_models_chat_template() -> None:
+    """test/protocol/conversation.test.ts renders SPA's prompts with a copy of this template."""
+    from pathlib import Path
+
+    from spa_trainer.qwen_template import QWEN25_CHAT_TEMPLATE
+
+    copy = Path(__file__).resolve().parents[2] / "test/protocol/fixtures/qwen2.5-instruct.chat_template.jinja"
+    assert copy.read_text(encoding="utf-8") == QWEN25_CHAT_TEMPLATE

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { chatTemplateOf, type ChatTemplate } from '../../../envs/protocol/chat-template.js';
 
 /** The fields of `manifest.json` the ONNX policy relies on. */
 export interface PolicyManifest {
@@ -40,6 +41,8 @@ export interface PolicyArtifact {
   readonly tokenizerConfig: object;
   /** `generation_config.json`'s eos ids (Qwen2.5-Instruct lists `<|im_end|>` and `<|endoftext|>`). */
   readonly generationEosIds: readonly number[];
+  /** The model's own chat template (`chat_template.jinja` or tokenizer_config.json's), docs/spa-models.md. */
+  readonly chatTemplate: ChatTemplate;
 }
 
 const NUMBER_FIELDS = ['version', 'num_layers', 'num_key_value_heads', 'head_dim', 'vocab_size'] as const;
@@ -112,12 +115,23 @@ export async function loadPolicyArtifact(folder: string): Promise<PolicyArtifact
   const generationConfig = await readJson(join(folder, 'generation_config.json'), 'generation config').catch(
     () => null, // optional: export.py copies it only when the model folder has one
   );
+  const tokenizerConfig = (await readJson(
+    join(folder, 'tokenizer_config.json'),
+    'tokenizer config',
+  )) as object;
+  const jinja = await readFile(join(folder, 'chat_template.jinja'), 'utf8').catch(
+    (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null; // older exports keep it in tokenizer_config.json only
+      throw error;
+    },
+  );
   return {
     folder,
     manifest,
     modelPath,
     tokenizerJson: (await readJson(join(folder, 'tokenizer.json'), 'tokenizer')) as object,
-    tokenizerConfig: (await readJson(join(folder, 'tokenizer_config.json'), 'tokenizer config')) as object,
+    tokenizerConfig,
     generationEosIds: eosIds(generationConfig),
+    chatTemplate: chatTemplateOf({ jinja, tokenizerConfig }, folder),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The LLM policy on onnxruntime-node: an exported policy folder (export.py) continues SPA's
- * generation prompts (the chat-templated conversation + `<think>`, already built by envs/protocol
- * as `request.prompt`) with SPA's sampling (docs/spa-generation.md: temperature 1, top-p 1, at most
+ * generation prompts (the conversation rendered with the artifact's own chat template, + `<think>`)
+ * with SPA's sampling (docs/spa-generation.md: temperature 1, top-p 1, at most
  * 400 new tokens), one batch per `act` call, stopping at `<|im_end|>`/eos or the budget (and at
  * `</answer>` with `stopAtAnswer`).
  */
@@ -55,7 +55,8 @@ export interface OnnxPolicy extends Policy {
   readonly tokenizer: PolicyTokenizer;
   /**
    * Continues raw prompt strings (each row with `rngs[i]`, or the next streams of the policy's
-   * seed); `act` is this over `request.prompt`.
+   * seed); `act` is this over each request's messages rendered with the artifact's own chat
+   * template plus `<think>` (`chatTemplate.generationPrompt`).
    */
   generate(prompts: readonly string[], rngs?: readonly Rng[]): Promise<Generation[]>;
 }
@@ -117,7 +118,9 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
     tokenizer,
     generate,
     act: async (requests: readonly PolicyRequest[]) => {
-      const generations = await generate(requests.map((r) => r.prompt));
+      const generations = await generate(
+        requests.map((r) => artifact.chatTemplate.generationPrompt(r.messages)),
+      );
       // spa_generation_tokens_total{policy}: tokens decoded for the self-play episodes.
       const tokens = generations.reduce((sum, g) => sum + g.ids.length, 0);
       spaMetrics().generationTokens.add(tokens, { policy: name });
