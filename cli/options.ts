@@ -50,6 +50,16 @@ export function positiveNumber(name: string): (value: string) => number {
   };
 }
 
+/** A commander parser for a finite number ≥ 0 whose error names the option. */
+export function nonNegativeNumber(name: string): (value: string) => number {
+  return (value) => {
+    const x = Number(value);
+    if (value.trim() === '' || !Number.isFinite(x) || x < 0)
+      throw new InvalidArgumentError(`${name} must be a number ≥ 0, got "${value}"`);
+    return x;
+  };
+}
+
 /** A commander parser for a comma-separated list of env names, or `none` for the empty list. */
 export function envList(name: string): (value: string) => EnvName[] {
   return (value) => {

@@ -43,6 +43,9 @@ export interface LoopConfig {
    * rule derives from this and `exportEvery` (docs/spa-schedule.md), so any combination finishes.
    */
   readonly maxStaleness: number;
+  /** PPO learning rates of the actor and the critic (SPA: 1e-6 and 1e-5 for a pretrained 1.5B model). */
+  readonly ppoActorLr: number;
+  readonly ppoCriticLr: number;
   /**
    * PPO loss mask: `response-only` (the paper: assistant tokens) or `all-after-system` (SPA's
    * released run: every token after the system message).
@@ -93,6 +96,8 @@ const small = {
   ppoGroupSize: 4,
   exportEvery: 1,
   maxStaleness: 1,
+  ppoActorLr: 1e-4,
+  ppoCriticLr: 1e-3,
   ppoMask: 'response-only',
   evalPuzzles: 8,
   evalK: 8,
@@ -117,6 +122,8 @@ export const SPA_FULL_SIZE = {
   ppoGroups: 32,
   ppoGroupSize: 8,
   exportEvery: 10,
+  ppoActorLr: 1e-6,
+  ppoCriticLr: 1e-5,
   evalPuzzles: 128,
   evalK: 8,
   evalPasses: 2,

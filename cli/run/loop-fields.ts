@@ -5,7 +5,14 @@
  * per field); the flag, the YAML key, `spa run --help` and the error messages follow from it.
  */
 import { Option, type Command } from 'commander';
-import { envList, nonNegativeInt, oneOf, positiveInt, positiveNumber } from '../options.js';
+import {
+  envList,
+  nonNegativeInt,
+  nonNegativeNumber,
+  oneOf,
+  positiveInt,
+  positiveNumber,
+} from '../options.js';
 import type { LoopConfig } from './configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
@@ -36,7 +43,11 @@ export type LoopFieldTable = {
 
 const count = (help: string): ValueField<number> => ({ help, arg: '<n>', parse: positiveInt });
 const countFromZero = (help: string): ValueField<number> => ({ help, arg: '<n>', parse: nonNegativeInt });
-const rate = (help: string): ValueField<number> => ({ help, arg: '<x>', parse: positiveNumber });
+const rate = (help: string, zeroAllowed = false): ValueField<number> => ({
+  help,
+  arg: '<x>',
+  parse: zeroAllowed ? nonNegativeNumber : positiveNumber,
+});
 const choice = <T extends string>(choices: readonly T[], help: string): ValueField<T> => ({
   help: `${choices.join(' | ')}: ${help}`,
   arg: '<name>',
@@ -74,6 +85,8 @@ export const LOOP_FIELDS: LoopFieldTable = {
   maxStaleness: countFromZero(
     'PPO: train on records at most n policy versions old; the generator waits when needed (docs/spa-schedule.md)',
   ),
+  ppoActorLr: rate('PPO actor learning rate (SPA: 1e-6; 0 makes the update a no-op: a control arm)', true),
+  ppoCriticLr: rate('PPO critic learning rate (SPA: 1e-5)', true),
   ppoMask: choice(
     ['response-only', 'all-after-system'],
     "PPO loss mask: assistant tokens (the paper) or every token after the system message (SPA's run)",

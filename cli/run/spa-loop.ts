@@ -309,6 +309,8 @@ async function selfPlayAndPpo(
       ['--publish', kafka.topics.policy],
       ['--max-staleness', String(config.maxStaleness)],
       ['--mask', config.ppoMask],
+      ['--actor-lr', String(config.ppoActorLr)],
+      ['--critic-lr', String(config.ppoCriticLr)],
       ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),

@@ -57,6 +57,8 @@ ppo-group-size: 3
 export-every: 3
 max-staleness: 0
 ppo-mask: all-after-system
+ppo-actor-lr: 0
+ppo-critic-lr: 2e-5
 eval-puzzles: 9
 eval-k: 4
 eval-passes: 3
@@ -90,6 +92,8 @@ describe('spa run --config-file', () => {
       exportEvery: 3,
       maxStaleness: 0,
       ppoMask: 'all-after-system',
+      ppoActorLr: 0,
+      ppoCriticLr: 2e-5,
       evalPuzzles: 9,
       evalK: 4,
       evalPasses: 3,
