@@ -20,6 +20,14 @@ export interface LoopConfig {
   readonly filterEnvs: readonly EnvName[];
   /** Also reject SFT rows whose turn the parser refused (not in SPA; docs/spa-data.md#filter). */
   readonly filterParserReasons: boolean;
+  /**
+   * Oracle demonstrations of the warm-up: 0 = its whole shortest plan (≤ 5 actions per turn);
+   * ε > 0 = one action per turn, a uniformly random one with probability ε (seeded), so the
+   * warmed-up model succeeds only sometimes and PPO has room to improve it.
+   */
+  readonly warmupExplore: number;
+  /** No world-model SFT: PPO starts from the (warmed-up) model, the paper's RL-only baseline. */
+  readonly skipWorldModelSft: boolean;
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
   readonly sftGroups: number;
   readonly sftGroupSize: number;
@@ -58,6 +66,8 @@ export interface LoopConfig {
   readonly evalPasses: number;
   /** Also evaluate the SFT policy (v1), not only the final one. */
   readonly evalSftPolicy: boolean;
+  /** Evaluate every exported policy version (a learning curve), not only the final one. */
+  readonly evalCurve: boolean;
   /** Tokens per assistant turn for the ONNX policy (SPA: 400). */
   readonly maxNewTokens: number;
   /** Also end an ONNX turn at `</answer>` (SPA generates to eos or the budget). */
@@ -82,6 +92,8 @@ const small = {
   generator: 'self-play',
   warmupTrajectories: 256,
   warmupEpochs: 8,
+  warmupExplore: 0,
+  skipWorldModelSft: false,
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
   sftGroups: 32,
@@ -103,6 +115,7 @@ const small = {
   evalK: 8,
   evalPasses: 1,
   evalSftPolicy: false,
+  evalCurve: false,
   maxNewTokens: 160, // the oracle's responses are 105–129 tiny tokens; an unsure model rambles on
   stopAtAnswer: false,
   model: 'tiny',

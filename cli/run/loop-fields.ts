@@ -12,6 +12,7 @@ import {
   oneOf,
   positiveInt,
   positiveNumber,
+  probability,
 } from '../options.js';
 import type { LoopConfig } from './configs.js';
 
@@ -63,6 +64,14 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for --model tiny, 0 for a real model)',
   ),
   warmupEpochs: count('format warm-up: SFT epochs'),
+  warmupExplore: {
+    help: 'format warm-up: 0 = the oracle writes its plan (≤ 5 actions/turn); ε > 0 = one action per turn, random with probability ε',
+    arg: '<ε>',
+    parse: probability,
+  },
+  skipWorldModelSft: {
+    help: "no world-model SFT: PPO from the (warmed-up) model, the paper's RL-only baseline",
+  },
   filterEnvs: {
     help: "SFT data: envs whose rows must pass SPA's structural filter, or none (SPA: frozenlake,sudoku)",
     arg: '<envs>',
@@ -95,6 +104,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
   evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),
   evalPasses: count('passes over the validation puzzles, averaged (SPA: 2; --full: 2)'),
   evalSftPolicy: { flag: 'eval-sft', help: 'also evaluate the SFT policy (v1), not only the final one' },
+  evalCurve: { help: 'evaluate every exported policy version (a learning curve), not only the final one' },
   maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)'),
   stopAtAnswer: { help: 'also end an ONNX turn at </answer> (SPA generates to eos or the token budget)' },
   model: {

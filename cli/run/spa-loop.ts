@@ -80,10 +80,11 @@ export async function runSpaLoop(
   try {
     const brokers = kafka.config.brokers.join(',');
     const ctx: LoopContext = { config, kafka, python, runDir, runId: options.runId, brokers, timed };
-    const { dataStages, sftStartModel } = await sftDataStages(ctx);
-    const sft = await timed('sft', () => trainSft(ctx, sftStartModel));
+    const { dataStages, ppoStartModel, sft } = config.skipWorldModelSft
+      ? await withoutWorldModelSft(ctx)
+      : await withWorldModelSft(ctx);
     const { selfPlay, generatorVersions, evalArtifacts } = await timed('self-play + ppo', () =>
-      selfPlayAndPpo(config, kafka, python, runDir, brokers, options.runId),
+      selfPlayAndPpo(config, kafka, python, runDir, brokers, options.runId, ppoStartModel),
     );
     const evaluations = await timed('evaluate', () => evaluate(config, evalArtifacts));
     const summary: LoopSummary = {
@@ -103,6 +104,29 @@ export async function runSpaLoop(
   } finally {
     await kafka.close();
   }
+}
+
+/** Stages 1–2: world-model SFT data and SFT; PPO starts from the SFT run (its export is v1). */
+async function withWorldModelSft(ctx: LoopContext) {
+  const { dataStages, sftStartModel } = await sftDataStages(ctx);
+  const sft = await ctx.timed('sft', () => trainSft(ctx, sftStartModel));
+  return { dataStages, sft, ppoStartModel: join(ctx.runDir, 'sft') };
+}
+
+/**
+ * The paper's RL-only baseline (`skipWorldModelSft`): no world-model SFT; the model (after the
+ * tiny model's format warm-up) is exported and published as v1 and PPO starts from it.
+ */
+async function withoutWorldModelSft(ctx: LoopContext) {
+  const dataStages: DataStageSummary[] = [];
+  let model = ctx.config.model;
+  if (ctx.config.warmupTrajectories > 0) {
+    const warmup = await formatWarmup(ctx);
+    dataStages.push(warmup.data);
+    model = warmup.model;
+  }
+  await ctx.timed('export v1', () => exportPolicy(ctx, model, { stage: 'init', version: 1, publish: true }));
+  return { dataStages, sft: { skipped: true }, ppoStartModel: model };
 }
 
 /**
@@ -142,7 +166,9 @@ async function sftDataStages(
     dataStages.push(warmup.data);
     startModel = warmup.model;
   }
-  const v0 = await ctx.timed('export v0', () => exportInitialPolicy(ctx, startModel));
+  const v0 = await ctx.timed('export v0', () =>
+    exportPolicy(ctx, startModel, { stage: 'init', version: 0, publish: false }),
+  );
   const policy = await onnxPolicy({
     folder: v0,
     seed: 0,
@@ -200,7 +226,11 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary;
           batches: 1,
           seedBase: WARMUP_SEED_BASE,
         }),
-        policy: builtinPolicy('oracle', { mode: 'wm', seed: 0 }),
+        policy: builtinPolicy('oracle', {
+          mode: 'wm',
+          seed: 0,
+          ...(config.warmupExplore > 0 ? { actionsPerTurn: 1, exploreRate: config.warmupExplore } : {}),
+        }),
         describePolicy: { name: 'oracle', version: null },
         transactionalId: `spa-run-${runId}-warmup`,
         malformedFilter: malformedFilterOf(config),
@@ -235,22 +265,31 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary;
 /** Warm-up puzzles come from their own seed range, so self-play never replays a demonstrated puzzle. */
 const WARMUP_SEED_BASE = 50_000;
 
-/** Exports `model` (a HF folder, `tiny` or a trainer run folder) as ONNX policy v0; returns its folder. */
-async function exportInitialPolicy(ctx: LoopContext, model: string): Promise<string> {
+/**
+ * Exports `model` (a HF folder, `tiny` or a trainer run folder) as ONNX policy `version` under the
+ * run's policies folder, announcing it on the run's policy topic when asked; returns its folder.
+ */
+async function exportPolicy(
+  ctx: LoopContext,
+  model: string,
+  options: { stage: 'init'; version: number; publish: boolean },
+): Promise<string> {
   const root = join(ctx.runDir, 'policies');
+  const publish = options.publish ? ['--publish', ctx.kafka.topics.policy, '--brokers', ctx.brokers] : [];
   await runTrainerModule(
     ctx.python,
     'spa_trainer.export',
     [
       ['--model', model],
       ['--out', root],
-      ['--stage', 'init'],
-      ['--version', '0'],
+      ['--stage', options.stage],
+      ['--version', String(options.version)],
       ['--name', ctx.config.model],
+      publish,
     ].flat(),
     { label: 'export', env: trainerDeviceEnv(ctx.config) },
   ).done;
-  return join(root, 'v000000');
+  return join(root, `v${String(options.version).padStart(6, '0')}`);
 }
 
 /** Stage 2: world-model SFT from `startModel` on the run's `sft` topic, exported and published as v1. */
@@ -283,6 +322,7 @@ async function selfPlayAndPpo(
   runDir: string,
   brokers: string,
   runId: string,
+  startModel: string,
 ) {
   const latest = await resolvePolicy('latest', {
     mode: 'base',
@@ -298,7 +338,7 @@ async function selfPlayAndPpo(
     python,
     'spa_trainer.ppo_service',
     [
-      ['--model', join(runDir, 'sft')],
+      ['--model', startModel],
       ['--input', `kafka:${kafka.topics.rollouts}`],
       ['--out', join(runDir, 'ppo')],
       ['--steps', String(config.ppoSteps)],
@@ -345,7 +385,11 @@ async function selfPlayAndPpo(
     await latest.follower!.waitForVersion(finalVersion);
     const artifacts = latest.follower!.artifacts;
     // The final policy is evaluated by default; SFT's v1 too on request (each costs minutes on CPU).
-    const versions = config.evalSftPolicy ? [Math.min(...artifacts.keys()), finalVersion] : [finalVersion];
+    const versions = config.evalCurve
+      ? [...artifacts.keys()].sort((a, b) => a - b)
+      : config.evalSftPolicy
+        ? [Math.min(...artifacts.keys()), finalVersion]
+        : [finalVersion];
     const evalArtifacts = new Map(versions.map((v) => [v, artifacts.get(v)!]));
     return { selfPlay, generatorVersions, evalArtifacts };
   } catch (error) {

@@ -42,6 +42,8 @@ config: _3_frozen_lake
 generator: random
 warmup-trajectories: 7
 warmup-epochs: 2
+warmup-explore: 0.25
+skip-world-model-sft: true
 filter-envs: sokoban,sudoku
 filter-parser-reasons: true
 sft-groups: 3
@@ -63,6 +65,7 @@ eval-puzzles: 9
 eval-k: 4
 eval-passes: 3
 eval-sft: true
+eval-curve: true
 max-new-tokens: 99
 stop-at-answer: true
 model: /models/qwen
@@ -77,6 +80,8 @@ describe('spa run --config-file', () => {
       generator: 'random',
       warmupTrajectories: 7,
       warmupEpochs: 2,
+      warmupExplore: 0.25,
+      skipWorldModelSft: true,
       filterEnvs: ['sokoban', 'sudoku'],
       filterParserReasons: true,
       sftGroups: 3,
@@ -98,6 +103,7 @@ describe('spa run --config-file', () => {
       evalK: 4,
       evalPasses: 3,
       evalSftPolicy: true,
+      evalCurve: true,
       maxNewTokens: 99,
       stopAtAnswer: true,
       model: '/models/qwen',
