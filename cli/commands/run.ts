@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { withConfigFile } from '../config/command-config.js';
 import { LOOP_CONFIGS, SPA_FULL_SIZE, TINY_MODELS, loopConfig, type LoopConfig } from '../run/configs.js';
@@ -55,18 +56,20 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
 /** Built-in config < `--full` < config file and flags (already merged by commander). */
 function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopConfig {
   const given = loopFieldValues(options);
-  const config: LoopConfig = {
+  const merged: LoopConfig = {
     ...loopConfig(options.config),
     ...(options.full ? SPA_FULL_SIZE : {}),
     ...given,
   };
-  // A real instruction-tuned model writes the format already: only the tiny model warms up by default.
+  // A model folder is read by trainer processes with another working directory: make it absolute.
+  const tiny = TINY_MODELS.includes(merged.model);
+  const config = tiny ? merged : { ...merged, model: resolve(merged.model) };
   if (config.generator === 'oracle' && config.sftGroupSize > 1)
     throw new Error(
       `--generator oracle with --sft-group-size ${config.sftGroupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --sft-group-size 1`,
     );
-  if (!TINY_MODELS.includes(config.model) && given.warmupTrajectories === undefined)
-    return { ...config, warmupTrajectories: 0 };
+  // A real instruction-tuned model writes the format already: only the tiny model warms up by default.
+  if (!tiny && given.warmupTrajectories === undefined) return { ...config, warmupTrajectories: 0 };
   return config;
 }
 

@@ -5,7 +5,7 @@
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { registerRunCommand } from '../../cli/commands/run.js';
@@ -157,6 +157,11 @@ describe('spa run --config-file', () => {
     expect(fromFile).toEqual({ ...base, ...SPA_FULL_SIZE, ppoSteps: 6, exportEvery: 3, sftLr: 0.002 });
     const flags = await runConfig(['--config-file', file, '--export-every', '2', '--sft-lr', '0.01']);
     expect(flags).toEqual({ ...fromFile, exportEvery: 2, sftLr: 0.01 });
+  });
+
+  it('makes a model folder absolute (trainer processes run elsewhere) and keeps tiny names', async () => {
+    expect((await runConfig(['--model', 'runs/x/warmup'])).model).toBe(resolve('runs/x/warmup'));
+    expect((await runConfig(['--model', 'tiny-cells'])).model).toBe('tiny-cells');
   });
 
   it('warms up only the tiny model unless asked for', async () => {
