@@ -41,7 +41,9 @@ export function runTrainerModule(
     createInterface({ input: stream }).on('line', (line) => {
       tail.push(line);
       if (tail.length > 40) tail.shift();
-      process.stderr.write(`[${options.label}] ${line}\n`);
+      // The trainer prefixes its own lines (`[sft] …`); add the label only where it differs.
+      const prefix = `[${options.label}]`;
+      process.stderr.write(line.startsWith(prefix) ? `${line}\n` : `${prefix} ${line}\n`);
     });
   }
   const done = new Promise<void>((resolve, reject) => {

@@ -69,6 +69,7 @@ class SftConfig:
     mask_transitions: bool = False  # both states out of the loss (the paper's masking ablation)
     mask_predictions: bool = False  # only the next state out of the loss
     checkpoint_every: int = 50  # optimizer steps; one more at the end of every epoch
+    log_every: int = 50  # a progress line every this many steps (and at the first and last)
     max_steps: int | None = None  # budget: training ends after this step (evaluated, exported)
     stop_after_steps: int | None = None  # interruption: checkpoint after this step and exit
     eval_rows: int = 32  # rows for greedy next-state exact match
@@ -236,13 +237,14 @@ def run_step(run: SftRun, rows: list[SourcedRow], cfg: SftConfig, tracer: Any, o
     state.epoch_rows += len(rows)
     if on_step is not None:
         on_step(state.step, rows, loss)
-    tokens = sum(len(e.input_ids) for e in examples)
-    print(
-        f"[sft] epoch {state.epoch} step {state.step}/{run.end_step} loss {loss:.4f} "
-        f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
-        f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
-        flush=True,
-    )
+    if state.step % cfg.log_every == 0 or state.step in (1, run.end_step):
+        tokens = sum(len(e.input_ids) for e in examples)
+        print(
+            f"[sft] epoch {state.epoch} step {state.step}/{run.end_step} loss {loss:.4f} "
+            f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
+            f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
+            flush=True,
+        )
 
 
 def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> bool:
@@ -361,6 +363,9 @@ def parse_args(argv: list[str]) -> SftConfig:
     )
     p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
     p.add_argument(
+        "--log-every", type=positive_int, default=d.log_every, help="a progress line every N steps (and the first, last)"
+    )
+    p.add_argument(
         "--max-steps",
         type=positive_int,
         default=None,
@@ -396,6 +401,7 @@ def parse_args(argv: list[str]) -> SftConfig:
         mask_transitions=a.mask_transitions,
         mask_predictions=a.mask_predictions,
         checkpoint_every=a.checkpoint_every,
+        log_every=a.log_every,
         max_steps=a.max_steps,
         stop_after_steps=a.stop_after_steps,
         eval_rows=a.eval_rows,

@@ -110,3 +110,13 @@ def test_cli_exports_the_initial_policy_as_v0(tiny_dir: Path, tmp_path: Path) ->
     manifest = json.loads((tmp_path / "v000000" / "manifest.json").read_text())
     assert manifest["version"] == 0 and manifest["stage"] == "init"
     assert next_version(tmp_path) == 1
+
+
+def test_export_raises_no_tracer_warnings(tiny_dir: Path, tmp_path: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_policy(tiny_dir, tmp_path, stage="sft", step=1, model_name="tiny")
+    noisy = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning) or "aten::index" in str(w.message)]
+    assert noisy == [], [str(w.message)[:120] for w in noisy]

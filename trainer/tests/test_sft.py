@@ -214,3 +214,13 @@ def test_cli_max_steps_is_a_budget_that_exports(tmp_path: Path) -> None:
     assert isinstance(metrics, dict)
     assert metrics["finished"] is True and metrics["step"] == 3 and metrics["val_loss"] is None
     assert metrics["exported_version"] == 1 and metrics["artifact"] == str(tmp_path / "artifacts" / "v000001")
+
+
+def test_progress_is_a_line_every_log_every_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _config(tmp_path, 8, epochs=3, log_every=5)
+    run_sft(cfg)
+    steps = [line for line in capsys.readouterr().out.splitlines() if " step " in line and " loss " in line]
+    # 8 rows, 20 % held out by puzzle, batches of 2 over 3 epochs: every 5th step, the first and the last.
+    numbers = [int(line.split(" step ")[1].split("/")[0]) for line in steps]
+    last = int(steps[-1].split("/")[1].split()[0])
+    assert numbers == sorted({1, last, *range(5, last + 1, 5)}), steps
