@@ -19,8 +19,14 @@ interface EvalOptions {
   passes: number;
   maxNewTokens?: number;
   stopAtAnswer: boolean;
+  device: 'cpu' | 'cuda';
+  run?: string;
+  policyTopic?: string;
   out?: string;
 }
+
+/** Seconds `--policy latest` may wait for its first policy before saying what it waits for. */
+const WAITING_NOTICE_S = 5;
 
 /** `spa eval`: Pass@1 / Pass@k of a policy on the paper's validation puzzles (reference §10). */
 export function registerEvalCommand(program: Command): void {
@@ -45,19 +51,51 @@ export function registerEvalCommand(program: Command): void {
       positiveInt('--max-new-tokens'),
     )
     .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false)
+    .option(
+      '--device <device>',
+      'ONNX policies: cpu | cuda',
+      oneOf('--device', ['cpu', 'cuda'] as const),
+      'cpu',
+    )
+    .option('--run <id>', "--policy latest: follow that `spa run`'s policy topic (spa.<id>.policy)")
+    .option(
+      '--policy-topic <topic>',
+      '--policy latest: the PolicyUpdate topic to follow (default spa.policy)',
+    )
     .option('--out <file.json>', 'also write the report as JSON')
     .action(async (options: EvalOptions) => {
       const env = parseEnvName(options.env);
+      if ((options.run || options.policyTopic) && options.policy !== 'latest')
+        throw new Error(
+          `--run and --policy-topic choose the topic --policy latest follows; got --policy ${options.policy}`,
+        );
+      if (options.run && options.policyTopic) throw new Error('give --run or --policy-topic, not both');
       let kafka: SpaKafka | undefined;
-      if (options.policy === 'latest') kafka = await connectSpaKafka({ clientId: 'spa-eval' });
+      if (options.policy === 'latest') {
+        const topics = options.policyTopic
+          ? { names: { policy: options.policyTopic } }
+          : options.run
+            ? { prefix: `spa.${options.run}.` }
+            : undefined;
+        kafka = await connectSpaKafka({ clientId: 'spa-eval', topics });
+      }
       const policy = await resolvePolicy(options.policy, {
         mode: 'base',
         seed: options.seed,
         kafka,
         maxNewTokens: options.maxNewTokens,
         stopAtAnswer: options.stopAtAnswer,
+        executionProvider: options.device,
       });
       try {
+        // `latest` waits for a PolicyUpdate; say on which topic, in case nothing publishes there.
+        const waiting = setTimeout(() => {
+          if (kafka)
+            process.stderr.write(
+              `[eval] waiting for a policy on ${kafka.topics.policy} (brokers ${kafka.config.brokers.join(',')}); ` +
+                'a `spa run` publishes on spa.<run>.policy: pass --run <id> or --policy-topic <topic>\n',
+            );
+        }, WAITING_NOTICE_S * 1000);
         const progress = new Progress('eval', {
           key: 'episodes',
           value: options.puzzles * options.k * options.passes,
@@ -69,8 +107,12 @@ export function registerEvalCommand(program: Command): void {
           k: options.k,
           source: options.source,
           passes: options.passes,
-          onEpisode: () => progress.add('episodes'),
+          onEpisode: () => {
+            clearTimeout(waiting);
+            progress.add('episodes');
+          },
         });
+        clearTimeout(waiting);
         progress.done();
         const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).toFixed(1)}`;
         const passes = report.passes > 1 ? ` × ${report.passes} passes` : '';

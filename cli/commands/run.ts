@@ -104,6 +104,7 @@ function printSummary(summary: LoopSummary): void {
         `  ${`${e.policy} v${e.policyVersion}`.padEnd(16)} ${pct(e.pass1)} ± ${se(e.pass1StdErr)}  ${pct(e.passK)} ± ${se(e.passKStdErr)}`,
     ),
     floorLine(summary.evaluations),
+    `  reproduce    ${summary.evaluations.at(-1)?.command ?? ''}`,
     '',
     `  seconds      ${Object.entries(summary.seconds)
       .map(([stage, s]) => `${stage} ${s.toFixed(0)}`)

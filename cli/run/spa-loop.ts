@@ -26,7 +26,7 @@ export interface LoopSummary {
   readonly selfPlay: Readonly<Record<string, number>>;
   /** Policy version → self-play batches the generator started with it. */
   readonly generatorVersions: Readonly<Record<string, number>>;
-  readonly evaluations: readonly EvaluationResult[];
+  readonly evaluations: readonly LoopEvaluation[];
   readonly seconds: Readonly<Record<string, number>>;
 }
 
@@ -400,43 +400,61 @@ async function selfPlayAndPpo(
   }
 }
 
-/** Pass@1 / Pass@k of the random policy (a floor) and the given ONNX policy versions. */
+/** One evaluation of the run, with the `spa eval` command that reproduces it. */
+export interface LoopEvaluation extends EvaluationResult {
+  readonly command: string;
+}
+
+/**
+ * Pass@1 / Pass@k of the random policy (a floor) and the given ONNX policy versions. Each policy
+ * is built as `spa eval` builds it (`resolvePolicy`), so the recorded command gives the same numbers.
+ */
 async function evaluate(
   config: LoopConfig,
   artifacts: ReadonlyMap<number, string>,
-): Promise<EvaluationResult[]> {
-  const results: EvaluationResult[] = [];
-  const run = async (label: string, policy: Parameters<typeof evaluatePolicy>[0]) => {
-    const progress = new Progress(`eval ${label}`, {
-      key: 'episodes',
-      value: config.evalPuzzles * config.evalK * config.evalPasses,
-    });
-    const result = await evaluatePolicy(policy, {
-      env: config.env,
-      puzzles: config.evalPuzzles,
-      passes: config.evalPasses,
-      k: config.evalK,
-      onEpisode: () => progress.add('episodes'),
-    });
-    progress.done();
-    results.push(result);
-  };
-  await run('random', builtinPolicy('random', { mode: 'base', seed: 7 }));
-  for (const [version, folder] of artifacts) {
-    const policy = await onnxPolicy({
-      folder,
-      seed: 11,
+): Promise<LoopEvaluation[]> {
+  const results: LoopEvaluation[] = [];
+  const run = async (label: string, spec: string, seed: number) => {
+    const onnx = spec.startsWith('onnx:');
+    const args = [
+      ...['--policy', spec, '--env', config.env, '--puzzles', String(config.evalPuzzles)],
+      ...['--k', String(config.evalK), '--passes', String(config.evalPasses), '--seed', String(seed)],
+      ...(onnx ? ['--max-new-tokens', String(config.maxNewTokens), '--device', config.device] : []),
+      ...(onnx && config.stopAtAnswer ? ['--stop-at-answer'] : []),
+    ];
+    const policy = await resolvePolicy(spec, {
+      mode: 'base',
+      seed,
       maxNewTokens: config.maxNewTokens,
       stopAtAnswer: config.stopAtAnswer,
       executionProvider: config.device,
     });
     try {
-      await run(`v${version}`, policy);
+      const progress = new Progress(`eval ${label}`, {
+        key: 'episodes',
+        value: config.evalPuzzles * config.evalK * config.evalPasses,
+      });
+      const result = await evaluatePolicy(policy.source, {
+        env: config.env,
+        puzzles: config.evalPuzzles,
+        passes: config.evalPasses,
+        k: config.evalK,
+        onEpisode: () => progress.add('episodes'),
+      });
+      progress.done();
+      results.push({ ...result, command: `spa eval ${args.map(shellWord).join(' ')}` });
     } finally {
-      await policy.close?.();
+      await policy.close();
     }
-  }
+  };
+  await run('random', 'random', 7);
+  for (const [version, folder] of artifacts) await run(`v${version}`, `onnx:${folder}`, 11);
   return results;
+}
+
+/** A word as a POSIX shell reads it back (quoted only when needed). */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 /** The trainer picks CUDA whenever it sees a GPU; `--device cpu` hides GPUs from it. */

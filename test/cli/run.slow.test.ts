@@ -53,7 +53,41 @@ interface Summary {
   sft: { step: number; val_loss: number };
   selfPlay: { rollouts: number };
   generatorVersions: Record<string, number>;
-  evaluations: { policy: string; policyVersion: number; pass1: number; passK: number; episodes: number }[];
+  evaluations: {
+    policy: string;
+    policyVersion: number;
+    pass1: number;
+    passK: number;
+    episodes: number;
+    command: string;
+  }[];
+}
+
+/** Starts the CLI and resolves once its stderr matches `pattern` (then kills it), or rejects after `ms`. */
+function stderrOf(
+  args: readonly string[],
+  pattern: RegExp,
+  ms: number,
+): Promise<{ text: string; seconds: number }> {
+  const started = Date.now();
+  const child = spawn('node', ['bin/spa.mjs', ...args], {
+    env: { ...process.env, KAFKA_BROKERS: broker.brokers.join(',') },
+  });
+  let text = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no ${pattern} on stderr within ${ms} ms:\n${text}`));
+    }, ms);
+    child.stderr.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      if (pattern.test(text)) {
+        clearTimeout(timer);
+        child.kill('SIGKILL');
+        resolve({ text, seconds: (Date.now() - started) / 1000 });
+      }
+    });
+  });
 }
 
 describe('spa run (the main job)', () => {
@@ -91,7 +125,40 @@ describe('spa run (the main job)', () => {
       expect(e.passK).toBeGreaterThanOrEqual(e.pass1);
       expect(e.passK).toBeLessThanOrEqual(1);
     }
+
+    // The recorded `spa eval` command reproduces the run's own final evaluation exactly.
+    expect(final.command).toMatch(/^spa eval --policy onnx:\S+ --env sokoban --puzzles 2 --k 8 .*--seed 11/);
+    const again = await spa([...final.command.split(' ').slice(1), '--out', join(runDir, 'again.json')]);
+    expect(again.code, again.stderr.slice(-2000)).toBe(0);
+    const report = JSON.parse(
+      await readFile(join(runDir, 'again.json'), 'utf8'),
+    ) as Summary['evaluations'][number];
+    expect([report.pass1, report.passK, report.episodes]).toEqual([final.pass1, final.passK, final.episodes]);
   }, 1_200_000);
+
+  it("spa eval --policy latest --run <id> follows that run's policy topic; an empty topic is named within seconds", async () => {
+    const latest = await spa([
+      'eval',
+      '--policy',
+      'latest',
+      '--run',
+      'ci',
+      '--env',
+      'sokoban',
+      '--puzzles',
+      '1',
+      '--k',
+      '1',
+    ]);
+    expect(latest.code, latest.stderr.slice(-2000)).toBe(0);
+    expect(latest.stdout).toMatch(/policy onnx:v0+\d+ v[2-9]/);
+    const waiting = await stderrOf(
+      ['eval', '--policy', 'latest', '--run', 'nobody', '--env', 'sokoban', '--puzzles', '1', '--k', '1'],
+      /waiting for a policy on spa\.nobody\.policy/,
+      30_000,
+    );
+    expect(waiting.seconds).toBeLessThan(20);
+  }, 120_000);
 
   it('finishes with an export cadence longer than the staleness bound (sizes from --config-file)', async () => {
     // Small sizes from a file; the schedule from flags: a batch may wait for a version 3 steps away.
