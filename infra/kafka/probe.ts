@@ -2,6 +2,7 @@
  * "Does the broker answer?": one metadata round trip (DescribeCluster via kafkajs' admin
  * client), used by start/status and by tests waiting for a restarted broker.
  */
+import { connect } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 
 /** Asks the brokers for cluster metadata once; resolves true when they answer in time. */
@@ -41,4 +42,47 @@ export async function waitUntilAnswering(
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return 'timeout';
+}
+
+/** Whether a TCP connection to one `host:port` opens within `timeoutMs`. */
+function tcpOpens(address: string, timeoutMs: number): Promise<boolean> {
+  const at = address.lastIndexOf(':');
+  const host = address.slice(0, at).replace(/^\[|\]$/g, '');
+  const port = Number(address.slice(at + 1));
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (open: boolean) => {
+      socket.destroy();
+      resolve(open);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * Waits until some bootstrap broker accepts a TCP connection (a configured cluster may need
+ * SASL/TLS, so only reachability is checked here), calling `onWaiting` once after the first
+ * round fails; throws after `timeoutMs` with a message naming the brokers.
+ */
+export async function waitForReachableBroker(
+  brokers: readonly string[],
+  timeoutMs: number,
+  onWaiting: () => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let told = false;
+  for (;;) {
+    const round = await Promise.all(brokers.map((b) => tcpOpens(b, Math.min(2000, timeoutMs))));
+    if (round.some(Boolean)) return;
+    if (Date.now() >= deadline)
+      throw new Error(
+        `no Kafka broker answers at ${brokers.join(',')} after ${Math.round(timeoutMs / 1000)} s ` +
+          '(KAFKA_BROKERS); is it running and reachable? `spa doctor` checks the setup',
+      );
+    if (!told) onWaiting();
+    told = true;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }

@@ -1,4 +1,5 @@
 import { ensureBroker, type BrokerStartOptions } from '../../infra/kafka/broker.js';
+import { waitForReachableBroker } from '../../infra/kafka/probe.js';
 import {
   applyTopicsTo,
   spaTopicNames,
@@ -30,6 +31,15 @@ export interface ConnectOptions {
  */
 export async function connectSpaKafka(options: ConnectOptions = {}): Promise<SpaKafka> {
   const broker = await ensureBroker(options.broker);
+  if (broker.external) {
+    // A dead KAFKA_BROKERS fails here in seconds instead of after kafkajs' whole retry budget.
+    const seconds = Number(process.env['SPA_KAFKA_CONNECT_TIMEOUT_S'] ?? 8);
+    await waitForReachableBroker(broker.brokers, seconds * 1000, () =>
+      process.stderr.write(
+        `[kafka] waiting for KAFKA_BROKERS=${broker.brokers.join(',')} to accept connections (up to ${seconds} s)\n`,
+      ),
+    );
+  }
   const config = kafkaConfigFromEnv(process.env, {
     brokers: [...broker.brokers],
     clientId: options.clientId ?? 'spa',
