@@ -77,6 +77,14 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
   // The trainer processes inherit the environment: their step spans go to the same receiver.
   if (options.otlpEndpoint) process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = options.otlpEndpoint;
   const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+  // Ctrl-C: every finished stage is on disk, so the same command with this run id resumes.
+  process.once('SIGINT', () => {
+    const args = process.argv.slice(2).filter((a, i, all) => a !== '--run-id' && all[i - 1] !== '--run-id');
+    process.stderr.write(
+      `\n[spa run] interrupted; resume with: spa ${[...args, '--run-id', runId].join(' ')}\n`,
+    );
+    process.exit(130);
+  });
   const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
   const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>
     runSpaLoop(config, { runsDir: options.runsDir, runId }),

@@ -3,6 +3,7 @@ import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 import type { PolicySource } from '../../streams/episodes/episodes.js';
 import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
+import { connectKafkajsAdmin } from '../../streams/kafka/kafkajs-adapter.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { Progress } from '../progress.js';
 
@@ -36,6 +37,10 @@ export async function generateSftData(
   },
 ): Promise<DataStageSummary> {
   const { episodes } = options;
+  // An earlier attempt of this run may have committed part of this stage: start it over.
+  const purged = await purgeTopics(kafka, [kafka.topics.trajectories, kafka.topics.sft, kafka.topics.dlq]);
+  if (purged > 0)
+    process.stderr.write(`[${options.stage}] removed ${purged} records of an interrupted earlier attempt\n`);
   const progress = new Progress(options.stage, {
     key: 'trajectories',
     value: episodes.groups * episodes.groupSize * episodes.batches,
@@ -61,4 +66,25 @@ export async function generateSftData(
     rejectsByReason,
     topics: { sft: kafka.topics.sft, dlq: kafka.topics.dlq },
   };
+}
+
+/** Deletes every record of `topics` (Kafka's DeleteRecords up to each high watermark); returns how many. */
+async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<number> {
+  const admin = await connectKafkajsAdmin(kafka.config);
+  try {
+    let purged = 0;
+    for (const topic of topics) {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      const nonEmpty = offsets.filter((p) => BigInt(p.high) > BigInt(p.low));
+      purged += nonEmpty.reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
+      if (nonEmpty.length > 0)
+        await admin.deleteTopicRecords({
+          topic,
+          partitions: nonEmpty.map((p) => ({ partition: p.partition, offset: p.high })),
+        });
+    }
+    return purged;
+  } finally {
+    await admin.disconnect();
+  }
 }

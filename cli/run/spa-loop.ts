@@ -1,5 +1,5 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { envFactory } from '../../envs/registry.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
@@ -12,7 +12,7 @@ import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import { generateSftData, type DataStageSummary } from './sft-data.js';
-import { readPpoProgress, readSftMetrics } from './trainer-files.js';
+import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
 export interface LoopSummary {
@@ -31,6 +31,21 @@ export interface LoopSummary {
 }
 
 const log = (line: string) => process.stderr.write(`[spa run] ${line}\n`);
+
+/**
+ * Stages whose results a resumed run (`spa run --run-id <id>` again) takes from disk instead of
+ * redoing them: data stages (their topics hold the data once), trainer stages (their run folders
+ * hold the checkpoints) and exports. PPO resumes inside its stage; evaluation is redone.
+ */
+const RESUMABLE_STAGES: ReadonlySet<string> = new Set([
+  'warm-up data',
+  'warm-up sft',
+  'export v0',
+  'export v1',
+  'self-play sft data',
+  'sft data',
+  'sft',
+]);
 
 type Timed = <T>(stage: string, work: () => Promise<T>) => Promise<T>;
 
@@ -64,10 +79,22 @@ export async function runSpaLoop(
   mkdirSync(runDir, { recursive: true });
   const seconds: Record<string, number> = {};
   const timed: Timed = async (stage, work) => {
+    // A stage that finished in an earlier, interrupted attempt of this run is not redone: its
+    // outputs are committed (topics, checkpoints, artifacts) and its result is on disk.
+    const marker = join(runDir, 'stages', `${stage.replace(/[^\w.-]+/g, '-')}.json`);
+    if (RESUMABLE_STAGES.has(stage) && existsSync(marker)) {
+      log(`── ${stage}: done in an earlier attempt, kept`);
+      return (JSON.parse(readFileSync(marker, 'utf8')) as { result: never }).result;
+    }
     const started = Date.now();
     log(`── ${stage}`);
     try {
-      return await work();
+      const result = await work();
+      if (RESUMABLE_STAGES.has(stage)) {
+        mkdirSync(dirname(marker), { recursive: true });
+        writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
+      }
+      return result;
     } finally {
       seconds[stage] = (Date.now() - started) / 1000;
     }
@@ -357,17 +384,27 @@ async function selfPlayAndPpo(
     { label: 'ppo', env: trainerDeviceEnv(config) },
   );
   try {
+    // A resumed run: the trainer continues from its checkpoint, so play only the remaining
+    // steps' batches, on the puzzles those steps would have had.
+    const done = ppoStepsDone(join(runDir, 'ppo'));
+    if (done >= config.ppoSteps)
+      throw new Error(
+        `PPO finished all ${config.ppoSteps} steps in an earlier attempt of this run; its policies are in ` +
+          `${join(runDir, 'policies')}: evaluate them with spa eval --policy onnx:<folder>, or start a new --run-id`,
+      );
+    if (done > 0) log(`self-play + ppo: resuming after PPO step ${done} of ${config.ppoSteps}`);
     const episodes = episodeConfig({
       env: config.env,
-      runId: `${runId}-rl`,
+      runId: `${runId}-rl${done > 0 ? `-from${done}` : ''}`,
       mode: 'base',
       groups: config.ppoGroups,
       groupSize: config.ppoGroupSize,
-      batches: config.ppoSteps,
+      batches: config.ppoSteps - done,
+      seedBase: PPO_SEED_BASE + done * config.ppoGroups,
     });
     const progress = new Progress('self-play', {
       key: 'trajectories',
-      value: config.ppoGroups * config.ppoGroupSize * config.ppoSteps,
+      value: config.ppoGroups * config.ppoGroupSize * (config.ppoSteps - done),
     });
     const selfPlay = await generateToKafka(kafka, {
       episodes,
@@ -398,6 +435,17 @@ async function selfPlayAndPpo(
   } finally {
     await latest.close();
   }
+}
+
+/** SPA's first training seed; PPO batch b plays seeds from here + b × groups. */
+const PPO_SEED_BASE = 10_000;
+
+/** PPO steps an earlier attempt of this run finished (its trainer's progress.json), 0 if none. */
+function ppoStepsDone(outDir: string): number {
+  const path = join(outDir, 'progress.json');
+  if (!existsSync(path)) return 0;
+  const step = readTrainerJson(path)['step'];
+  return typeof step === 'number' ? step : 0;
 }
 
 /** One evaluation of the run, with the `spa eval` command that reproduces it. */

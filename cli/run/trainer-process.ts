@@ -13,6 +13,12 @@ export function trainerPython(): string {
   return join(root, 'trainer', '.venv', 'bin', 'python');
 }
 
+/** Trainer processes still running: stopped when this process exits (e.g. on Ctrl-C). */
+const running = new Set<ReturnType<typeof spawn>>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 /** A running trainer module; `done` settles with its exit (rejects on a non-zero exit). */
 export interface TrainerProcess {
   readonly done: Promise<void>;
@@ -36,6 +42,8 @@ export function runTrainerModule(
     env: { ...process.env, PYTHONUNBUFFERED: '1', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   const tail: string[] = [];
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {

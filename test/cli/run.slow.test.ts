@@ -10,7 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { startTestBroker, stopTestBroker } from '../kafka/harness.js';
+import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import { readAllRecords } from '../kafka/read-records.js';
 
 const ports = { port: 19600, controllerPort: 19601 };
 let broker: RunningBroker;
@@ -63,17 +65,22 @@ interface Summary {
   }[];
 }
 
-/** Starts the CLI and resolves once its stderr matches `pattern` (then kills it), or rejects after `ms`. */
+/**
+ * Starts the CLI and, once its stderr matches `pattern`, sends `signal`; resolves with its stderr
+ * and the seconds until the match when it has exited; rejects after `ms`.
+ */
 function stderrOf(
   args: readonly string[],
   pattern: RegExp,
   ms: number,
+  signal: NodeJS.Signals = 'SIGKILL',
 ): Promise<{ text: string; seconds: number }> {
   const started = Date.now();
   const child = spawn('node', ['bin/spa.mjs', ...args], {
     env: { ...process.env, KAFKA_BROKERS: broker.brokers.join(',') },
   });
   let text = '';
+  let matched = 0;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -81,11 +88,14 @@ function stderrOf(
     }, ms);
     child.stderr.on('data', (chunk: Buffer) => {
       text += chunk.toString();
-      if (pattern.test(text)) {
-        clearTimeout(timer);
-        child.kill('SIGKILL');
-        resolve({ text, seconds: (Date.now() - started) / 1000 });
+      if (pattern.test(text) && !matched) {
+        matched = (Date.now() - started) / 1000;
+        child.kill(signal);
       }
+    });
+    child.on('close', () => {
+      clearTimeout(timer);
+      if (matched) resolve({ text, seconds: matched });
     });
   });
 }
@@ -159,6 +169,41 @@ describe('spa run (the main job)', () => {
     );
     expect(waiting.seconds).toBeLessThan(20);
   }, 120_000);
+
+  it('resumes an interrupted run without generating its SFT data twice', async () => {
+    const file = join(runsDir, 'resume.yaml');
+    await writeFile(
+      file,
+      ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
+        .concat(['ppo-steps: 1', 'ppo-groups: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1'])
+        .join('\n'),
+    );
+    const args = ['run', '--config-file', file, '--runs-dir', runsDir, '--run-id', 'resume'];
+    // Interrupt once the data stage is done and SFT has started.
+    const first = await stderrOf(args, /── sft\n/, 600_000, 'SIGINT');
+    expect(first.text).toContain('interrupted; resume with: spa run --config-file');
+    const second = await spa(args);
+    expect(second.code, second.stderr.slice(-3000)).toBe(0);
+    expect(second.stderr).toContain('── sft data: done in an earlier attempt, kept');
+    const summary = JSON.parse(await readFile(join(runsDir, 'resume', 'summary.json'), 'utf8')) as Summary;
+    const kafka = {
+      transport: kafkajsTransport(testConnection(broker.brokers)),
+      config: testConnection(broker.brokers),
+    };
+    try {
+      const rows = await readAllRecords(
+        kafka,
+        'spa.resume.sft',
+        'SftRow',
+        summary.dataStages[0]!.rowsAccepted,
+      );
+      expect(rows).toHaveLength(summary.dataStages[0]!.rowsAccepted);
+      const keys = rows.map((r) => `${r.trajectory_id}#${r.turn}`);
+      expect(new Set(keys).size).toBe(keys.length);
+    } finally {
+      await kafka.transport.close();
+    }
+  }, 1_200_000);
 
   it('finishes with an export cadence longer than the staleness bound (sizes from --config-file)', async () => {
     // Small sizes from a file; the schedule from flags: a batch may wait for a version 3 steps away.
