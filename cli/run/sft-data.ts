@@ -34,13 +34,18 @@ export async function generateSftData(
     readonly describePolicy: DataStageSummary['policy'];
     readonly transactionalId: string;
     readonly malformedFilter: MalformedFilter;
+    /** An earlier attempt committed part of this stage: delete its records first. */
+    readonly purgeFirst: boolean;
   },
 ): Promise<DataStageSummary> {
   const { episodes } = options;
-  // An earlier attempt of this run may have committed part of this stage: start it over.
-  const purged = await purgeTopics(kafka, [kafka.topics.trajectories, kafka.topics.sft, kafka.topics.dlq]);
-  if (purged > 0)
-    process.stderr.write(`[${options.stage}] removed ${purged} records of an interrupted earlier attempt\n`);
+  if (options.purgeFirst) {
+    const topics = [kafka.topics.trajectories, kafka.topics.sft, kafka.topics.dlq];
+    const purged = await purgeTopics(kafka, topics);
+    process.stderr.write(
+      `[${options.stage}] removed ${purged} offsets an interrupted earlier attempt left\n`,
+    );
+  }
   const progress = new Progress(options.stage, {
     key: 'trajectories',
     value: episodes.groups * episodes.groupSize * episodes.batches,

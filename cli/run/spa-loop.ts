@@ -47,7 +47,8 @@ const RESUMABLE_STAGES: ReadonlySet<string> = new Set([
   'sft',
 ]);
 
-type Timed = <T>(stage: string, work: () => Promise<T>) => Promise<T>;
+/** `redo`: an earlier attempt of this run started the stage and did not finish it. */
+type Timed = <T>(stage: string, work: (attempt: { redo: boolean }) => Promise<T>) => Promise<T>;
 
 /** Where the run's stages meet: its Kafka topics, trainer Python, run folder and stage timer. */
 interface LoopContext {
@@ -86,14 +87,17 @@ export async function runSpaLoop(
       log(`── ${stage}: done in an earlier attempt, kept`);
       return (JSON.parse(readFileSync(marker, 'utf8')) as { result: never }).result;
     }
+    const startedMarker = marker.replace(/\.json$/, '.started');
+    const redo = RESUMABLE_STAGES.has(stage) && existsSync(startedMarker);
+    if (RESUMABLE_STAGES.has(stage)) {
+      mkdirSync(dirname(marker), { recursive: true });
+      writeFileSync(startedMarker, `${new Date().toISOString()}\n`);
+    }
     const started = Date.now();
-    log(`── ${stage}`);
+    log(`── ${stage}${redo ? ' (again: an earlier attempt was cut off)' : ''}`);
     try {
-      const result = await work();
-      if (RESUMABLE_STAGES.has(stage)) {
-        mkdirSync(dirname(marker), { recursive: true });
-        writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
-      }
+      const result = await work({ redo });
+      if (RESUMABLE_STAGES.has(stage)) writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
       return result;
     } finally {
       seconds[stage] = (Date.now() - started) / 1000;
@@ -174,8 +178,9 @@ async function sftDataStages(
   });
   const generator = config.generator;
   if (generator !== 'self-play') {
-    const data = await ctx.timed('sft data', () =>
+    const data = await ctx.timed('sft data', ({ redo }) =>
       generateSftData(ctx.kafka, {
+        purgeFirst: redo,
         stage: `sft data (${generator})`,
         episodes,
         policy: builtinPolicy(generator, { mode: 'wm', seed: 0 }),
@@ -205,8 +210,9 @@ async function sftDataStages(
   });
   try {
     dataStages.push(
-      await ctx.timed('self-play sft data', () =>
+      await ctx.timed('self-play sft data', ({ redo }) =>
         generateSftData(ctx.kafka, {
+          purgeFirst: redo,
           stage: 'self-play sft data',
           episodes,
           policy,
@@ -241,8 +247,9 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary;
     topics: { prefix: `spa.${runId}.warmup.` },
   });
   try {
-    const data = await ctx.timed('warm-up data', () =>
+    const data = await ctx.timed('warm-up data', ({ redo }) =>
       generateSftData(warm, {
+        purgeFirst: redo,
         stage: 'warm-up data (oracle)',
         episodes: episodeConfig({
           env: config.env,
