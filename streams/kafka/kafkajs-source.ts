@@ -58,6 +58,23 @@ async function applyStart(kafka: Kafka, options: SourceOptions, start: StartPosi
   }
 }
 
+/**
+ * Retries `work` while it fails with an error kafkajs marks retriable, up to `budgetMs`: right
+ * after CreateTopics a partition can have a leader in the metadata and still answer ListOffsets
+ * with NOT_LEADER_OR_FOLLOWER for a moment, and the admin client does not retry that itself.
+ */
+async function retryWhileRetriable(work: () => Promise<void>, budgetMs: number): Promise<void> {
+  const deadline = Date.now() + budgetMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await work();
+    } catch (error) {
+      if ((error as { retriable?: unknown }).retriable !== true || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
 function toRecord(topic: string, partition: number, message: KafkaMessage): ConsumedRecord {
   return {
     topic,
@@ -114,7 +131,7 @@ export async function createKafkajsSource(
     maxWaitTimeInMs: 250,
   });
   try {
-    await applyStart(kafka, options, start);
+    await retryWhileRetriable(() => applyStart(kafka, options, start), 10_000);
     await consumer.connect();
     await consumer.subscribe({
       topics: [...options.topics],

@@ -93,9 +93,10 @@ function stderrOf(
         child.kill(signal);
       }
     });
-    child.on('close', () => {
+    child.on('close', (code) => {
       clearTimeout(timer);
       if (matched) resolve({ text, seconds: matched });
+      else reject(new Error(`exited with ${code} before ${pattern} appeared on stderr:\n${text}`));
     });
   });
 }
