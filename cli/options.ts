@@ -1,6 +1,7 @@
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { ENV_NAMES, parseEnvName } from '../envs/registry.js';
 import type { EnvName } from '../envs/types.js';
+import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
 
 /** A commander parser for positive integers whose error names the option. */
 export function positiveInt(name: string): (value: string) => number {
@@ -72,4 +73,39 @@ export function envList(name: string): (value: string) => EnvName[] {
       );
     }
   };
+}
+
+/** `--max-new-tokens` and `--stop-at-answer`: how an ONNX policy ends a turn (docs/spa-generation.md#stop). */
+export function addGenerationOptions(command: Command): Command {
+  return command
+    .option(
+      '--max-new-tokens <n>',
+      'ONNX policies: tokens per assistant turn (SPA: 400)',
+      positiveInt('--max-new-tokens'),
+    )
+    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false);
+}
+
+/** `--filter-envs` and `--filter-parser-reasons`: which SFT rows the malformed filter judges (docs/spa-data.md#filter). */
+export function addMalformedFilterOptions(command: Command): Command {
+  return command
+    .option(
+      '--filter-envs <envs>',
+      "envs whose SFT rows must pass SPA's structural filter (is_good_response), or none",
+      envList('--filter-envs'),
+      [...SPA_MALFORMED_FILTER.envs],
+    )
+    .option(
+      '--filter-parser-reasons',
+      'also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
+      false,
+    );
+}
+
+/** The filter the options of {@link addMalformedFilterOptions} describe. */
+export function malformedFilterOf(options: {
+  filterEnvs: EnvName[];
+  filterParserReasons: boolean;
+}): MalformedFilter {
+  return { envs: options.filterEnvs, parserReasons: options.filterParserReasons };
 }

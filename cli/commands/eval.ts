@@ -5,7 +5,7 @@ import { ENV_NAMES, parseEnvName, type PuzzleSource } from '../../envs/registry.
 import { evaluatePolicy } from '../../streams/eval/evaluate.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { POLICY_SPEC_HELP, resolvePolicy } from '../../streams/policies/resolve.js';
-import { nonNegativeInt, oneOf, positiveInt } from '../options.js';
+import { addGenerationOptions, nonNegativeInt, oneOf, positiveInt } from '../options.js';
 import { Progress } from '../progress.js';
 
 interface EvalOptions {
@@ -30,7 +30,7 @@ const WAITING_NOTICE_S = 5;
 
 /** `spa eval`: Pass@1 / Pass@k of a policy on the paper's validation puzzles (reference §10). */
 export function registerEvalCommand(program: Command): void {
-  program
+  const command = program
     .command('eval')
     .description("Pass@1 / Pass@k of a policy on SPA's validation puzzles (seeds 123..250)")
     .requiredOption('--policy <spec>', POLICY_SPEC_HELP)
@@ -45,12 +45,6 @@ export function registerEvalCommand(program: Command): void {
     )
     .option('--seed <n>', 'sampling seed', nonNegativeInt('--seed'), 0)
     .option('--passes <n>', 'passes over the same puzzles, averaged (SPA: 2)', positiveInt('--passes'), 1)
-    .option(
-      '--max-new-tokens <n>',
-      'ONNX policies: tokens per assistant turn (SPA: 400)',
-      positiveInt('--max-new-tokens'),
-    )
-    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false)
     .option(
       '--device <device>',
       'ONNX policies: cpu | cuda',
@@ -132,4 +126,5 @@ export function registerEvalCommand(program: Command): void {
         await kafka?.close();
       }
     });
+  addGenerationOptions(command);
 }

@@ -15,8 +15,15 @@ import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../stre
 import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
-import { envList, nonNegativeInt, oneOf, positiveInt, probability } from '../options.js';
-import { SPA_MALFORMED_FILTER } from '../../operators/filter-malformed.js';
+import {
+  addGenerationOptions,
+  addMalformedFilterOptions,
+  malformedFilterOf,
+  nonNegativeInt,
+  oneOf,
+  positiveInt,
+  probability,
+} from '../options.js';
 import { Progress } from '../progress.js';
 
 interface GenerateOptions {
@@ -56,12 +63,6 @@ export function registerGenerateCommand(program: Command): void {
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
     .option('--variant <name>', "puzzle variant (default: SPA's)")
     .option('--policy <spec>', `generator policy: ${POLICY_SPEC_HELP}`, 'random')
-    .option(
-      '--max-new-tokens <n>',
-      'ONNX policies: tokens per assistant turn (SPA: 400)',
-      positiveInt('--max-new-tokens'),
-    )
-    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false)
     .option(
       '--max-staleness <n>',
       "--policy latest: the trainer's --max-staleness; a batch waits for a version that keeps its records at most this many versions old",
@@ -107,17 +108,6 @@ export function registerGenerateCommand(program: Command): void {
       false,
     )
     .option(
-      '--filter-envs <envs>',
-      "envs whose SFT rows must pass SPA's structural filter (is_good_response), or none",
-      envList('--filter-envs'),
-      [...SPA_MALFORMED_FILTER.envs],
-    )
-    .option(
-      '--filter-parser-reasons',
-      'also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
-      false,
-    )
-    .option(
       '--seed-base <n>',
       "first puzzle seed (default: SPA's 10000 train / 123 val)",
       nonNegativeInt('--seed-base'),
@@ -155,6 +145,8 @@ export function registerGenerateCommand(program: Command): void {
         () => generate(options),
       ),
     );
+  addGenerationOptions(command);
+  addMalformedFilterOptions(command);
   withConfigFile(command);
 }
 
@@ -193,7 +185,7 @@ async function generate(options: GenerateOptions): Promise<void> {
         target: options.target,
         annotation: options.annotation,
         maskTransitions: options.maskTransitions,
-        malformedFilter: { envs: options.filterEnvs, parserReasons: options.filterParserReasons },
+        malformedFilter: malformedFilterOf(options),
         gate,
       },
     ).pipe(tap((o) => progress.add(o.topic)));

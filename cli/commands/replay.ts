@@ -5,9 +5,8 @@ import type { ReadStart } from '../../streams/kafka/consume-spa.js';
 import { replayTrajectories, type ReplayCounts } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { envList, oneOf, positiveInt } from '../options.js';
+import { addMalformedFilterOptions, malformedFilterOf, oneOf, positiveInt } from '../options.js';
 import type { EnvName } from '../../envs/types.js';
-import { SPA_MALFORMED_FILTER } from '../../operators/filter-malformed.js';
 import { Progress } from '../progress.js';
 
 interface ReplayCliOptions {
@@ -58,7 +57,7 @@ function progressOf(progress: Progress): (totals: ReplayCounts) => void {
  * another topic (ablations from one generation run), transactionally; summary on stdout.
  */
 export function registerReplayCommand(program: Command): void {
-  program
+  const command = program
     .command('replay')
     .description('re-run stored trajectories (spa.trajectories) through the operators into another topic')
     .option('--from-topic <topic>', 'topic of Trajectory records (default: spa.trajectories)')
@@ -81,17 +80,6 @@ export function registerReplayCommand(program: Command): void {
       'flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss',
       false,
     )
-    .option(
-      '--filter-envs <envs>',
-      "envs whose SFT rows must pass SPA's structural filter (is_good_response), or none",
-      envList('--filter-envs'),
-      [...SPA_MALFORMED_FILTER.envs],
-    )
-    .option(
-      '--filter-parser-reasons',
-      'also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
-      false,
-    )
     .option('--follow', 'keep replaying new trajectories after the end (Ctrl-C stops)', false)
     .option('--per-transaction <n>', 'trajectories per transaction', positiveInt('--per-transaction'), 32)
     .action(async (options: ReplayCliOptions) => {
@@ -108,7 +96,7 @@ export function registerReplayCommand(program: Command): void {
           follow: options.follow,
           annotation: options.annotate,
           maskTransitions: options.maskTransitions,
-          malformedFilter: { envs: options.filterEnvs, parserReasons: options.filterParserReasons },
+          malformedFilter: malformedFilterOf(options),
           trajectoriesPerTransaction: options.perTransaction,
           stop: fromEvent(process, 'SIGINT').pipe(take(1)),
           onCommitted: progressOf(progress),
@@ -128,4 +116,5 @@ export function registerReplayCommand(program: Command): void {
         await kafka.close();
       }
     });
+  addMalformedFilterOptions(command);
 }
