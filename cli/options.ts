@@ -1,5 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ENV_NAMES, parseEnvName } from '../envs/registry.js';
+import type { PromptMode } from '../envs/protocol/index.js';
 import type { EnvName } from '../envs/types.js';
 import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
 
@@ -72,6 +73,20 @@ export function envList(name: string): (value: string) => EnvName[] {
         `${name} must be "none" or a comma-separated list of ${ENV_NAMES.join(', ')}: ${(error as Error).message}`,
       );
     }
+  };
+}
+
+/** A commander parser for a non-empty comma-separated list of prompt modes (`wm,base`) whose error names the option. */
+export function modeList(name: string): (value: string) => PromptMode[] {
+  const modes: readonly PromptMode[] = ['wm', 'base'];
+  return (value) => {
+    const parts = [...new Set(value.split(',').map((part) => part.trim()))];
+    const bad = parts.filter((part) => !(modes as readonly string[]).includes(part));
+    if (parts.length === 0 || bad.length > 0)
+      throw new InvalidArgumentError(
+        `${name} must be a comma-separated list of ${modes.join(', ')}, got "${value}"`,
+      );
+    return parts as PromptMode[];
   };
 }
 

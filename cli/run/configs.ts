@@ -1,3 +1,4 @@
+import type { PromptMode } from '../../envs/protocol/index.js';
 import type { EnvName } from '../../envs/types.js';
 
 /** The loop's knobs; SPA's full sizes are in the comments (reference §6, §8, §9, §10). */
@@ -26,6 +27,12 @@ export interface LoopConfig {
    * warmed-up model succeeds only sometimes and PPO has room to improve it.
    */
   readonly warmupExplore: number;
+  /**
+   * Prompt modes of the warm-up demonstrations, the same number of puzzles each: `wm` (the
+   * world-model prompts of self-play data) and `base` (the PPO and evaluation prompts). SPA's
+   * instruction-tuned model follows both; a tiny model from random weights follows only what it saw.
+   */
+  readonly warmupModes: readonly PromptMode[];
   /** No world-model SFT: PPO starts from the (warmed-up) model, the paper's RL-only baseline. */
   readonly skipWorldModelSft: boolean;
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
@@ -55,10 +62,11 @@ export interface LoopConfig {
   readonly ppoActorLr: number;
   readonly ppoCriticLr: number;
   /**
-   * PPO loss mask: `response-only` (the paper: assistant tokens) or `all-after-system` (SPA's
-   * released run: every token after the system message).
+   * PPO loss mask (docs/spa-ppo.md#mask): `generated` (the paper: the tokens the policy sampled),
+   * `response-only` (RAGEN: whole assistant turns, role header included) or `all-after-system`
+   * (SPA's released run: every token after the system message).
    */
-  readonly ppoMask: 'response-only' | 'all-after-system';
+  readonly ppoMask: 'generated' | 'response-only' | 'all-after-system';
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
@@ -93,6 +101,7 @@ const small = {
   warmupTrajectories: 256,
   warmupEpochs: 8,
   warmupExplore: 0,
+  warmupModes: ['wm', 'base'],
   skipWorldModelSft: false,
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
@@ -110,7 +119,7 @@ const small = {
   maxStaleness: 1,
   ppoActorLr: 1e-4,
   ppoCriticLr: 1e-3,
-  ppoMask: 'response-only',
+  ppoMask: 'generated',
   evalPuzzles: 8,
   evalK: 8,
   evalPasses: 1,

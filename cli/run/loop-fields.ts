@@ -7,6 +7,7 @@
 import { Option, type Command } from 'commander';
 import {
   envList,
+  modeList,
   nonNegativeInt,
   nonNegativeNumber,
   oneOf,
@@ -69,6 +70,11 @@ export const LOOP_FIELDS: LoopFieldTable = {
     arg: '<ε>',
     parse: probability,
   },
+  warmupModes: {
+    help: 'format warm-up: prompt modes of the demonstrations, each on warmupTrajectories puzzles (wm = self-play prompts, base = PPO/eval prompts)',
+    arg: '<modes>',
+    parse: modeList,
+  },
   skipWorldModelSft: {
     help: "no world-model SFT: PPO from the (warmed-up) model, the paper's RL-only baseline",
   },
@@ -97,8 +103,8 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ppoActorLr: rate('PPO actor learning rate (SPA: 1e-6; 0 makes the update a no-op: a control arm)', true),
   ppoCriticLr: rate('PPO critic learning rate (SPA: 1e-5)', true),
   ppoMask: choice(
-    ['response-only', 'all-after-system'],
-    "PPO loss mask: assistant tokens (the paper) or every token after the system message (SPA's run)",
+    ['generated', 'response-only', 'all-after-system'],
+    "PPO loss mask: the tokens the policy sampled (the paper), whole assistant turns (RAGEN) or every token after the system message (SPA's run)",
   ),
   evalPuzzles: count('validation puzzles (SPA: 128)'),
   evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),

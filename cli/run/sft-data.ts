@@ -93,3 +93,22 @@ async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<
     await admin.disconnect();
   }
 }
+
+/**
+ * Topics named `<prefix>…` that hold records, with how many each (high − low watermark summed over
+ * partitions): a fresh run checks that its run id's topics are empty.
+ */
+export async function recordsUnder(kafka: SpaKafka, prefix: string): Promise<Record<string, number>> {
+  const admin = await connectKafkajsAdmin(kafka.config);
+  try {
+    const held: Record<string, number> = {};
+    for (const topic of (await admin.listTopics()).filter((name) => name.startsWith(prefix)).sort()) {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      const records = offsets.reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
+      if (records > 0) held[topic] = records;
+    }
+    return held;
+  } finally {
+    await admin.disconnect();
+  }
+}

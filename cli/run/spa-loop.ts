@@ -11,7 +11,7 @@ import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
-import { generateSftData, type DataStageSummary } from './sft-data.js';
+import { generateSftData, recordsUnder, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
@@ -77,6 +77,8 @@ export async function runSpaLoop(
   options: { runsDir: string; runId: string },
 ): Promise<LoopSummary> {
   const runDir = resolve(options.runsDir, options.runId);
+  // No stage of this run has started in this folder: a new run, whose topics must be empty.
+  const fresh = !existsSync(join(runDir, 'stages'));
   mkdirSync(runDir, { recursive: true });
   const seconds: Record<string, number> = {};
   const timed: Timed = async (stage, work) => {
@@ -109,6 +111,7 @@ export async function runSpaLoop(
     connectSpaKafka({ clientId: 'spa-run', topics: { prefix: `spa.${options.runId}.` } }),
   );
   try {
+    if (fresh) await refuseUsedTopics(kafka, options.runId, runDir);
     const brokers = kafka.config.brokers.join(',');
     const ctx: LoopContext = { config, kafka, python, runDir, runId: options.runId, brokers, timed };
     const { dataStages, ppoStartModel, sft } = config.skipWorldModelSft
@@ -153,7 +156,7 @@ async function withoutWorldModelSft(ctx: LoopContext) {
   let model = ctx.config.model;
   if (ctx.config.warmupTrajectories > 0) {
     const warmup = await formatWarmup(ctx);
-    dataStages.push(warmup.data);
+    dataStages.push(...warmup.data);
     model = warmup.model;
   }
   await ctx.timed('export v1', () => exportPolicy(ctx, model, { stage: 'init', version: 1, publish: true }));
@@ -195,7 +198,7 @@ async function sftDataStages(
   let startModel = config.model;
   if (config.warmupTrajectories > 0) {
     const warmup = await formatWarmup(ctx);
-    dataStages.push(warmup.data);
+    dataStages.push(...warmup.data);
     startModel = warmup.model;
   }
   const v0 = await ctx.timed('export v0', () =>
@@ -237,39 +240,47 @@ async function sftDataStages(
 
 /**
  * The tiny model's format warm-up: SFT on oracle demonstrations (their own topics
- * `spa.<run>.warmup.*`, puzzles disjoint from the self-play ones), so that v0 can write
- * `<observation>…<prediction>…<answer>` turns at all. Returns the warmed-up run folder.
+ * `spa.<run>.warmup.*`, puzzles disjoint from the self-play ones) in each of `warmupModes`, so
+ * that v0 can write `<observation>…<prediction>…<answer>` turns for the world-model prompts and
+ * `<think>…</think><answer>` turns for the PPO prompts at all (docs/spa-loop.md#warm-up).
+ * Returns the warmed-up run folder.
  */
-async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary; model: string }> {
+async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[]; model: string }> {
   const { config, runId } = ctx;
   const warm = await connectSpaKafka({
     clientId: 'spa-run-warmup',
     topics: { prefix: `spa.${runId}.warmup.` },
   });
   try {
-    const data = await ctx.timed('warm-up data', ({ redo }) =>
-      generateSftData(warm, {
-        purgeFirst: redo,
-        stage: 'warm-up data (oracle)',
-        episodes: episodeConfig({
-          env: config.env,
-          runId: `${runId}-warmup`,
-          mode: 'wm',
-          groups: config.warmupTrajectories,
-          groupSize: 1,
-          batches: 1,
-          seedBase: WARMUP_SEED_BASE,
-        }),
-        policy: builtinPolicy('oracle', {
-          mode: 'wm',
-          seed: 0,
-          ...(config.warmupExplore > 0 ? { actionsPerTurn: 1, exploreRate: config.warmupExplore } : {}),
-        }),
-        describePolicy: { name: 'oracle', version: null },
-        transactionalId: `spa-run-${runId}-warmup`,
-        malformedFilter: malformedFilterOf(config),
-      }),
-    );
+    // Both modes share the warm-up topics: one stage, so a redo purges and regenerates both.
+    const data = await ctx.timed('warm-up data', async ({ redo }) => {
+      const stages: DataStageSummary[] = [];
+      for (const [index, mode] of config.warmupModes.entries())
+        stages.push(
+          await generateSftData(warm, {
+            purgeFirst: redo && index === 0,
+            stage: `warm-up data (oracle, ${mode})`,
+            episodes: episodeConfig({
+              env: config.env,
+              runId: `${runId}-warmup-${mode}`,
+              mode,
+              groups: config.warmupTrajectories,
+              groupSize: 1,
+              batches: 1,
+              seedBase: WARMUP_SEED_BASE + index * WARMUP_SEED_STRIDE,
+            }),
+            policy: builtinPolicy('oracle', {
+              mode,
+              seed: index,
+              ...(config.warmupExplore > 0 ? { actionsPerTurn: 1, exploreRate: config.warmupExplore } : {}),
+            }),
+            describePolicy: { name: 'oracle', version: null },
+            transactionalId: `spa-run-${runId}-warmup-${mode}`,
+            malformedFilter: malformedFilterOf(config),
+          }),
+        );
+      return stages;
+    });
     const out = join(ctx.runDir, 'warmup');
     await ctx.timed(
       'warm-up sft',
@@ -296,8 +307,26 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary;
   }
 }
 
-/** Warm-up puzzles come from their own seed range, so self-play never replays a demonstrated puzzle. */
+/**
+ * Warm-up puzzles come from their own seed range, so self-play never replays a demonstrated
+ * puzzle; each prompt mode gets its own stretch of it.
+ */
 const WARMUP_SEED_BASE = 50_000;
+const WARMUP_SEED_STRIDE = 10_000;
+
+/**
+ * A new run whose id's topics already hold records (an earlier run with the same id, maybe in
+ * another `--runs-dir`) would train on that run's rollouts and follow its policies: refuse.
+ */
+async function refuseUsedTopics(kafka: SpaKafka, runId: string, runDir: string): Promise<void> {
+  const held = await recordsUnder(kafka, `spa.${runId}.`);
+  const topics = Object.entries(held).map(([topic, n]) => `${topic} (${n})`);
+  if (topics.length > 0)
+    throw new Error(
+      `run id "${runId}" is new in ${runDir}, but its topics already hold records of an earlier run with ` +
+        `that id: ${topics.join(', ')}. Choose another --run-id, or resume that run with the --runs-dir it used.`,
+    );
+}
 
 /**
  * Exports `model` (a HF folder, `tiny` or a trainer run folder) as ONNX policy `version` under the

@@ -43,6 +43,7 @@ generator: random
 warmup-trajectories: 7
 warmup-epochs: 2
 warmup-explore: 0.25
+warmup-modes: base
 skip-world-model-sft: true
 filter-envs: sokoban,sudoku
 filter-parser-reasons: true
@@ -81,6 +82,7 @@ describe('spa run --config-file', () => {
       warmupTrajectories: 7,
       warmupEpochs: 2,
       warmupExplore: 0.25,
+      warmupModes: ['base'],
       skipWorldModelSft: true,
       filterEnvs: ['sokoban', 'sudoku'],
       filterParserReasons: true,
@@ -135,13 +137,17 @@ describe('spa run --config-file', () => {
     const error = runConfig(['--config-file', file]);
     await expect(error).rejects.toThrow('export-every: must be a positive integer, got "0" (line 2)');
     await expect(runConfig(['--config-file', file])).rejects.toThrow(
-      'ppo-mask: must be one of response-only, all-after-system, got "prediction" (line 3)',
+      'ppo-mask: must be one of generated, response-only, all-after-system, got "prediction" (line 3)',
     );
     await expect(runConfig(['--sft-lr', '-1'])).rejects.toThrow('--sft-lr must be a number > 0, got "-1"');
     await expect(runConfig(['--filter-envs', 'sokoban,lake'])).rejects.toThrow(
       /--filter-envs must be "none" or a comma-separated list of sokoban, frozenlake, sudoku: unknown env "lake"/,
     );
     expect((await runConfig(['--filter-envs', 'none'])).filterEnvs).toEqual([]);
+    await expect(runConfig(['--warmup-modes', 'wm,chat'])).rejects.toThrow(
+      '--warmup-modes must be a comma-separated list of wm, base, got "wm,chat"',
+    );
+    expect((await runConfig(['--warmup-modes', 'base, wm'])).warmupModes).toEqual(['base', 'wm']);
     await expect(runConfig(['--generator', 'oracle', '--sft-group-size', '8'])).rejects.toThrow(
       /--generator oracle with --sft-group-size 8: the oracle is deterministic/,
     );

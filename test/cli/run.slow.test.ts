@@ -114,10 +114,17 @@ describe('spa run (the main job)', () => {
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary;
     // SPA's recipe (docs/spa-loop.md): the tiny model's format warm-up on oracle demonstrations,
     // then self-play SFT data from the warmed-up model exported as policy v0.
-    expect(summary.dataStages.map((d) => d.stage)).toEqual(['warm-up data (oracle)', 'self-play sft data']);
-    const [warmup, selfPlay] = summary.dataStages;
-    expect(warmup!.policy).toEqual({ name: 'oracle', version: null });
-    expect(warmup!.trajectories).toBe(256);
+    // The warm-up demonstrates both prompt modes: self-play's world-model prompts, PPO's base ones.
+    expect(summary.dataStages.map((d) => d.stage)).toEqual([
+      'warm-up data (oracle, wm)',
+      'warm-up data (oracle, base)',
+      'self-play sft data',
+    ]);
+    const [warmup, warmupBase, selfPlay] = summary.dataStages;
+    for (const stage of [warmup!, warmupBase!]) {
+      expect(stage.policy).toEqual({ name: 'oracle', version: null });
+      expect(stage.trajectories).toBe(256);
+    }
     expect(selfPlay!.policy).toEqual({ name: 'onnx:v000000', version: 0 });
     expect(selfPlay!.trajectories).toBe(256);
     expect(selfPlay!.rowsAccepted).toBeGreaterThanOrEqual(256); // one row per turn, ≥ 1 turn each
@@ -169,6 +176,14 @@ describe('spa run (the main job)', () => {
       30_000,
     );
     expect(waiting.seconds).toBeLessThan(20);
+
+    // A new run folder whose run id's topics hold an earlier run's records is refused at once:
+    // it would train on that run's rollouts and follow its policies.
+    const reused = await spa(['run', '--runs-dir', join(runsDir, 'elsewhere'), '--run-id', 'ci']);
+    expect(reused.code).not.toBe(0);
+    expect(reused.stderr).toMatch(
+      /run id "ci" is new in .*elsewhere.*already hold records .*spa\.ci\.rollouts \(48\)/,
+    );
   }, 120_000);
 
   it('resumes an interrupted run without generating its SFT data twice', async () => {

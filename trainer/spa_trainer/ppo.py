@@ -6,7 +6,8 @@
                loss (critic) ─► optimizer steps ─► metrics
 
 Hyperparameters default to SPA's run (reference §9.1) except the loss mask, whose default is
-the paper's assistant-only mask (`mask_mode="all-after-system"` gives SPA parity, §12 item 2).
+the paper's: only the tokens the policy sampled (`mask_mode="all-after-system"` gives SPA
+parity; docs/spa-ppo.md#mask).
 The model and tokenizer come in as arguments: any HF causal LM with a chat-template tokenizer.
 """
 
@@ -37,7 +38,7 @@ from .value_head import ValueModel, critic_from_actor
 class PpoConfig:
     """PPO hyperparameters; defaults are SPA's (reference §9.1) unless noted."""
 
-    mask_mode: MaskMode = "response-only"  # SPA parity: "all-after-system"
+    mask_mode: MaskMode = "generated"  # SPA parity: "all-after-system"
     group_keep_ratio: float = 0.25  # rollout_filter_ratio, filter type std
     gamma: float = 1.0
     lam: float = 1.0

@@ -19,6 +19,9 @@ from transformers import PreTrainedTokenizerBase
 from .ppo_math import MaskMode, loss_mask, score_tensor, select_groups_by_std, turn_indicators
 
 IM_START = "<|im_start|>"
+THINK_OPEN = "<think>"
+"""What the generator appends to every generation prompt; assistant contents start with it
+(docs/spa-models.md#template), but the policy did not sample it."""
 Rollout = Mapping[str, Any]
 """A decoded `spa.v1.Rollout` record: trajectory_id, group_id, env, seed, policy_version,
 messages [{role, content}], turn_rewards, penalty, score, success, num_turns."""
@@ -124,34 +127,81 @@ def render_conversation(record: Rollout, tokenizer: PreTrainedTokenizerBase) -> 
     return text
 
 
+def sampled_spans(record: Rollout, text: str, tokenizer: PreTrainedTokenizerBase) -> list[tuple[int, int]]:
+    """Character spans of `text` (the rendered conversation) that the policy sampled: in each
+    assistant turn, what follows the generation prompt and its `<think>`, up to and including the
+    end-of-turn token the template writes after the content when that is the tokenizer's eos
+    (generation stops there; docs/spa-ppo.md#mask). Needs a chat template under which every
+    generation prompt is a prefix of the whole conversation, as Qwen's and Llama 3's are."""
+    messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
+    spans = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = tokenizer.apply_chat_template(messages[:i], add_generation_prompt=True, tokenize=False)
+        assert isinstance(prompt, str)
+        content = message["content"]
+        if not text.startswith(prompt + content):
+            raise ValueError(
+                f"rollout {record['trajectory_id']!r}: turn {i} of the rendered conversation does not start with its "
+                "generation prompt, so the sampled tokens cannot be located; use --mask response-only"
+            )
+        start = len(prompt) + (len(THINK_OPEN) if content.startswith(THINK_OPEN) else 0)
+        end = len(prompt) + len(content)
+        eos = tokenizer.eos_token
+        if isinstance(eos, str) and text.startswith(eos, end):
+            end += len(eos)
+        spans.append((start, end))
+    return spans
+
+
+def _sampled_token_flags(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """Per token: does it lie inside one of the sampled character spans?"""
+    return [any(lo <= a and b <= hi for lo, hi in spans) and b > a for a, b in offsets]
+
+
 def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, mask_mode: MaskMode) -> RolloutBatch:
     """Tokenise, left pad, and derive masks and scores for every record (reference §9.2)."""
     if not records:
         raise ValueError("build_batch needs at least one rollout")
-    im_start_id = tokenizer.convert_tokens_to_ids(IM_START)
-    if not isinstance(im_start_id, int) or im_start_id == tokenizer.unk_token_id:
-        raise ValueError(f"tokenizer has no {IM_START} token; a Qwen-style chat tokenizer is expected")
     texts = [render_conversation(r, tokenizer) for r in records]
-    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-    seq_len = max(len(ids) for ids in encoded)
+    encoded = [tokenizer(t, add_special_tokens=False, return_offsets_mapping=mask_mode == "generated") for t in texts]
+    seq_len = max(len(e["input_ids"]) for e in encoded)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     input_ids = torch.full((len(records), seq_len), int(pad_id), dtype=torch.long)
     attention_mask = torch.zeros((len(records), seq_len), dtype=torch.long)
-    for row, ids in enumerate(encoded):
+    for row, e in enumerate(encoded):
+        ids = e["input_ids"]
         input_ids[row, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
         attention_mask[row, seq_len - len(ids) :] = 1
     # Positions count real tokens only, as verl computes them: a left-padded row sees the same
     # positions as the unpadded sequence (RoPE would not mind a shift; absolute embeddings would).
     position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
-    # Pad ids are masked out of the indicator count so a pad id that equals <|im_start|> can't
-    # shift turns.
-    indicators = turn_indicators(input_ids.masked_fill(attention_mask == 0, -1), im_start_id)
+    if mask_mode == "generated":
+        if not tokenizer.is_fast:
+            raise ValueError("--mask generated needs a fast tokenizer (character offsets); use --mask response-only")
+        sampled = torch.zeros((len(records), seq_len), dtype=torch.bool)
+        for row, (record, text, e) in enumerate(zip(records, texts, encoded, strict=True)):
+            flags = _sampled_token_flags(e["offset_mapping"], sampled_spans(record, text, tokenizer))
+            sampled[row, seq_len - len(flags) :] = torch.tensor(flags, dtype=torch.bool)
+        # Entry j of the response axis trains the prediction of token j + 1.
+        response_mask = sampled[:, 1:]
+    else:
+        im_start_id = tokenizer.convert_tokens_to_ids(IM_START)
+        if not isinstance(im_start_id, int) or im_start_id == tokenizer.unk_token_id:
+            raise ValueError(
+                f"tokenizer has no {IM_START} token; --mask {mask_mode} expects a Qwen-style chat tokenizer"
+            )
+        # Pad ids are masked out of the indicator count so a pad id that equals <|im_start|> can't
+        # shift turns.
+        indicators = turn_indicators(input_ids.masked_fill(attention_mask == 0, -1), im_start_id)
+        response_mask = loss_mask(indicators, mask_mode)
     scores = torch.tensor([total_score(r) for r in records], dtype=torch.float32)
     return RolloutBatch(
         input_ids=input_ids,
         attention_mask=attention_mask,
         position_ids=position_ids,
-        response_mask=loss_mask(indicators, mask_mode),
+        response_mask=response_mask,
         token_rewards=score_tensor(scores, seq_len),
         scores=scores,
     )

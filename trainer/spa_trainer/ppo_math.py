@@ -14,12 +14,19 @@ from typing import Literal, TypeVar
 
 import torch
 
-MaskMode = Literal["response-only", "all-after-system"]
-"""`response-only` (default): assistant turns only, as the paper's §2.3 describes.
+MaskMode = Literal["generated", "response-only", "all-after-system"]
+"""Which tokens the PPO loss trains (docs/spa-ppo.md#mask):
+`generated` (default): only the tokens the policy sampled — each assistant turn's continuation
+and the end-of-turn token — the paper's §2.3 "answer tokens" (built in `ppo_batch`).
+`response-only`: RAGEN's assistant-turn mask, which also trains the role header
+(`<|im_start|>assistant\n`), the `<think>` the generation prompt supplies and the template's
+newline after `<|im_end|>`: tokens the policy never sampled.
 `all-after-system`: every token after the system message, user/env tokens included, which is
-what SPA's PPO run does (`enable_response_mask: False`, reference §9.1, §12 item 2)."""
+what SPA's PPO run does (`enable_response_mask: False`)."""
 
-MASK_MODES: tuple[MaskMode, ...] = ("response-only", "all-after-system")
+MASK_MODES: tuple[MaskMode, ...] = ("generated", "response-only", "all-after-system")
+TURN_MASK_MODES: tuple[MaskMode, ...] = ("response-only", "all-after-system")
+"""The modes computed from turn indicators (`loss_mask`)."""
 
 
 # --- masks and scores (reference §9.2) -------------------------------------------------------
@@ -43,7 +50,7 @@ def loss_mask(indicators: torch.Tensor, mode: MaskMode) -> torch.Tensor:
     elif mode == "response-only":
         mask = after_system & (indicators % 2 == 1)
     else:
-        raise ValueError(f"mask mode {mode!r}: expected one of {MASK_MODES}")
+        raise ValueError(f"mask mode {mode!r}: expected one of {TURN_MASK_MODES}")
     return mask[:, :-1]
 
 

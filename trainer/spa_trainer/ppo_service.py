@@ -68,7 +68,7 @@ class ServiceConfig:
     export_root: str = "runs/policy"
     publish: str | None = None
     start_version: int | None = None  # None: the highest v<n> under export_root (0 if none)
-    mask: MaskMode = "response-only"
+    mask: MaskMode = "generated"
     max_staleness: int | None = None
     brokers: str | None = None
     dlq: str | None = None  # default kafka:spa.dlq (kafka input) or jsonl:<out>/dlq.jsonl

@@ -108,7 +108,7 @@ def test_several_minibatches_and_epochs_go_off_policy(
     assert report.metrics["filter/kept_trajectories"] == 4.0
 
 
-@pytest.mark.parametrize("mode", ["response-only", "all-after-system"])
+@pytest.mark.parametrize("mode", ["generated", "response-only", "all-after-system"])
 def test_mask_choice_decides_which_tokens_get_gradient(
     actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase, mode: str
 ) -> None:

@@ -41,6 +41,31 @@ def test_response_only_mask_trains_assistant_turns_only(tiny_tokenizer: PreTrain
     assert trained == turn.format("Left") + "<|im_start|>" + turn.format("Right")
 
 
+def test_generated_mask_trains_only_what_the_policy_sampled(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    # Not the role header, not the <think> the generation prompt supplies, not the template's
+    # newline after <|im_end|>: the continuation and the end-of-turn token that stopped it.
+    trained = _trained_text(tiny_tokenizer, 1, "generated")
+    assert trained == "go</think><answer>Left</answer><|im_end|>go</think><answer>Right</answer><|im_end|>"
+
+
+def test_generated_mask_needs_prompts_that_prefix_the_conversation(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    class Rewriting:
+        """A tokenizer whose template renders a generation prompt the conversation does not start with."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(tiny_tokenizer, name)
+
+        def __call__(self, *args: object, **kwargs: object) -> object:
+            return tiny_tokenizer(*args, **kwargs)
+
+        def apply_chat_template(self, messages: object, **kwargs: object) -> object:
+            text = tiny_tokenizer.apply_chat_template(messages, **kwargs)  # type: ignore[arg-type]
+            return f"{text}<|im_start|>" if kwargs.get("add_generation_prompt") else text
+
+    with pytest.raises(ValueError, match="use --mask response-only"):
+        build_batch([TWO_TURNS], Rewriting(), "generated")  # type: ignore[arg-type]
+
+
 def test_all_after_system_mask_also_trains_user_tokens(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
     trained = _trained_text(tiny_tokenizer, 1, "all-after-system")
     full = str(tiny_tokenizer.apply_chat_template(TWO_TURNS["messages"], add_generation_prompt=False, tokenize=False))
