@@ -17,7 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type { LoopSummary } from '../cli/run/spa-loop.js';
 
@@ -61,11 +61,17 @@ function parseOptions(argv: string[]): CheckOptions {
   return program.opts<CheckOptions>();
 }
 
+/**
+ * An arm's run id: the out folder's name and the arm, so checks in different folders never share
+ * Kafka topics (`spa.<run id>.*`), and a check re-run in the same folder resumes its arms.
+ */
+const runIdOf = (o: CheckOptions, arm: Arm): string => `${basename(resolve(o.out))}-${arm}`;
+
 /** Runs one arm as `spa run`, output streamed; returns its summary. */
 function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummary {
   const runsDir = resolve(o.out);
   const args = [
-    ...['bin/spa.mjs', 'run', '--runs-dir', runsDir, '--run-id', arm],
+    ...['bin/spa.mjs', 'run', '--runs-dir', runsDir, '--run-id', runIdOf(o, arm)],
     ...[
       '--ppo-steps',
       String(o.steps),
@@ -81,7 +87,7 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
   console.error(`[ppo-check] arm ${arm}: spa ${args.slice(1).join(' ')}`);
   const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
   if (run.status !== 0) throw new Error(`arm ${arm}: spa run exited with ${run.status}`);
-  return JSON.parse(readFileSync(join(runsDir, arm, 'summary.json'), 'utf8')) as LoopSummary;
+  return JSON.parse(readFileSync(join(runsDir, runIdOf(o, arm), 'summary.json'), 'utf8')) as LoopSummary;
 }
 
 const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).toFixed(1)}`;
@@ -121,7 +127,7 @@ function main(): void {
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],
     ...['--warmup-epochs', String(o.warmupEpochs), '--warmup-explore', o.warmupExplore],
   ];
-  const warmed = ['--model', join(resolve(o.out), arms[0]!, 'warmup')];
+  const warmed = ['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')];
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {
     const start = i === 0 ? warmup : warmed;

@@ -40,11 +40,25 @@ function playLine(env: Environment, line: string, write: (text: string) => void)
     const outcome = env.step(action);
     executed++;
     ({ done, success } = outcome);
-    const flags = env.actionNames === null ? ` valid=${outcome.valid} effective=${outcome.effective}` : '';
+    const flags =
+      env.actionNames === null
+        ? ` valid=${outcome.valid} effective=${outcome.effective}${outcome.valid ? '' : sudokuHint(piece)}`
+        : '';
     write(`  ${piece}: reward ${pyRepr(outcome.reward, env.rewardIsFloat)}${flags}\n`);
     if (done) break;
   }
   return { done, success, actionsExecuted: executed };
+}
+
+/**
+ * For a Sudoku move not written as `row,col,value` (e.g. `(1,3):4`), how to write it; the move
+ * itself is still played as SPA plays it (invalid). Empty for a move in that form.
+ */
+export function sudokuHint(piece: string): string {
+  if (/^\d+\s*,\s*\d+\s*,\s*\d+$/.test(piece)) return '';
+  const numbers = piece.match(/\d+/g);
+  const guess = numbers?.length === 3 ? `; did you mean ${numbers.join(',')}?` : '';
+  return ` (write row,col,value, e.g. 1,3,4${guess})`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { ENV_NAMES } from '../../envs/registry.js';
 import { runEnvPlay } from './env-play.js';
 import { loadEnvState, parseSeed, showText, type EnvStateOptions } from './env-show.js';
@@ -11,17 +11,47 @@ const STEP_HELP =
   '"description","dropped"} (+ "valid","effective" for sudoku); unknown action strings are dropped ' +
   'as SPA does; execution stops at done; a bad line gives {"error"} and the stream goes on';
 
-/** Adds the options `show` and `play` share. */
+/** Adds the options `show` and `play` share: the env as an argument or as `--env`. */
 function withStateOptions(command: Command): Command {
   return command
-    .argument('<env>', `environment: ${ENV_NAMES.join(', ')}`)
+    .argument('[env]', `environment: ${ENV_NAMES.join(', ')}`)
+    .option('--env <name>', 'the environment, as the argument names it (spa env play --env sokoban)')
     .option('--seed <n>', 'reset seed (SPA trains from 10000, validates from 123)', parseSeed, 10000)
     .option('--spa-puzzle', "the paper's own puzzle for this seed (envs/puzzles) instead of our generator's")
     .option('--variant <name>', 'env variant (default: SPA’s; see envs/README.md)');
 }
 
-function stateOptions(opts: { seed: number; spaPuzzle?: boolean; variant?: string }): EnvStateOptions {
+interface StateFlags {
+  seed: number;
+  spaPuzzle?: boolean;
+  variant?: string;
+  env?: string;
+}
+
+function stateOptions(opts: StateFlags): EnvStateOptions {
   return { seed: opts.seed, spaPuzzle: opts.spaPuzzle === true, variant: opts.variant };
+}
+
+/** The env named by the argument or `--env` (one of them; both only when they agree). */
+export function envNameOf(argument: string | undefined, option: string | undefined): string {
+  if (argument !== undefined && option !== undefined && argument !== option)
+    throw new InvalidArgumentError(`the env is given twice and differs: "${argument}" and --env "${option}"`);
+  const name = argument ?? option;
+  if (name === undefined)
+    throw new InvalidArgumentError(
+      `name the environment: ${ENV_NAMES.join(', ')} (e.g. sokoban or --env sokoban)`,
+    );
+  return name;
+}
+
+/** `read()`, or commander's usage error with its message (exit code 1, no stack trace). */
+function checked<T>(command: Command, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) command.error(`error: ${error.message}`);
+    throw error;
+  }
 }
 
 /** `spa env …`: poke an environment (step, show, play). */
@@ -35,12 +65,14 @@ export function registerEnvCommand(program: Command): void {
     });
   withStateOptions(env.command('show'))
     .description('print the render, a blank line, the coordinate description and a solution hint')
-    .action((name: string, opts: { seed: number; spaPuzzle?: boolean; variant?: string }) => {
-      process.stdout.write(showText(loadEnvState(name, stateOptions(opts))));
+    .action((name: string | undefined, opts: StateFlags, command: Command) => {
+      const env = checked(command, () => envNameOf(name, opts.env));
+      process.stdout.write(showText(loadEnvState(env, stateOptions(opts))));
     });
   withStateOptions(env.command('play'))
     .description('play in the terminal: type Up, "up || left", … (q quits); works with piped input too')
-    .action(async (name: string, opts: { seed: number; spaPuzzle?: boolean; variant?: string }) => {
-      await runEnvPlay(loadEnvState(name, stateOptions(opts)), process.stdin, process.stdout);
+    .action(async (name: string | undefined, opts: StateFlags, command: Command) => {
+      const env = checked(command, () => envNameOf(name, opts.env));
+      await runEnvPlay(loadEnvState(env, stateOptions(opts)), process.stdin, process.stdout);
     });
 }

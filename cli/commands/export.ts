@@ -105,9 +105,19 @@ function fraction(value: string): number {
   return p;
 }
 
+/** `--format` when not given: from the output file's extension (`.parquet`, `.jsonl`/`.json`). */
+export function formatOfPath(path: string): ExportFormat {
+  if (/\.parquet$/i.test(path)) return 'parquet';
+  if (/\.jsonl?$/i.test(path)) return 'spa-jsonl';
+  throw new InvalidArgumentError(
+    `--format not given and the extension of --out "${path}" does not say it: use .parquet, .jsonl or .json, ` +
+      `or give --format ${EXPORT_FORMATS.join(' | ')}`,
+  );
+}
+
 interface ExportOptions {
   in: string;
-  format: ExportFormat;
+  format?: ExportFormat;
   out: string;
   splitVal?: number;
   seed: number;
@@ -120,7 +130,11 @@ export function registerExportCommand(program: Command): void {
     .command('export')
     .description("write SFT rows as SPA's released dataset columns (JSON Lines or Parquet, optionally split)")
     .requiredOption('--in <sft.jsonl>', 'SftRow JSON Lines, as written by `spa generate --out`')
-    .requiredOption('--format <format>', `${EXPORT_FORMATS.join(' | ')}`, oneOf('--format', EXPORT_FORMATS))
+    .option(
+      '--format <format>',
+      `${EXPORT_FORMATS.join(' | ')} (default: from the extension of --out)`,
+      oneOf('--format', EXPORT_FORMATS),
+    )
     .requiredOption('--out <file>', 'output file (the train half when --split-val is given)')
     .option('--split-val <p>', 'also write a validation file with this fraction of rows (SPA: 0.2)', fraction)
     .option('--seed <n>', 'shuffle seed of --split-val (SPA: 42)', nonNegativeInt('--seed'), 42)
@@ -129,7 +143,8 @@ export function registerExportCommand(program: Command): void {
       const progress = new Progress('export');
       const source = readSftRowsJsonl(options.in, () => progress.add('lines'));
       try {
-        const summary = await exportSpaDataset({ ...options, source });
+        const format = options.format ?? formatOfPath(options.out);
+        const summary = await exportSpaDataset({ ...options, format, source });
         progress.done();
         console.log(JSON.stringify(summary));
       } catch (error) {

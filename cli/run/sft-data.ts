@@ -4,6 +4,7 @@ import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 import type { PolicySource } from '../../streams/episodes/episodes.js';
 import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
 import { connectKafkajsAdmin } from '../../streams/kafka/kafkajs-adapter.js';
+import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { Progress } from '../progress.js';
 
@@ -79,7 +80,7 @@ async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<
   try {
     let purged = 0;
     for (const topic of topics) {
-      const offsets = await admin.fetchTopicOffsets(topic);
+      const offsets = await retryWhileRetriable(() => admin.fetchTopicOffsets(topic), 10_000);
       const nonEmpty = offsets.filter((p) => BigInt(p.high) > BigInt(p.low));
       purged += nonEmpty.reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
       if (nonEmpty.length > 0)
@@ -103,7 +104,7 @@ export async function recordsUnder(kafka: SpaKafka, prefix: string): Promise<Rec
   try {
     const held: Record<string, number> = {};
     for (const topic of (await admin.listTopics()).filter((name) => name.startsWith(prefix)).sort()) {
-      const offsets = await admin.fetchTopicOffsets(topic);
+      const offsets = await retryWhileRetriable(() => admin.fetchTopicOffsets(topic), 10_000);
       const records = offsets.reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
       if (records > 0) held[topic] = records;
     }

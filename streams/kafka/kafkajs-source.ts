@@ -15,6 +15,7 @@ import type {
   TopicPartition,
   TopicPartitionOffset,
 } from './transport.js';
+import { retryWhileRetriable } from './retriable.js';
 
 async function startOffsets(
   admin: Admin,
@@ -55,23 +56,6 @@ async function applyStart(kafka: Kafka, options: SourceOptions, start: StartPosi
     }
   } finally {
     await admin.disconnect();
-  }
-}
-
-/**
- * Retries `work` while it fails with an error kafkajs marks retriable, up to `budgetMs`: right
- * after CreateTopics a partition can have a leader in the metadata and still answer ListOffsets
- * with NOT_LEADER_OR_FOLLOWER for a moment, and the admin client does not retry that itself.
- */
-async function retryWhileRetriable(work: () => Promise<void>, budgetMs: number): Promise<void> {
-  const deadline = Date.now() + budgetMs;
-  for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
-    try {
-      return await work();
-    } catch (error) {
-      if ((error as { retriable?: unknown }).retriable !== true || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, delay));
-    }
   }
 }
 

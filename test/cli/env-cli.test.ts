@@ -142,4 +142,27 @@ describe('spa env show / play', () => {
     expect(show.status).not.toBe(0);
     expect(show.stderr).toContain('--seed must be an integer, got "ten"');
   });
+
+  it('takes the env as --env as well as the argument, and says when they differ or neither is given', () => {
+    const byOption = spa(['env', 'play', '--env', 'frozenlake', '--seed', '123', '--spa-puzzle'], 'q\n');
+    expect(byOption.status, byOption.stderr).toBe(0);
+    expect(byOption.stdout.startsWith('____\n_OOP\nGO__\nO___\n')).toBe(true);
+    const both = spa(['env', 'show', 'sokoban', '--env', 'frozenlake'], '');
+    expect(both.status).not.toBe(0);
+    expect(both.stderr).toContain('the env is given twice and differs: "sokoban" and --env "frozenlake"');
+    const neither = spa(['env', 'show'], '');
+    expect(neither.status).not.toBe(0);
+    expect(neither.stderr).toContain('name the environment: sokoban, frozenlake, sudoku');
+  });
+
+  it('play hints at the row,col,value form for a Sudoku move written otherwise', async () => {
+    const output = new PassThrough();
+    let text = '';
+    output.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    const env = loadEnvState('sudoku', { seed: 123, spaPuzzle: true });
+    await runEnvPlay(env, Readable.from(['(1,3):4\n', 'q\n']), output);
+    expect(text).toContain(
+      '(1,3):4: reward 0.0 valid=false effective=false (write row,col,value, e.g. 1,3,4; did you mean 1,3,4?)',
+    );
+  });
 });

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { exportSpaDataset } from '../../cli/commands/export.js';
+import { exportSpaDataset, formatOfPath } from '../../cli/commands/export.js';
 import type { SftRow } from '../../schemas/index.js';
 import {
   SPA_DATASET_COLUMNS,
@@ -142,6 +142,18 @@ describe('train/val split (like train_test_split(test_size=p, random_state=42))'
     expect(valPathBeside('/a/train/sft_train.jsonl')).toBe('/a/train/sft_val.jsonl');
     expect(valPathBeside('data/rows.parquet')).toBe('data/rows.val.parquet');
     expect(valPathBeside('rows')).toBe('rows.val');
+  });
+});
+
+describe('spa export --format from the extension of --out', () => {
+  it('reads .parquet, .jsonl and .json, and names the choices for anything else', () => {
+    expect(formatOfPath('out/wm_train.parquet')).toBe('parquet');
+    expect(formatOfPath('out/wm_train.PARQUET')).toBe('parquet');
+    expect(formatOfPath('rows.jsonl')).toBe('spa-jsonl');
+    expect(formatOfPath('rows.json')).toBe('spa-jsonl');
+    expect(() => formatOfPath('rows.csv')).toThrow(
+      /extension of --out "rows.csv".*\.parquet, \.jsonl or \.json.*--format spa-jsonl \| parquet/,
+    );
   });
 });
 
