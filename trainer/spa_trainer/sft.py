@@ -292,14 +292,16 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
         write_json(out / "metrics.json", position)
         print(f"[sft] stopped after step {state.step} (--stop-after-steps); the same command without it resumes")
         return position
+    earlier = finished_before(out, state.step)
     metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows)
-    artifact = publish_artifact(cfg, latest_checkpoint(out), state.step) if cfg.export_dir else None
+    artifact = publish_artifact(cfg, latest_checkpoint(out), state.step, earlier) if cfg.export_dir else None
     result = {
         **position,
         "model_dir": str(run.model_dir),
         **asdict(metrics),
         "exported_version": exported_version(artifact),
         "artifact": str(artifact) if artifact else None,
+        "published_to": cfg.publish_topic if artifact else None,
     }
     write_json(out / "metrics.json", result)
     print(f"[sft] metrics {dumps(result)}", flush=True)
@@ -313,14 +315,33 @@ def exported_version(artifact: Path | None) -> int | None:
     return int(json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))["version"])
 
 
-def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int) -> Path:
-    """Export the final SFT policy to ONNX (and announce it on `publish_topic` if set)."""
+def finished_before(out: Path, step: int) -> dict[str, Any]:
+    """The final metrics an earlier run of this command wrote when it finished at the same step
+    (a re-run of a finished SFT), else {}."""
+    path = out / "metrics.json"
+    if not path.is_file():
+        return {}
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    return earlier if earlier.get("finished") is True and earlier.get("step") == step else {}
+
+
+def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int, earlier: dict[str, Any]) -> Path:
+    """Export the final SFT policy to ONNX (and announce it on `publish_topic` if set). A re-run of
+    a finished SFT reuses the artifact it exported then, and announces it only if that run did not
+    (the same weights never become a second policy version)."""
     from .export import export_policy
 
-    if checkpoint_dir is None:
-        raise FileNotFoundError(f"no checkpoint in {cfg.out} to export")
-    artifact = export_policy(checkpoint_dir / "model", Path(cfg.export_dir or ""), "sft", step, cfg.model)
-    print(f"[sft] exported {artifact}", flush=True)
+    before = earlier.get("artifact")
+    if before and Path(before).is_dir() and Path(before).parent.resolve() == Path(cfg.export_dir or "").resolve():
+        artifact = Path(before)
+        print(f"[sft] finished before: {artifact} holds these weights already; not exporting again", flush=True)
+        if not cfg.publish_topic or earlier.get("published_to") == cfg.publish_topic:
+            return artifact
+    else:
+        if checkpoint_dir is None:
+            raise FileNotFoundError(f"no checkpoint in {cfg.out} to export")
+        artifact = export_policy(checkpoint_dir / "model", Path(cfg.export_dir or ""), "sft", step, cfg.model)
+        print(f"[sft] exported {artifact}", flush=True)
     if cfg.publish_topic:
         from .policy_publish import policy_update_from_manifest, publish_policy_update
 
@@ -363,7 +384,10 @@ def parse_args(argv: list[str]) -> SftConfig:
     )
     p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
     p.add_argument(
-        "--log-every", type=positive_int, default=d.log_every, help="a progress line every N steps (and the first, last)"
+        "--log-every",
+        type=positive_int,
+        default=d.log_every,
+        help="a progress line every N steps (and the first, last)",
     )
     p.add_argument(
         "--max-steps",

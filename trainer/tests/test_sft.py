@@ -215,6 +215,13 @@ def test_cli_max_steps_is_a_budget_that_exports(tmp_path: Path) -> None:
     assert metrics["finished"] is True and metrics["step"] == 3 and metrics["val_loss"] is None
     assert metrics["exported_version"] == 1 and metrics["artifact"] == str(tmp_path / "artifacts" / "v000001")
 
+    # The same command again: the weights did not change, so no second version appears.
+    again = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "not exporting again" in again.stdout
+    assert sorted(p.name for p in (tmp_path / "artifacts").iterdir()) == ["v000001"]
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["exported_version"] == 1
+
 
 def test_progress_is_a_line_every_log_every_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = _config(tmp_path, 8, epochs=3, log_every=5)
