@@ -100,7 +100,7 @@ export function registerTopicsCommand(program: Command): void {
     .description('list topics with partitions and record counts, and consumer groups with their lag')
     .option('--json', 'print {topics, groups} as JSON instead of tables', false)
     .action(async (options: { json: boolean }) => {
-      const kafka = await connectSpaKafka({ clientId: 'spa-topics' });
+      const kafka = await connectSpaKafka({ clientId: 'spa-topics', readOnly: true });
       const admin = await connectKafkajsAdmin(kafka.config);
       try {
         const roles = new Map(Object.entries(kafka.topics).map(([role, name]) => [name, role]));
@@ -123,8 +123,8 @@ export function registerTopicsCommand(program: Command): void {
         console.log(
           lags.length === 0
             ? 'no consumer group has committed offsets on these topics'
-            : formatTable(
-                ['CONSUMER GROUP', 'STATE', 'MEMBERS', 'TOPIC', 'COMMITTED', 'LAG'],
+            : `${formatTable(
+                ['CONSUMER GROUP', 'STATE', 'MEMBERS', 'TOPIC', 'COMMITTED', 'LAG*'],
                 lags.map((l) => [
                   l.group,
                   l.state,
@@ -133,7 +133,8 @@ export function registerTopicsCommand(program: Command): void {
                   `${l.committedPartitions}/${l.partitions}`,
                   l.lag,
                 ]),
-              ),
+              )}\n* LAG is end − committed offset: on a transactional topic a group that has read everything ` +
+                'still shows 1 per partition, the offset of the last commit marker',
         );
       } finally {
         await admin.disconnect();

@@ -252,3 +252,22 @@ export async function ensureBroker(
   if (configured) return { brokers: parseBrokerList(configured), saslBrokers: [], external: true };
   return startBroker(options);
 }
+
+/**
+ * The broker a read-only look (`spa topics`) talks to: KAFKA_BROKERS' cluster when set, otherwise
+ * the local instance if it is running. Starts nothing; says what to do when there is none.
+ */
+export async function existingBroker(
+  options: BrokerInstanceOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RunningBroker> {
+  const configured = env.KAFKA_BROKERS?.trim();
+  if (configured) return { brokers: parseBrokerList(configured), saslBrokers: [], external: true };
+  const status = await brokerStatus(options);
+  if (!status.answering || status.pid === undefined)
+    throw new Error(
+      `no broker to look at: KAFKA_BROKERS is not set and the local broker "${status.instance.name}" is not ` +
+        `running (npm run kafka:start starts it; spa run starts it too)`,
+    );
+  return runningBroker(status.instance, status.pid);
+}

@@ -167,18 +167,6 @@ interface BoundedOptions {
   readonly onClosed: () => void;
 }
 
-/** Deletes the (empty) ephemeral group so it does not linger in `spa topics`; best effort. */
-async function deleteGroup(config: KafkaConnectionConfig, groupId: string): Promise<void> {
-  const admin = await connectKafkajsAdmin(config);
-  try {
-    await admin.deleteGroups([groupId]);
-  } catch {
-    // A group that never joined does not exist; either way nothing is left behind.
-  } finally {
-    await admin.disconnect();
-  }
-}
-
 /**
  * Wraps a source to learn when it has joined its group and to clean up after closing; its
  * batches are traced (process spans, received bytes) and its lag reported to spa_consumer_lag.
@@ -227,10 +215,8 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       finished = true;
       subscriber.complete();
     };
-    const cleanup = async (): Promise<void> => {
-      await deleteGroup(kafka.config, options.groupId).catch(() => undefined);
-      options.onClosed();
-    };
+    // The source deletes its throwaway group when it closes (`ephemeral`).
+    const cleanup = async (): Promise<void> => options.onClosed();
     if (!following && pending.size === 0) {
       options.onClosed();
       finish();
@@ -246,7 +232,7 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       Math.min(100, options.quietMs),
     );
     void kafka.transport
-      .source({ groupId: options.groupId, topics: [options.topic], start: options.start })
+      .source({ groupId: options.groupId, topics: [options.topic], start: options.start, ephemeral: true })
       .then(
         (source) => {
           const joinedNow = () => ((joined = true), (lastActivity = Date.now()));

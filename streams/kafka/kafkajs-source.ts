@@ -142,6 +142,22 @@ export async function createKafkajsSource(
     async commit(offsets: readonly TopicPartitionOffset[]) {
       await consumer.commitOffsets(offsets.map((o) => ({ ...o, offset: o.offset.toString() })));
     },
-    close: () => consumer.disconnect(),
+    async close() {
+      await consumer.disconnect();
+      if (options.ephemeral) await deleteGroup(kafka, options.groupId);
+    },
   };
+}
+
+/** Deletes a stopped throwaway group so it does not linger in `spa topics`; best effort. */
+async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    await admin.deleteGroups([groupId]);
+  } catch {
+    // Already gone, or the broker is going away: nothing more to clean up.
+  } finally {
+    await admin.disconnect();
+  }
 }

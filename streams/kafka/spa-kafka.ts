@@ -1,4 +1,4 @@
-import { ensureBroker, type BrokerStartOptions } from '../../infra/kafka/broker.js';
+import { ensureBroker, existingBroker, type BrokerStartOptions } from '../../infra/kafka/broker.js';
 import { waitForReachableBroker } from '../../infra/kafka/probe.js';
 import {
   applyTopicsTo,
@@ -23,6 +23,8 @@ export interface ConnectOptions {
   readonly topics?: SpaTopicOptions;
   readonly broker?: BrokerStartOptions;
   readonly clientId?: string;
+  /** A look, not a job: start no broker and create no topic (`spa topics`). */
+  readonly readOnly?: boolean;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface ConnectOptions {
  * infra/kafka (started if it is not running); the topic definitions are applied idempotently.
  */
 export async function connectSpaKafka(options: ConnectOptions = {}): Promise<SpaKafka> {
-  const broker = await ensureBroker(options.broker);
+  const broker = options.readOnly ? await existingBroker(options.broker) : await ensureBroker(options.broker);
   if (broker.external) {
     // A dead KAFKA_BROKERS fails here in seconds instead of after kafkajs' whole retry budget.
     const seconds = Number(process.env['SPA_KAFKA_CONNECT_TIMEOUT_S'] ?? 8);
@@ -44,7 +46,7 @@ export async function connectSpaKafka(options: ConnectOptions = {}): Promise<Spa
     brokers: [...broker.brokers],
     clientId: options.clientId ?? 'spa',
   });
-  await applyTopicsTo(config.brokers, spaTopics(options.topics), config);
+  if (!options.readOnly) await applyTopicsTo(config.brokers, spaTopics(options.topics), config);
   const transport = kafkajsTransport(config);
   return { config, transport, topics: spaTopicNames(options.topics), close: () => transport.close() };
 }

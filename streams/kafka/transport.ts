@@ -137,6 +137,8 @@ export interface SourceOptions {
   readonly start?: StartPosition;
   /** Upper bound on bytes fetched per partition per request (bounds memory). Default 1 MiB. */
   readonly maxBytesPerPartition?: number;
+  /** A throwaway group (a policy follower, a tap): deleted when the source closes. */
+  readonly ephemeral?: boolean;
 }
 
 /** A connection to a Kafka cluster that hands out sinks and sources. */

@@ -57,6 +57,7 @@ export class LatestPolicy {
       groupId: `spa-policy-follower-${randomUUID()}`,
       topics: [options.topic],
       start: { kind: 'earliest' },
+      ephemeral: true,
     });
     const follower = new LatestPolicy(options, source);
     await source.run(async (batch) => {

@@ -5,6 +5,7 @@ import {
   scramFormatArgs,
   serverProperties,
 } from '../../infra/kafka/broker-config.js';
+import { existingBroker } from '../../infra/kafka/broker.js';
 import { planTopicChanges, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
 import type { ExistingTopic } from '../../infra/kafka/topics.js';
 
@@ -48,6 +49,16 @@ describe('SPA topic definitions', () => {
     expect(plan[0]).toMatchObject({ differences: [{ name: 'retention.ms', actual: '1000', wanted: '-1' }] });
     const allThere = new Map(definitions.map((d) => [d.name, asDefined(d.name)]));
     expect(planTopicChanges(definitions, allThere)).toEqual([]);
+  });
+});
+
+describe('a read-only look at Kafka (spa topics)', () => {
+  it('uses KAFKA_BROKERS, or names what to do when the local broker is not running; starts nothing', async () => {
+    const external = await existingBroker({}, { KAFKA_BROKERS: '10.0.0.1:9092, 10.0.0.2:9092' });
+    expect(external).toMatchObject({ brokers: ['10.0.0.1:9092', '10.0.0.2:9092'], external: true });
+    await expect(existingBroker({ name: 'never-started', port: 29392 }, {})).rejects.toThrow(
+      /no broker to look at: KAFKA_BROKERS is not set and the local broker "never-started" is not running \(npm run kafka:start/,
+    );
   });
 });
 

@@ -17,7 +17,7 @@ import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
 import type { StepRecord } from '../../streams/episodes/types.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { connectKafkajsAdmin, kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { KafkaTransport, RecordSink } from '../../streams/kafka/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
@@ -129,6 +129,14 @@ describe('--policy latest', () => {
       expect(Object.fromEntries(follower.batchesByVersion)).toEqual({ 1: 1, 2: 1, 3: 1 });
     } finally {
       await follower.close();
+    }
+    // The follower's throwaway consumer group is deleted when it stops.
+    const admin = await connectKafkajsAdmin(testConnection(broker.brokers));
+    try {
+      const { groups } = await admin.listGroups();
+      expect(groups.filter((g) => g.groupId.startsWith('spa-policy-follower-'))).toEqual([]);
+    } finally {
+      await admin.disconnect();
     }
   });
 });
