@@ -9,7 +9,7 @@ restart neither skips nor repeats a row.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -79,8 +79,25 @@ class SourcedRow:
     row: SftRow
 
 
+class BadRow(ValueError):
+    """A record in the input that is not an SftRow: where it is, its raw bytes and why."""
+
+    def __init__(self, location: str, partition: int, offset: int, key: str | None, payload: bytes, detail: str):
+        super().__init__(
+            f"{location}: not an SftRow: {detail} (--skip-bad-rows sends such rows to the dead letters and goes on)"
+        )
+        self.partition, self.offset, self.key, self.payload, self.detail = partition, offset, key, payload, detail
+
+
+BadRowHandler = Callable[[BadRow], None]
+"""What a source does with a bad row instead of raising it (`--skip-bad-rows`)."""
+
+
 class RowSource(Protocol):
-    """Where SFT rows come from: a finite, replayable, partitioned log."""
+    """Where SFT rows come from: a finite, replayable, partitioned log. A record that is not an
+    SftRow raises `BadRow`, or goes to `on_bad_row` when that is set (the row is skipped)."""
+
+    on_bad_row: BadRowHandler | None
 
     def describe(self) -> str:
         """A URI-like name for logs and checkpoints (e.g. `jsonl:/path`, `kafka:spa.sft`)."""
@@ -102,6 +119,7 @@ class JsonlRowSource:
         if not path.is_file():
             raise FileNotFoundError(f"SFT input {path} does not exist (expected a JSONL file of SftRow)")
         self.path = path
+        self.on_bad_row: BadRowHandler | None = None
 
     def describe(self) -> str:
         return f"jsonl:{self.path}"
@@ -121,7 +139,11 @@ class JsonlRowSource:
                 try:
                     row = SftRow.from_dict(json.loads(line))
                 except (ValueError, TypeError, KeyError) as err:
-                    raise ValueError(f"{self.path}:{index + 1}: not an SftRow: {err}") from err
+                    bad = BadRow(f"{self.path}:{index + 1}", 0, index, None, line.rstrip("\n").encode(), str(err))
+                    if self.on_bad_row is None:
+                        raise bad from err
+                    self.on_bad_row(bad)
+                    continue
                 yield SourcedRow(0, index, row)
 
 

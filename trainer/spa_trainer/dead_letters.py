@@ -100,7 +100,7 @@ class KafkaDeadLetters:
     def flush(self) -> None:
         remaining = self.producer.flush(30)
         if remaining or self.errors:
-            raise RuntimeError(
+            raise ConnectionError(
                 f"{remaining} rejected record(s) not delivered to {self.topic} at {self.address}: "
                 f"{self.errors or 'timeout (is the broker up?)'}"
             )

@@ -234,14 +234,27 @@ def export_policy(
     return final
 
 
-def main(argv: list[str]) -> None:
-    """CLI: `python -m spa_trainer.export --model <tiny|folder> --out <root> --stage sft --step N [--publish]`."""
+def main(argv: list[str]) -> int:
+    """CLI: `python -m spa_trainer.export --model <tiny|folder> --out <root> --stage sft --step N [--publish]`.
+    Boundary errors (no model, an existing version, a parity failure, no broker) print one line, exit 2."""
+    try:
+        run_export(argv)
+    except (ConnectionError, FileNotFoundError, FileExistsError, TimeoutError, ValueError) as err:
+        print(f"[export] error: {err}", file=sys.stderr, flush=True)
+        return 2
+    return 0
+
+
+def run_export(argv: list[str]) -> None:
+    """Parse the flags, export, and publish when asked."""
     p = argparse.ArgumentParser(prog="python -m spa_trainer.export")
     p.add_argument("--model", required=True, help="'tiny', a HF folder, a trainer checkpoint or run folder")
     p.add_argument("--out", required=True, help="artifact root; the export goes to <out>/v<version>/")
     p.add_argument("--stage", default="sft", choices=["init", "sft", "ppo"])
     p.add_argument("--step", type=int, default=0)
-    p.add_argument("--version", type=int, default=None, help="artifact version (default: one past the newest under --out)")
+    p.add_argument(
+        "--version", type=int, default=None, help="artifact version (default: one past the newest under --out)"
+    )
     p.add_argument("--name", default=None, help="model name for the manifest (default: the folder)")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate to this topic")
     p.add_argument("--brokers", default=None)
@@ -258,4 +271,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .data import Offsets, SftRow, SourcedRow
+from .data import BadRow, BadRowHandler, Offsets, SftRow, SourcedRow
 
 try:
     import confluent_kafka as ck
@@ -57,6 +57,7 @@ class KafkaRowSource:
     ) -> None:
         self.topic = topic
         self.decode = decode
+        self.on_bad_row: BadRowHandler | None = None
         self.idle_timeout_s = idle_timeout_s
         self.consumer = ck.Consumer(
             {
@@ -112,8 +113,17 @@ class KafkaRowSource:
                 idle_since = time.monotonic()
                 if msg.offset() >= stop:
                     return
-                row = SftRow.from_dict(self.decode(msg.value()))
-                yield SourcedRow(partition, msg.offset(), row)
+                try:
+                    row = SftRow.from_dict(self.decode(msg.value()))
+                except (ValueError, TypeError, KeyError) as err:
+                    key = msg.key().decode("utf-8", "replace") if msg.key() is not None else None
+                    bad = BadRow(f"kafka {self.topic}[{partition}]@{msg.offset()}", partition, msg.offset(), key,
+                                 msg.value() or b"", f"{type(err).__name__}: {err}")  # fmt: skip
+                    if self.on_bad_row is None:
+                        raise bad from err
+                    self.on_bad_row(bad)
+                else:
+                    yield SourcedRow(partition, msg.offset(), row)
                 if msg.offset() + 1 >= stop:
                     return
         finally:

@@ -100,6 +100,6 @@ def publish_policy_update(
     producer.produce(topic, key=POLICY_KEY, value=encode_policy_update(record), headers=headers, on_delivery=delivered)
     remaining = producer.flush(30)
     if remaining or errors:
-        raise RuntimeError(
+        raise ConnectionError(
             f"PolicyUpdate v{record['version']} not delivered to {topic} at {address}: {errors or 'timeout (is the broker up?)'}"
         )

@@ -33,7 +33,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_sc
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from .data import RowSource, SftRow, SourcedRow, open_source
+from .data import BadRow, RowSource, SftRow, SourcedRow, open_source
+from .dead_letters import DeadLetters, open_dead_letters
 from .json_files import dumps, write_json
 from .masking import (
     OBS_PLACEHOLDER,
@@ -44,6 +45,7 @@ from .masking import (
     encode_released,
 )
 from .models import load_policy, pick_device
+from .rollout_source import SourcedRollout
 from .sft_data import read_range, remaining_batches
 from .sft_metrics import evaluate
 
@@ -77,6 +79,8 @@ class SftConfig:
     brokers: str | None = None
     export_dir: str | None = None  # after training: ONNX artifact under <export_dir>/v<n>/
     publish_topic: str | None = None  # and a PolicyUpdate on this topic (e.g. spa.policy)
+    skip_bad_rows: bool = False  # undecodable input rows go to the dead letters instead of stopping the run
+    dlq: str | None = None  # where: kafka:<topic> or jsonl:<path>; default kafka:spa.dlq / jsonl:<out>/dlq.jsonl
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -170,12 +174,29 @@ def read_rows(cfg: SftConfig, source: RowSource, state: TrainerState) -> tuple[l
     return rows.train, [s.row for s in val_source.read({}, val_source.end_offsets())]
 
 
+def skip_bad_rows_of(cfg: SftConfig, source: RowSource, out: Path) -> DeadLetters:
+    """Sends the source's undecodable rows to the dead letters (`--dlq`; default the input's own
+    kind: kafka:spa.dlq or jsonl:<out>/dlq.jsonl), with a line each, instead of stopping."""
+    default = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
+    target = cfg.dlq or default
+    dead_letters = open_dead_letters(target, brokers=cfg.brokers)
+
+    def skip(bad: BadRow) -> None:
+        rejected = SourcedRollout(bad.partition, bad.offset, bad.key, bad.payload, reason="bad-row", detail=bad.detail)
+        dead_letters.reject(rejected, source.describe())
+        print(f"[sft] skipped {bad.args[0].split(' (--skip-bad-rows')[0]} → {target}", file=sys.stderr, flush=True)
+
+    source.on_bad_row = skip
+    return dead_letters
+
+
 def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
     """Fresh start, or resume from `<out>`'s latest checkpoint (model, optimizer, schedule, RNG,
     epoch position, shuffle seed and the offset range all come from it)."""
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     source = open_source(cfg.input, brokers=cfg.brokers)
+    dead_letters = skip_bad_rows_of(cfg, source, out) if cfg.skip_bad_rows else None
     resume = latest_checkpoint(out)
     # the checkpoint's model/ is a normal HF folder
     model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, pick_device())
@@ -189,6 +210,8 @@ def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
     else:
         state = TrainerState.from_json(json.loads((resume / "trainer_state.json").read_text()))
     train_rows, held_out = read_rows(cfg, source, state)
+    if dead_letters is not None:
+        dead_letters.flush()
     if not train_rows:
         raise ValueError(f"no training rows in {source.describe()} range {state.range_start}..{state.range_end}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
@@ -408,6 +431,17 @@ def parse_args(argv: list[str]) -> SftConfig:
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS)")
     p.add_argument("--export", default=None, metavar="DIR", help="export ONNX to DIR/v<n>/ after training")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate (needs --export)")
+    p.add_argument(
+        "--skip-bad-rows",
+        action="store_true",
+        help="an input record that is not an SftRow goes to the dead letters (reason bad-row) instead of stopping the run",
+    )
+    p.add_argument(
+        "--dlq",
+        default=None,
+        help="dead letters of --skip-bad-rows: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq for kafka input, "
+        "jsonl:<out>/dlq.jsonl for jsonl input)",
+    )
     a = p.parse_args(argv)
     if a.publish and not a.export:
         p.error("--publish needs --export DIR (the PolicyUpdate points at the exported artifact)")
@@ -433,8 +467,22 @@ def parse_args(argv: list[str]) -> SftConfig:
         brokers=a.brokers,
         export_dir=a.export,
         publish_topic=a.publish,
+        skip_bad_rows=a.skip_bad_rows,
+        dlq=a.dlq,
     )
 
 
+def main(argv: list[str]) -> int:
+    """Run SFT; boundary errors (missing input, a bad row, no broker, a stalled topic) print one
+    line and exit 2. Anything else is a bug and keeps its traceback."""
+    cfg = parse_args(argv)
+    try:
+        run_sft(cfg)
+    except (ConnectionError, FileNotFoundError, FileExistsError, TimeoutError, ValueError) as err:
+        print(f"[sft] error: {err}", file=sys.stderr, flush=True)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    run_sft(parse_args(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:]))

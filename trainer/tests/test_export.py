@@ -106,10 +106,18 @@ def test_cli_exports_the_initial_policy_as_v0(tiny_dir: Path, tmp_path: Path) ->
     """`spa run --generator self-play` exports the untrained model as v0; the next export is v1."""
     from spa_trainer.export import main
 
-    main(["--model", str(tiny_dir), "--out", str(tmp_path), "--stage", "init", "--version", "0"])
+    assert main(["--model", str(tiny_dir), "--out", str(tmp_path), "--stage", "init", "--version", "0"]) == 0
     manifest = json.loads((tmp_path / "v000000" / "manifest.json").read_text())
     assert manifest["version"] == 0 and manifest["stage"] == "init"
     assert next_version(tmp_path) == 1
+
+
+def test_cli_errors_are_one_line(tiny_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from spa_trainer.export import main
+
+    assert main(["--model", str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("[export] error: --model") and "\n" not in err
 
 
 def test_export_raises_no_tracer_warnings(tiny_dir: Path, tmp_path: Path) -> None:

@@ -231,3 +231,31 @@ def test_progress_is_a_line_every_log_every_steps(tmp_path: Path, capsys: pytest
     numbers = [int(line.split(" step ")[1].split("/")[0]) for line in steps]
     last = int(steps[-1].split("/")[1].split()[0])
     assert numbers == sorted({1, last, *range(5, last + 1, 5)}), steps
+
+
+def test_cli_errors_are_one_line_and_bad_rows_can_be_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spa_trainer.sft import main
+
+    missing = ["--model", "tiny", "--input", f"jsonl:{tmp_path / 'none.jsonl'}", "--out", str(tmp_path / "a")]
+    assert main(missing) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("[sft] error: SFT input") and "\n" not in err
+
+    data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(4))
+    lines = data.read_text().splitlines()
+    data.write_text("\n".join([lines[0], '{"prompt": "not messages"}', *lines[1:]]) + "\n")
+    args = ["--model", "tiny", "--input", f"jsonl:{data}", "--epochs", "1", "--batch-size", "2"]
+    args += ["--val-fraction", "0", "--eval-rows", "0"]
+    assert main([*args, "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"[sft] error: {data}:2: not an SftRow:") and "--skip-bad-rows" in err and "\n" not in err
+
+    assert main([*args, "--out", str(tmp_path / "c"), "--skip-bad-rows"]) == 0
+    assert f"[sft] skipped {data}:2: not an SftRow" in capsys.readouterr().err
+    [dead] = [json.loads(line) for line in (tmp_path / "c" / "dlq.jsonl").read_text().splitlines()]
+    assert dead["reason"] == "bad-row" and dead["source"] == f"jsonl:{data}[0]@1"
+    assert dead["payload"] == '{"prompt": "not messages"}'
+    metrics = json.loads((tmp_path / "c" / "metrics.json").read_text())
+    assert metrics["finished"] is True and metrics["rows_trained"] == 4  # every good row, once
