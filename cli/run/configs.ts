@@ -62,6 +62,11 @@ export interface LoopConfig {
   readonly ppoActorLr: number;
   readonly ppoCriticLr: number;
   /**
+   * Sequences per PPO forward pass: memory and speed only, the update is the same for any size
+   * (docs/spa-ppo.md#aggregation). SPA: 1 (a 1.5B model per GPU).
+   */
+  readonly ppoMicroBatch: number;
+  /**
    * PPO loss mask (docs/spa-ppo.md#mask): `generated` (the paper: the tokens the policy sampled),
    * `response-only` (RAGEN: whole assistant turns, role header included) or `all-after-system`
    * (SPA's released run: every token after the system message).
@@ -119,6 +124,7 @@ const small = {
   maxStaleness: 1,
   ppoActorLr: 1e-4,
   ppoCriticLr: 1e-3,
+  ppoMicroBatch: 16,
   ppoMask: 'generated',
   evalPuzzles: 8,
   evalK: 8,
@@ -146,6 +152,7 @@ export const SPA_FULL_SIZE = {
   exportEvery: 10,
   ppoActorLr: 1e-6,
   ppoCriticLr: 1e-5,
+  ppoMicroBatch: 1,
   evalPuzzles: 128,
   evalK: 8,
   evalPasses: 2,

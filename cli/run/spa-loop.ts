@@ -414,6 +414,7 @@ async function selfPlayAndPpo(
       ['--mask', config.ppoMask],
       ['--actor-lr', String(config.ppoActorLr)],
       ['--critic-lr', String(config.ppoCriticLr)],
+      ['--micro-batch-size', String(config.ppoMicroBatch)],
       ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),

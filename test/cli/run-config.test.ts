@@ -62,6 +62,7 @@ max-staleness: 0
 ppo-mask: all-after-system
 ppo-actor-lr: 0
 ppo-critic-lr: 2e-5
+ppo-micro-batch: 3
 eval-puzzles: 9
 eval-k: 4
 eval-passes: 3
@@ -101,6 +102,7 @@ describe('spa run --config-file', () => {
       ppoMask: 'all-after-system',
       ppoActorLr: 0,
       ppoCriticLr: 2e-5,
+      ppoMicroBatch: 3,
       evalPuzzles: 9,
       evalK: 4,
       evalPasses: 3,

@@ -29,6 +29,7 @@ from .ppo_math import (
     gae_advantages_returns,
     masked_mean,
     policy_loss,
+    seq_mean_token_mean,
     value_loss,
 )
 from .value_head import ValueModel, critic_from_actor
@@ -54,10 +55,10 @@ class PpoConfig:
     grad_clip: float = 1.0
     ppo_epochs: int = 1
     mini_batch_size: int = 64  # trajectories per optimizer step (64 = one step per update)
-    # Sequences per forward pass. verl computes the token-mean per micro-batch and divides by
-    # the number of micro-batches, so with SPA's micro-batch of 1 the effective aggregation is
-    # a mean over sequences of per-sequence token means; micro_batch_size = mini_batch_size
-    # gives a pure token-mean over the minibatch.
+    # Sequences per forward pass: memory and speed only. verl computes the token-mean per
+    # micro-batch and divides by the number of micro-batches, so SPA's micro-batch of 1 makes the
+    # loss a mean over sequences of per-sequence token means; the losses here compute exactly
+    # that for any micro-batch size (docs/spa-ppo.md#aggregation).
     micro_batch_size: int = 1
     temperature: float = 1.0  # log-probs at the sampling temperature (reference §9.4)
 
@@ -178,9 +179,9 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
     mask = micro.response_mask
     pg = policy_loss(
         log_probs, micro.extras["old_log_probs"], micro.extras["advantages"], mask,
-        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c,
+        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, per_sequence=True,
     )  # fmt: skip
-    entropy_mean = masked_mean(entropy, mask) if entropy is not None else torch.zeros(())
+    entropy_mean = seq_mean_token_mean(entropy, mask) if entropy is not None else torch.zeros(())
     loss = pg.loss - config.entropy_coeff * entropy_mean
     stats = {
         "actor/pg_loss": pg.loss.item(),
@@ -199,8 +200,9 @@ def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -
             micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
         )
     loss, clipfrac = value_loss(
-        values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask, config.cliprange_value
-    )
+        values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask,
+        config.cliprange_value, per_sequence=True,
+    )  # fmt: skip
     return loss, {
         "critic/vf_loss": loss.item(),
         "critic/vf_clipfrac": clipfrac.item(),

@@ -75,6 +75,16 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum()
 
 
+def seq_mean_token_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over rows of each row's masked token mean, on `(B, T − 1)`: the aggregation SPA's
+    run has (verl's token-mean over a micro-batch of one sequence, averaged over micro-batches),
+    computed so that any micro-batch size gives it (docs/spa-ppo.md#aggregation). A row without
+    masked tokens counts as 0."""
+    mask = mask.to(values.dtype)
+    per_row = (values * mask).sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)
+    return per_row.mean()
+
+
 def masked_var(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Unbiased (Bessel-corrected) variance over the masked entries (verl `masked_var`)."""
     count = mask.sum()
@@ -167,13 +177,15 @@ def policy_loss(
     clip_low: float = 0.2,
     clip_high: float = 0.28,
     clip_c: float = 3.0,
+    per_sequence: bool = False,
 ) -> PolicyLoss:
-    """Dual-clip PPO loss aggregated `token-mean` over `mask` (reference §9.4)."""
+    """Dual-clip PPO loss aggregated `token-mean` over `mask` (reference §9.4), or with
+    `per_sequence` the mean of each sequence's token mean (`seq_mean_token_mean`)."""
     losses, clip_active, dual_active = dual_clip_token_losses(
         log_probs, old_log_probs, advantages, clip_low, clip_high, clip_c
     )
     return PolicyLoss(
-        loss=masked_mean(losses, mask),
+        loss=seq_mean_token_mean(losses, mask) if per_sequence else masked_mean(losses, mask),
         token_losses=losses,
         clipfrac=masked_mean(clip_active.float(), mask),
         clipfrac_lower=masked_mean(dual_active.float(), mask),
@@ -193,13 +205,15 @@ def value_loss(
     returns: torch.Tensor,
     mask: torch.Tensor,
     cliprange_value: float = 0.5,
+    per_sequence: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss, clipfrac): `0.5 × token-mean(max((v − R)², (clip(v, v_old ± c) − R)²))` (verl
-    `compute_value_loss`, reference §9.4)."""
+    `compute_value_loss`, reference §9.4); `per_sequence` as in `policy_loss`."""
     clipped = old_values + torch.clamp(values - old_values, -cliprange_value, cliprange_value)
     unclipped_sq = (values - returns) ** 2
     clipped_sq = (clipped - returns) ** 2
-    loss = 0.5 * masked_mean(torch.maximum(unclipped_sq, clipped_sq), mask)
+    aggregate = seq_mean_token_mean if per_sequence else masked_mean
+    loss = 0.5 * aggregate(torch.maximum(unclipped_sq, clipped_sq), mask)
     return loss, masked_mean((clipped_sq > unclipped_sq).float(), mask)
 
 

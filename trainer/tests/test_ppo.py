@@ -96,6 +96,26 @@ def test_left_padding_and_micro_batching_do_not_change_log_probs_or_values(
     assert float(together.extras["old_log_probs"][0][mask[0]].sum()) == pytest.approx(alone, abs=1e-3)
 
 
+def test_micro_batch_size_changes_no_update(tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    # SPA's micro-batch of one sequence makes the loss a mean of per-sequence token means; a
+    # micro-batch of 4 must give the same losses and gradients, hence the same step.
+    runs = []
+    for micro in (1, 4):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+        before = [p.detach().clone() for p in model.parameters()]
+        config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, micro_batch_size=micro)
+        state = init_ppo(model, config, device=CPU)
+        report = ppo_step(state, _round(groups=2), tiny_tokenizer)
+        after = [p.detach().clone() for p in state.actor.parameters()]
+        assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+        runs.append((report.metrics, after))
+    (one, weights_one), (four, weights_four) = runs
+    for key in ("actor/pg_loss", "actor/entropy", "critic/vf_loss", "actor/grad_norm", "critic/grad_norm"):
+        assert four[key] == pytest.approx(one[key], rel=1e-5), key
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(weights_one, weights_four, strict=True))
+
+
 def test_several_minibatches_and_epochs_go_off_policy(
     actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
 ) -> None:
