@@ -102,7 +102,9 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
   ppoActorLr: rate('PPO actor learning rate (SPA: 1e-6; 0 makes the update a no-op: a control arm)', true),
   ppoCriticLr: rate('PPO critic learning rate (SPA: 1e-5)', true),
-  ppoMicroBatch: count('PPO: sequences per forward pass; memory and speed only, the update is the same (SPA: 1)'),
+  ppoMicroBatch: count(
+    'PPO: sequences per forward pass; memory and speed only, the update is the same (SPA: 1)',
+  ),
   ppoMask: choice(
     ['generated', 'response-only', 'all-after-system'],
     "PPO loss mask: the tokens the policy sampled (the paper), whole assistant turns (RAGEN) or every token after the system message (SPA's run)",
