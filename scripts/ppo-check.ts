@@ -7,7 +7,7 @@
  * Every arm is a real `spa run` (generator with `--policy latest` on onnxruntime-node →
  * spa.<run>.rollouts → PPO service → export → live swap), on Sokoban, evaluated at every export
  * (`--eval-curve`) on the paper's validation puzzles:
- * - ppo: a format warm-up on noisy one-action oracle demonstrations, then PPO (the RL-only
+ * - ppo: a format warm-up on oracle demonstrations in both prompt modes, then PPO (the RL-only
  *   baseline, `--skip-world-model-sft`);
  * - control: the same warmed-up model, steps and data flow with learning rates 0 (the update
  *   cannot help), so evaluation drift is not mistaken for learning;
@@ -43,17 +43,17 @@ type Arm = (typeof ARMS)[number];
 
 function parseOptions(argv: string[]): CheckOptions {
   const program = new Command('ppo-check')
-    .option('--steps <n>', 'PPO steps per arm', Number, 30)
-    .option('--groups <n>', 'puzzles per PPO step', Number, 8)
+    .option('--steps <n>', 'PPO steps per arm', Number, 80)
+    .option('--groups <n>', 'puzzles per PPO step', Number, 16)
     .option('--group-size <n>', 'episodes per puzzle', Number, 4)
-    .option('--export-every <n>', 'PPO steps between exports (= evaluation points)', Number, 10)
-    .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 64)
+    .option('--export-every <n>', 'PPO steps between exports (= evaluation points)', Number, 20)
+    .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '3e-4')
     .option('--critic-lr <x>', 'PPO critic learning rate of the learning arms', '1e-3')
-    .option('--warmup-puzzles <n>', 'noisy oracle demonstrations of the warm-up', Number, 512)
-    .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 2)
-    .option('--warmup-explore <ε>', 'probability of a random action in the demonstrations', '0.3')
+    .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
+    .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 4)
+    .option('--warmup-explore <ε>', 'probability of a random action in the demonstrations (0: the plan)', '0')
     .option('--model <name>', 'tiny model to start from', 'tiny-cells')
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
     .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check');
