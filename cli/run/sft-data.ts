@@ -96,10 +96,10 @@ async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<
 }
 
 /**
- * Topics named `<prefix>…` that hold records, with how many each (high − low watermark summed over
- * partitions): a fresh run checks that its run id's topics are empty.
+ * Topics named `<prefix>…` that are not empty, with their offsets (high − low watermark summed over
+ * partitions; records and transaction markers): a fresh run checks that its run id's topics are empty.
  */
-export async function recordsUnder(kafka: SpaKafka, prefix: string): Promise<Record<string, number>> {
+export async function offsetsUnder(kafka: SpaKafka, prefix: string): Promise<Record<string, number>> {
   const admin = await connectKafkajsAdmin(kafka.config);
   try {
     const held: Record<string, number> = {};

@@ -11,7 +11,7 @@ import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
-import { generateSftData, recordsUnder, type DataStageSummary } from './sft-data.js';
+import { generateSftData, offsetsUnder, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
@@ -319,8 +319,8 @@ const WARMUP_SEED_STRIDE = 10_000;
  * another `--runs-dir`) would train on that run's rollouts and follow its policies: refuse.
  */
 async function refuseUsedTopics(kafka: SpaKafka, runId: string, runDir: string): Promise<void> {
-  const held = await recordsUnder(kafka, `spa.${runId}.`);
-  const topics = Object.entries(held).map(([topic, n]) => `${topic} (${n})`);
+  const held = await offsetsUnder(kafka, `spa.${runId}.`);
+  const topics = Object.entries(held).map(([topic, n]) => `${topic} (${n} offsets)`);
   if (topics.length > 0)
     throw new Error(
       `run id "${runId}" is new in ${runDir}, but its topics already hold records of an earlier run with ` +

@@ -182,7 +182,7 @@ describe('spa run (the main job)', () => {
     const reused = await spa(['run', '--runs-dir', join(runsDir, 'elsewhere'), '--run-id', 'ci']);
     expect(reused.code).not.toBe(0);
     expect(reused.stderr).toMatch(
-      /run id "ci" is new in .*elsewhere.*already hold records .*spa\.ci\.rollouts \(48\)/,
+      /run id "ci" is new in .*elsewhere.*already hold records .*spa\.ci\.rollouts \(\d+ offsets\)/,
     );
   }, 120_000);
 
