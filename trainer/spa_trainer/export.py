@@ -31,6 +31,7 @@ import onnxruntime as ort
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
 
+from .cli_errors import exit_code
 from .models import load_tokenizer, resolve_model_dir
 
 TOKENIZER_FILES = (
@@ -237,12 +238,7 @@ def export_policy(
 def main(argv: list[str]) -> int:
     """CLI: `python -m spa_trainer.export --model <tiny|folder> --out <root> --stage sft --step N [--publish]`.
     Boundary errors (no model, an existing version, a parity failure, no broker) print one line, exit 2."""
-    try:
-        run_export(argv)
-    except (ConnectionError, FileNotFoundError, FileExistsError, TimeoutError, ValueError) as err:
-        print(f"[export] error: {err}", file=sys.stderr, flush=True)
-        return 2
-    return 0
+    return exit_code("export", lambda: run_export(argv))
 
 
 def run_export(argv: list[str]) -> None:

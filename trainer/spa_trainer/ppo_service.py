@@ -34,6 +34,7 @@ from transformers import PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import latest_checkpoint
+from .cli_errors import exit_code
 from .data import Offsets
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
@@ -405,14 +406,13 @@ def parse_args(argv: list[str]) -> ServiceConfig:
 def main(argv: list[str]) -> int:
     """Run the service; boundary errors (no broker, missing input, input ended) print one line, exit 2."""
     cfg = parse_args(argv)
-    try:
+
+    def serve() -> None:
         progress = run_service(cfg)
-    except (ConnectionError, FileNotFoundError, FileExistsError, InputExhausted, TimeoutError, ValueError) as err:
-        print(f"[ppo] error: {err}", file=sys.stderr, flush=True)
-        return 2
-    print(dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
-                 "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
-    return 0
+        print(dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
+                     "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
+
+    return exit_code("ppo", serve, also=(InputExhausted,))
 
 
 if __name__ == "__main__":

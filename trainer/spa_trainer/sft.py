@@ -33,6 +33,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_sc
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from .cli_errors import exit_code
 from .data import BadRow, RowSource, SftRow, SourcedRow, open_source
 from .dead_letters import DeadLetters, open_dead_letters
 from .json_files import dumps, write_json
@@ -476,12 +477,7 @@ def main(argv: list[str]) -> int:
     """Run SFT; boundary errors (missing input, a bad row, no broker, a stalled topic) print one
     line and exit 2. Anything else is a bug and keeps its traceback."""
     cfg = parse_args(argv)
-    try:
-        run_sft(cfg)
-    except (ConnectionError, FileNotFoundError, FileExistsError, TimeoutError, ValueError) as err:
-        print(f"[sft] error: {err}", file=sys.stderr, flush=True)
-        return 2
-    return 0
+    return exit_code("sft", lambda: run_sft(cfg))
 
 
 if __name__ == "__main__":
