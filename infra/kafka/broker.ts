@@ -248,9 +248,7 @@ export async function ensureBroker(
   options: BrokerStartOptions = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RunningBroker> {
-  const configured = env.KAFKA_BROKERS?.trim();
-  if (configured) return { brokers: parseBrokerList(configured), saslBrokers: [], external: true };
-  return startBroker(options);
+  return configuredCluster(env) ?? startBroker(options);
 }
 
 /**
@@ -261,8 +259,8 @@ export async function existingBroker(
   options: BrokerInstanceOptions = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RunningBroker> {
-  const configured = env.KAFKA_BROKERS?.trim();
-  if (configured) return { brokers: parseBrokerList(configured), saslBrokers: [], external: true };
+  const configured = configuredCluster(env);
+  if (configured) return configured;
   const status = await brokerStatus(options);
   if (!status.answering || status.pid === undefined)
     throw new Error(
@@ -270,4 +268,10 @@ export async function existingBroker(
         `running (npm run kafka:start starts it; spa run starts it too)`,
     );
   return runningBroker(status.instance, status.pid);
+}
+
+/** KAFKA_BROKERS' cluster when the variable is set: nothing runs here for it. */
+function configuredCluster(env: NodeJS.ProcessEnv): RunningBroker | undefined {
+  const configured = env.KAFKA_BROKERS?.trim();
+  return configured ? { brokers: parseBrokerList(configured), saslBrokers: [], external: true } : undefined;
 }
