@@ -317,7 +317,7 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
         print(f"[sft] stopped after step {state.step} (--stop-after-steps); the same command without it resumes")
         return position
     earlier = finished_before(out, state.step)
-    metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows)
+    metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows, window=cfg.max_length)
     artifact = publish_artifact(cfg, latest_checkpoint(out), state.step, earlier) if cfg.export_dir else None
     result = {
         **position,

@@ -7,6 +7,11 @@
 - next-state exact match: given the prompt and the GT response up to and including
   `<prediction>`, greedy-decode until `</prediction>`; a hit when the decoded contents equal
   the ground-truth next state exactly.
+
+Perplexities and exact match see each row through the window the model is trained on
+(`window`, sft's `--max-length`): a row longer than the window loses its left part, exactly as
+in training, so a small run with a short window is scored on the context it learned from
+(docs/spa-sft.md#metrics). With SPA's 2048-token window every row fits and nothing is cut.
 """
 
 from __future__ import annotations
@@ -66,16 +71,25 @@ def validation_loss(model: PreTrainedModel, examples: Sequence[Example]) -> floa
     return sum(losses) / len(losses) if losses else math.nan
 
 
+def _cut(length: int, window: int | None) -> int:
+    """Tokens a left-truncating window of `window` tokens drops from a `length`-token sequence."""
+    return 0 if window is None else max(0, length - window)
+
+
 @torch.no_grad()
 def state_perplexities(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow]
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], window: int | None = None
 ) -> tuple[float, float]:
     """(observation-span PPL, prediction-span PPL) over the faithful targets of `rows`."""
     sums = {"obs": [0.0, 0], "pred": [0.0, 0]}
     for row in rows:
         prompt, target = faithful_texts(tokenizer, row)
         prompt_ids, target_ids, offsets = encode_pair(tokenizer, prompt, target)
-        nll = _token_nll(model, prompt_ids + target_ids)[len(prompt_ids) - 1 :]
+        ids = prompt_ids + target_ids
+        cut = _cut(len(ids), window)
+        if cut >= len(prompt_ids):  # the window holds part of the response only: skip the row
+            continue
+        nll = _token_nll(model, ids[cut:])[len(prompt_ids) - cut - 1 :]
         for key, spans in (("obs", observation_spans(target)), ("pred", prediction_spans(target))):
             inside = torch.tensor(tokens_in_spans(offsets, spans), device=nll.device)
             sums[key][0] += float(nll[inside].sum())
@@ -85,7 +99,11 @@ def state_perplexities(
 
 @torch.no_grad()
 def next_state_exact_match(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], limit: int = 32
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    rows: Sequence[SftRow],
+    limit: int = 32,
+    window: int | None = None,
 ) -> tuple[float, int]:
     """(hit rate, rows evaluated) of greedy next-state decoding on rows with a prediction."""
     device = next(model.parameters()).device
@@ -98,6 +116,11 @@ def next_state_exact_match(
         start, end = spans[0]
         truth = target[start:end]
         prefix_ids = tokenizer(prompt + target[:start], add_special_tokens=False)["input_ids"]
+        prompt_ids, target_ids, _ = encode_pair(tokenizer, prompt, target)
+        cut = _cut(len(prompt_ids) + len(target_ids), window)
+        if cut >= len(prefix_ids):  # the window starts inside the prediction: nothing to score
+            continue
+        prefix_ids = prefix_ids[cut:]
         budget = len(tokenizer(truth, add_special_tokens=False)["input_ids"]) + 8
         out = model.generate(
             torch.tensor([prefix_ids], device=device),
@@ -120,10 +143,11 @@ def evaluate(
     rows: Sequence[SftRow],
     encode: Callable[[SftRow], Example],
     exact_match_limit: int = 32,
+    window: int | None = None,
 ) -> SftMetrics:
-    """All held-out metrics; the model is put in eval mode and left there."""
+    """All held-out metrics, each row seen through the training `window`; the model is put in eval mode and left there."""
     model.eval()
     loss = validation_loss(model, [encode(r) for r in rows])
-    obs_ppl, pred_ppl = state_perplexities(model, tokenizer, rows)
-    em, n = next_state_exact_match(model, tokenizer, rows, exact_match_limit)
+    obs_ppl, pred_ppl = state_perplexities(model, tokenizer, rows, window)
+    em, n = next_state_exact_match(model, tokenizer, rows, exact_match_limit, window)
     return SftMetrics(loss, obs_ppl, pred_ppl, em, n, len(rows))
