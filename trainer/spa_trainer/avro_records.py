@@ -20,10 +20,11 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping
+from typing import Any, Literal
 
 from fastavro import schemaless_reader, schemaless_writer
 from fastavro.schema import fingerprint as avro_fingerprint
@@ -134,9 +135,7 @@ def load_schema_versions(schema_dir: Path = SCHEMA_DIR) -> list[SchemaVersion]:
     versions: list[SchemaVersion] = []
     for path in sorted(schema_dir.glob("*.avsc")):
         older = [v for v in history if v.name == path.stem]
-        current = compile_schema_version(
-            _read_json(path), max([1, *(v.version + 1 for v in older)]), str(path)
-        )
+        current = compile_schema_version(_read_json(path), max([1, *(v.version + 1 for v in older)]), str(path))
         _expect_name(current, path.stem)
         versions.extend([*older, current])
     orphans = [v.source for v in history if v not in versions]
@@ -208,7 +207,9 @@ class SchemaRegistry:
         if writer is None:
             known = ", ".join(f"{v.name} v{v.version} {v.fingerprint.hex()}" for v in self._by_fingerprint.values())
             raise FrameDecodeError(
-                "unknown-fingerprint", f"no known schema has fingerprint {fingerprint.hex()}; known: {known}", fingerprint
+                "unknown-fingerprint",
+                f"no known schema has fingerprint {fingerprint.hex()}; known: {known}",
+                fingerprint,
             )
         return writer
 
@@ -239,7 +240,9 @@ def _decode_body(body: bytes, writer: SchemaVersion, reader: SchemaVersion) -> R
         raise FrameDecodeError("truncated", f"{what} ends early (truncated frame)", writer.fingerprint) from error
     except Exception as error:  # fastavro signals bad data with many exception types
         code: FrameErrorCode = "incompatible-schema" if type(error).__name__ == "SchemaResolutionError" else "bad-body"
-        raise FrameDecodeError(code, f"{what} cannot be read as v{reader.version}: {error}", writer.fingerprint) from error
+        raise FrameDecodeError(
+            code, f"{what} cannot be read as v{reader.version}: {error}", writer.fingerprint
+        ) from error
     if stream.tell() != len(body):
         raise FrameDecodeError("trailing-bytes", f"{what} has bytes left after the record", writer.fingerprint)
     return record

@@ -49,7 +49,6 @@ from .models import load_policy
 from .sft_metrics import next_state_exact_match
 from .tiny_model import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
 
-
 _SMALL = TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4)
 MODEL_SIZES: dict[str, TinySpec] = {
     **TINY_MODELS,  # tiny (hidden 64, 2 layers: the spec every test uses) and tiny-cells

@@ -39,7 +39,14 @@ def _avro_json_record(path: Path, version: SchemaVersion) -> dict[str, Any]:
 
 
 def test_there_are_golden_frames_for_every_record() -> None:
-    assert {p.stem for p in GOLDEN} >= {"Trajectory.v1", "SftRow.v0", "SftRow.v1", "Rollout.v1", "Rejected.v1", "PolicyUpdate.v1"}
+    assert {p.stem for p in GOLDEN} >= {
+        "Trajectory.v1",
+        "SftRow.v0",
+        "SftRow.v1",
+        "Rollout.v1",
+        "Rejected.v1",
+        "PolicyUpdate.v1",
+    }
 
 
 def test_fingerprints_and_canonical_forms_equal_the_typescript_ones() -> None:
@@ -49,7 +56,7 @@ def test_fingerprints_and_canonical_forms_equal_the_typescript_ones() -> None:
         for name in sorted({p["name"] for p in pinned})
         for v in spa_schemas().versions(name)
     ]
-    key = lambda p: (p["name"], p["version"])  # noqa: E731
+    key = lambda p: (p["name"], p["version"])
     assert sorted(ours, key=key) == sorted(pinned, key=key)
 
 

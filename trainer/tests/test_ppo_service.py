@@ -12,8 +12,8 @@ from safetensors.torch import load_file
 
 from spa_trainer.avro_records import SCHEMA_DIR, spa_schemas
 from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.ppo import PpoConfig
 from spa_trainer.models import resolve_model_dir
+from spa_trainer.ppo import PpoConfig
 from spa_trainer.ppo_service import InputExhausted, ServiceConfig, parse_args, run_service
 from spa_trainer.rollout_groups import GroupBuffer, pending_item, pending_line
 from spa_trainer.rollout_source import SourcedRollout, check_rollout, decode_rollout, sourced

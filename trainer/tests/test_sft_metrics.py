@@ -30,7 +30,7 @@ def test_exact_match_prefix_is_the_training_windows_prefix(
     tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
 ) -> None:
     row = SftRow.from_dict(sokoban_rows(1)[0])
-    prompt, target = faithful_texts(tiny_tokenizer, row)
+    _prompt, target = faithful_texts(tiny_tokenizer, row)
     start, end = prediction_spans(target)[0]
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
     model.generate = _EchoTruth(tiny_tokenizer, target[start:end])  # type: ignore[method-assign]
