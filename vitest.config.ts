@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 // `npm run test:unit`, `npm run test:slow`; `npm test` runs both.
 export default defineConfig({
   test: {
+    // Failing tests are named again in the run's last lines (CI logs are read from the tail).
+    reporters: ['default', './test/failures-last-reporter.ts'],
     projects: [
       {
         test: {
