@@ -146,8 +146,14 @@ function dataStageLine(stage: DataStageSummary): string {
 function sftLine(metrics: Readonly<Record<string, unknown>>): string {
   const num = (key: string, digits: number) =>
     typeof metrics[key] === 'number' ? (metrics[key] as number).toFixed(digits) : '-';
+  const [match, rows] = [metrics['next_state_exact_match'], metrics['exact_match_rows']];
+  // binomial standard error of the exact-match rate over the scored rows
+  const error =
+    typeof match === 'number' && typeof rows === 'number' && rows > 0
+      ? ` ± ${Math.sqrt((match * (1 - match)) / rows).toFixed(3)}`
+      : '';
   return (
     `${String(metrics['step'] ?? '-')} steps, val loss ${num('val_loss', 3)}, observation ppl ${num('observation_ppl', 1)}, ` +
-    `next-state exact match ${num('next_state_exact_match', 3)} on ${String(metrics['exact_match_rows'] ?? '-')} held-out rows`
+    `next-state exact match ${num('next_state_exact_match', 3)}${error} on ${String(rows ?? '-')} held-out rows`
   );
 }

@@ -355,6 +355,12 @@ async function exportPolicy(
   return join(root, `v${String(options.version).padStart(6, '0')}`);
 }
 
+/**
+ * Held-out rows the SFT stage scores for next-state exact match: enough that the summary's
+ * standard error (binomial, ≤ 0.05 at 96 rows) tells a learned world model from none.
+ */
+const SFT_EXACT_MATCH_ROWS = 96;
+
 /** Stage 2: world-model SFT from `startModel` on the run's `sft` topic, exported and published as v1. */
 async function trainSft(ctx: LoopContext, startModel: string) {
   const { config, kafka, python, runDir, brokers } = ctx;
@@ -368,6 +374,7 @@ async function trainSft(ctx: LoopContext, startModel: string) {
       ['--lr', String(config.sftLr)],
       ['--batch-size', String(config.sftBatchSize)],
       ['--max-length', String(config.sftMaxLength)],
+      ['--eval-rows', String(SFT_EXACT_MATCH_ROWS)],
       ['--out', join(runDir, 'sft')],
       ['--export', join(runDir, 'policies')],
       ['--publish', kafka.topics.policy],
