@@ -126,6 +126,7 @@ function main(): void {
   const warmup = [
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],
     ...['--warmup-epochs', String(o.warmupEpochs), '--warmup-explore', o.warmupExplore],
+    ...['--warmup-modes', 'wm,base'], // PPO and evaluation play base prompts (docs/ppo-check.md)
   ];
   const warmed = ['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')];
   const results = new Map<Arm, LoopSummary>();

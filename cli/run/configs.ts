@@ -30,7 +30,8 @@ export interface LoopConfig {
   /**
    * Prompt modes of the warm-up demonstrations, the same number of puzzles each: `wm` (the
    * world-model prompts of self-play data) and `base` (the PPO and evaluation prompts). SPA's
-   * instruction-tuned model follows both; a tiny model from random weights follows only what it saw.
+   * instruction-tuned model follows both; a tiny model from random weights follows only what it saw,
+   * and with both it mixes them up (docs/spa-loop.md#warm-up).
    */
   readonly warmupModes: readonly PromptMode[];
   /** No world-model SFT: PPO starts from the (warmed-up) model, the paper's RL-only baseline. */
@@ -108,7 +109,7 @@ const small = {
   warmupTrajectories: 256,
   warmupEpochs: 8,
   warmupExplore: 0.5,
-  warmupModes: ['wm', 'base'],
+  warmupModes: ['wm'],
   skipWorldModelSft: false,
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,

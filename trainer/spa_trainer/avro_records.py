@@ -245,6 +245,8 @@ def _decode_body(body: bytes, writer: SchemaVersion, reader: SchemaVersion) -> R
         ) from error
     if stream.tell() != len(body):
         raise FrameDecodeError("trailing-bytes", f"{what} has bytes left after the record", writer.fingerprint)
+    if not isinstance(record, dict):  # every SPA schema is an Avro record
+        raise FrameDecodeError("bad-body", f"{what} is not a record", writer.fingerprint)
     return record
 
 

@@ -109,7 +109,8 @@ def export_onnx(model: PreTrainedModel, path: Path, opset: int = 17) -> None:
     # and mask code, and about advanced indexing; the parity check after the export is what tells
     # whether the graph is right, so these exact warnings are silenced (docs/spa-models.md#export).
     with torch.no_grad(), warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        # torch exports the class from torch.jit without listing it in __all__
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # pyright: ignore[reportPrivateImportUsage]
         warnings.filterwarnings("ignore", message="Exporting aten::index operator of advanced indexing")
         torch.onnx.export(
             wrapper,

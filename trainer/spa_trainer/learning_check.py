@@ -45,7 +45,7 @@ from .masking import (
     prediction_spans,
     tokens_in_spans,
 )
-from .models import load_policy
+from .models import load_policy, pad_token_id
 from .sft_metrics import next_state_exact_match
 from .tiny_model import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
 
@@ -208,7 +208,7 @@ def train(
         order.shuffle(shuffled)
         for start in range(0, len(shuffled), cfg.batch_size):
             model.train()
-            loss, pred_loss = losses(model, collate(shuffled[start : start + cfg.batch_size], tokenizer.pad_token_id))
+            loss, pred_loss = losses(model, collate(shuffled[start : start + cfg.batch_size], pad_token_id(tokenizer)))
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -254,14 +254,15 @@ def predict(
         chunk = cases[start : start + cfg.batch_size]
         prefixes = [ids[-window:] for ids, _, _ in chunk]
         width = max(len(p) for p in prefixes)
-        pad = tokenizer.pad_token_id
+        pad = pad_token_id(tokenizer)
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prefixes])
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prefixes])
-        generated = model.generate(
+        # transformers 5 types `generate`'s self as a protocol no model class satisfies
+        generated = model.generate(  # pyright: ignore[reportCallIssue]
             ids, attention_mask=mask, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad
         )
         for (_, truth, observation), row_ids in zip(chunk, generated[:, width:]):
-            text = tokenizer.decode(row_ids, skip_special_tokens=False)
+            text = str(tokenizer.decode(row_ids, skip_special_tokens=False))
             decoded, closed = text.split("</prediction>")[0], "</prediction>" in text
             out.append(Prediction(truth, observation, decoded, closed))
     return out
@@ -396,7 +397,7 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
 def parse_args(argv: list[str]) -> CheckConfig:
     """CLI flags → CheckConfig."""
     d = CheckConfig(arm="", train="", heldout="", out="")
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.learning_check", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.learning_check", description=(__doc__ or "").split("\n")[0])
     p.add_argument("--arm", required=True, help="name of the arm (gt, self-belief, ...), for logs and the table")
     p.add_argument("--train", required=True, help="JSONL of SftRow to train on")
     p.add_argument("--heldout", required=True, help="JSONL of ground-truth SftRow to evaluate on")

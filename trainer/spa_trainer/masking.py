@@ -85,7 +85,7 @@ def tokens_in_spans(offsets: list[tuple[int, int]], spans: list[tuple[int, int]]
 def faithful_texts(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[str, str]:
     """(prompt text, target text) (docs/spa-sft.md#target)."""
     prompt = tokenizer.apply_chat_template(row.messages(), add_generation_prompt=True, tokenize=False)
-    eos = tokenizer.eos_token or ""
+    eos = str(tokenizer.eos_token or "")
     return str(prompt) + "<think>", strip_leading_think(row.response) + eos
 
 
@@ -132,7 +132,7 @@ def released_texts(tokenizer: PreTrainedTokenizerBase, row: SftRow) -> tuple[str
             content = "<think></think>" + content  # with_thinking=True
         messages.append({"role": m["role"], "content": content})
     prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    eos = tokenizer.eos_token or ""
+    eos = str(tokenizer.eos_token or "")
     return str(prompt) + "<think>", "</think>" + replace_states_with_placeholders(row.response) + eos
 
 
@@ -141,7 +141,9 @@ def encode_released(tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length:
     prompt, response = released_texts(tokenizer, row)
     prompt_ids, response_ids, _ = encode_pair(tokenizer, prompt, response)
     ids = prompt_ids + response_ids
-    placeholders = set(tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER]))
+    placeholder_ids = tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER])
+    assert isinstance(placeholder_ids, list)  # a list of tokens in, a list of ids out
+    placeholders = set(placeholder_ids)
     # verl's loss mask entry j (for predicting token j+1) is 0 when input token j is a
     # placeholder: so label j+1 is dropped and the placeholder's own label is kept.
     labels = [

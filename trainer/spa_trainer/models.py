@@ -54,6 +54,14 @@ def load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
+def pad_token_id(tokenizer: PreTrainedTokenizerBase) -> int:
+    """The tokenizer's pad id (`load_tokenizer` sets pad = eos when a tokenizer has none)."""
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    if not isinstance(pad, int):
+        raise TypeError(f"tokenizer has no single pad or eos token id (got {pad!r})")
+    return pad
+
+
 def load_policy(
     model: str, device: torch.device | None = None, attn_implementation: str | None = None
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path]:
@@ -65,4 +73,6 @@ def load_policy(
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     policy = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
-    return policy.to(device or pick_device()), tokenizer, folder
+    # nn.Module.to moves in place; transformers re-wraps `to` so type checkers miss its self
+    policy.to(device or pick_device())  # pyright: ignore[reportCallIssue, reportArgumentType]
+    return policy, tokenizer, folder

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from .models import pad_token_id
 from .ppo_math import MaskMode, loss_mask, score_tensor, select_groups_by_std, turn_indicators
 
 IM_START = "<|im_start|>"
@@ -167,8 +168,7 @@ def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, 
     texts = [render_conversation(r, tokenizer) for r in records]
     encoded = [tokenizer(t, add_special_tokens=False, return_offsets_mapping=mask_mode == "generated") for t in texts]
     seq_len = max(len(e["input_ids"]) for e in encoded)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    input_ids = torch.full((len(records), seq_len), int(pad_id), dtype=torch.long)
+    input_ids = torch.full((len(records), seq_len), pad_token_id(tokenizer), dtype=torch.long)
     attention_mask = torch.zeros((len(records), seq_len), dtype=torch.long)
     for row, e in enumerate(encoded):
         ids = e["input_ids"]

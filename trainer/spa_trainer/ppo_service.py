@@ -366,7 +366,7 @@ def run_service(cfg: ServiceConfig, on_step: StepHook | None = None) -> Progress
 def parse_args(argv: list[str]) -> ServiceConfig:
     """CLI flags → ServiceConfig."""
     d, p_d = ServiceConfig(model="", input="", out="", steps=0), PpoConfig()
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.ppo_service", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.ppo_service", description=(__doc__ or "").split("\n")[0])
     p.add_argument("--model", required=True, help="'tiny', a HF folder, an SFT run folder (its --out) or checkpoint")
     p.add_argument("--input", required=True, help="kafka:<topic> (e.g. kafka:spa.rollouts) or jsonl:<path>")
     p.add_argument("--out", required=True, help="run folder (checkpoints, metrics.jsonl); resumes if present")

@@ -385,7 +385,7 @@ def positive_int(text: str) -> int:
 def parse_args(argv: list[str]) -> SftConfig:
     """CLI flags → SftConfig."""
     d = SftConfig()
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.sft", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.sft", description=(__doc__ or "").split("\n")[0])
     p.add_argument("--model", default=d.model, help="'tiny' or a local HF causal-LM folder")
     p.add_argument("--input", required=True, help="jsonl:<path> or kafka:<topic>")
     p.add_argument("--out", default=d.out, help="run folder (checkpoints, metrics); resumes if present")

@@ -122,7 +122,8 @@ def next_state_exact_match(
             continue
         prefix_ids = prefix_ids[cut:]
         budget = len(tokenizer(truth, add_special_tokens=False)["input_ids"]) + 8
-        out = model.generate(
+        # transformers 5 types `generate`'s self as a protocol no model class satisfies
+        out = model.generate(  # pyright: ignore[reportCallIssue]
             torch.tensor([prefix_ids], device=device),
             attention_mask=torch.ones(1, len(prefix_ids), dtype=torch.long, device=device),
             max_new_tokens=budget,
@@ -131,7 +132,7 @@ def next_state_exact_match(
             tokenizer=tokenizer,
             pad_token_id=tokenizer.pad_token_id,
         )
-        text = tokenizer.decode(out[0, len(prefix_ids) :], skip_special_tokens=False)
+        text = str(tokenizer.decode(out[0, len(prefix_ids) :], skip_special_tokens=False))
         hits += int(text.split("</prediction>")[0] == truth and "</prediction>" in text)
         evaluated += 1
     return (hits / evaluated if evaluated else math.nan), evaluated

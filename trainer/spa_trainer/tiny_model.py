@@ -123,7 +123,9 @@ def wrap_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
 
 def build_tiny(out_dir: Path, spec: TinySpec = DEFAULT_SPEC) -> Path:
     """Train the tokenizer, initialise the model from `spec.seed`, save both to `out_dir`."""
-    hf_tokenizer = wrap_tokenizer(train_tiny_tokenizer(spec))
+    tokenizer = train_tiny_tokenizer(spec)
+    hf_tokenizer = wrap_tokenizer(tokenizer)
+    endoftext, im_end = tokenizer.token_to_id(ENDOFTEXT), tokenizer.token_to_id(IM_END)
     config = Qwen2Config(
         vocab_size=len(hf_tokenizer),
         hidden_size=spec.hidden_size,
@@ -132,11 +134,11 @@ def build_tiny(out_dir: Path, spec: TinySpec = DEFAULT_SPEC) -> Path:
         num_attention_heads=spec.num_attention_heads,
         num_key_value_heads=spec.num_key_value_heads,
         max_position_embeddings=spec.max_position_embeddings,
-        rope_theta=spec.rope_theta,
+        rope_parameters={"rope_type": "default", "rope_theta": spec.rope_theta},
         tie_word_embeddings=True,  # as Qwen2.5-0.5B/1.5B
-        bos_token_id=hf_tokenizer.convert_tokens_to_ids(ENDOFTEXT),
-        eos_token_id=hf_tokenizer.convert_tokens_to_ids(IM_END),
-        pad_token_id=hf_tokenizer.convert_tokens_to_ids(ENDOFTEXT),
+        bos_token_id=endoftext,
+        eos_token_id=im_end,
+        pad_token_id=endoftext,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
