@@ -31,7 +31,7 @@ const OUTSIDE_CITATIONS: readonly RegExp[] = [
 
 /** `docs/<file>.md`, optionally `#<anchor>`, also behind `../` (trainer/README.md cites `../docs/…`). */
 const DOC_CITATION = /(?<![\w/.-])(?:\.\.\/)*docs\/([\w.-]+\.md)(?:#([\w-]+))?/g;
-/** Further anchors of the same file right after a citation: `docs/x.md#a, #b` or `#a; #b`. */
+/** Further anchors of the same file right after a citation: `…md#<a>, #<b>` or `#<a>; #<b>`. */
 const MORE_ANCHORS = /^(?:\s*[,;]\s*(?:and\s+)?#([\w-]+))+/;
 /** An anchor a heading defines: `## Title {#anchor}`. */
 const HEADING_ANCHOR = /^#{1,6} .*\{#([\w-]+)\}\s*$/gm;
