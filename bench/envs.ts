@@ -3,8 +3,8 @@
  * the new state, random actions, reset from the paper's puzzle pool at done, fixed seeds) and
  * Sokoban rooms/s, in TypeScript on one thread, printed beside the Python references of
  * bench/python/envs_reference.py measured in the same run (gymnasium's FrozenLake; RAGEN's Sokoban
- * step over gym_sokoban's and RAGEN's Sudoku step, both copied statement for statement; the §2.2
- * room generator). Goal: ≥ 30× the Python reference per core.
+ * step over gym_sokoban's and RAGEN's Sudoku step, both copied statement for statement; the room
+ * generator of docs/spa-envs.md#sokoban-generator). Goal: ≥ 30× the Python reference per core.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

@@ -58,7 +58,7 @@ function positive(flag: string, value: number): number {
 }
 
 function parseArgs(args: readonly string[]): Options {
-  let tokens = 400; // SPA's response budget, reference §3.4
+  let tokens = 400; // SPA's response budget, docs/spa-prompts.md#sampling
   let pairs = 7;
   let python = true;
   for (let i = 0; i < args.length; i++) {

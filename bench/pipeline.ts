@@ -1,7 +1,7 @@
 /**
- * `npm run bench -- pipeline [--trajectories N]`: the in-process generator pipeline (design.md,
- * Data flow) with SPA's random generator policy over Sokoban, FrozenLake and Sudoku (generated
- * puzzles, world-model prompts, ground-truth annotation, SFT rows), every outbound record
+ * `npm run bench -- pipeline [--trajectories N]`: the in-process generator pipeline
+ * (streams/generator-pipeline.ts) with SPA's random generator policy over Sokoban, FrozenLake and Sudoku
+ * (generated puzzles, world-model prompts, ground-truth annotation, SFT rows), every outbound record
  * serialised and thrown away (a null sink: no files, no Kafka). Run twice: records as JSON lines
  * (what `spa generate --out` writes) and as Avro single-object frames (what goes to Kafka).
  * Prints trajectories/s, SFT rows/s, serialised MB/s, time spent serialising, peak RSS, and the
@@ -38,7 +38,7 @@ export interface PipelineStats {
   readonly peakRssBytes: number;
 }
 
-const GROUP_SIZE = 8; // SPA: 32 groups × 8 samples per batch (reference §6 step 2)
+const GROUP_SIZE = 8; // SPA: 32 groups × 8 samples per batch (docs/spa-data.md#generation)
 
 /** A serialiser for one encoding: the byte length of a record as written. */
 function serialiser(encoding: Encoding): (outbound: Outbound) => number {

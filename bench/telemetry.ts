@@ -1,5 +1,5 @@
 /**
- * What telemetry costs the generator (issue item 1, goal ≤ 5%): the real generator pipeline
+ * What telemetry costs the generator (the target: at most 5% slower): the real generator pipeline
  * (streams/generator-pipeline.ts, random policy, no Kafka) with telemetry off vs on, where
  * "on" means episode spans with turn events for the sampled episodes, sampled stage timing,
  * spa_* counters on every record, spans exported over OTLP/HTTP to a local receiver and

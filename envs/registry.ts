@@ -16,7 +16,7 @@ export const ENV_VARIANTS: Readonly<Record<EnvName, readonly string[]>> = {
   sudoku: Object.keys(SUDOKU_VARIANTS),
 };
 
-/** SPA's variant of each env (reference §2). */
+/** SPA's variant of each env (docs/spa-envs.md). */
 export const SPA_VARIANT: Readonly<Record<EnvName, string>> = {
   sokoban: '6x6-1box',
   frozenlake: '4x4',
@@ -24,7 +24,7 @@ export const SPA_VARIANT: Readonly<Record<EnvName, string>> = {
 };
 
 /**
- * The per-trajectory action budget (`max_actions_per_traj`, reference §2.1): SPA's 10 / 10 / 50,
+ * The per-trajectory action budget (`max_actions_per_traj`, docs/spa-envs.md#manager): SPA's 10 / 10 / 50,
  * and the variant's own budget for our larger Sokoban rooms.
  */
 export function actionBudget(name: EnvName, variant: string = SPA_VARIANT[name]): number {

@@ -1,5 +1,5 @@
 /**
- * The contract every SPA environment implements (reference §2). Environments are pure,
+ * The contract every SPA environment implements (docs/spa-envs.md). Environments are pure,
  * seeded, synchronous state machines: no I/O, no wall clock, no global RNG.
  */
 
@@ -40,14 +40,15 @@ export interface Environment {
   readonly name: EnvName;
   /**
    * Whether rewards are Python floats (Sokoban, Sudoku) or ints (FrozenLake on
-   * gymnasium ≥ 1.1). Prompts print turn rewards with Python's repr, so `0` vs `0.0` matters (§3.3).
+   * gymnasium ≥ 1.1). Prompts print turn rewards with Python's repr, so `0` vs `0.0` matters
+   * (docs/spa-prompts.md#reward-text).
    */
   readonly rewardIsFloat: boolean;
   /** Action names in id order (ids start at 1), or null when actions are free text (Sudoku). */
   readonly actionNames: readonly string[] | null;
   /** Grid dimensions for the instruction's "Coordinates range from …" sentence; absent for Sudoku. */
   readonly gridSize?: GridSize;
-  /** Symbol legend for the instruction prefix (§3.1), or null (Sudoku). */
+  /** Symbol legend for the instruction prefix (docs/spa-prompts.md#prefix), or null (Sudoku). */
   readonly gridVocabulary: string | null;
   /**
    * SPA's lookup: case-insensitive match of the whole string (no trimming beyond what the
@@ -60,7 +61,7 @@ export interface Environment {
   step(action: EnvAction): StepOutcome;
   /** SPA's text render, byte-exact (no trailing newline for grids). */
   render(): string;
-  /** The coordinate sentence of §5 (without a leading newline). */
+  /** The coordinate sentence of docs/spa-prompts.md#states (without a leading newline). */
   describe(): string;
   /** `render() + "\n" + describe()`: the `text_with_coordinates` state shown to the model. */
   state(): string;

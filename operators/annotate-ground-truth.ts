@@ -4,8 +4,8 @@ import { randomizeCoordinates } from './internal/randomize-coordinates.js';
 
 /**
  * How `<observation>`/`<prediction>` contents are filled:
- * - `gt`: the true env states (SPA, reference §6 step 4);
- * - `self-belief`: the model's own text is kept (paper ablation);
+ * - `gt`: the true env states (SPA, docs/spa-data.md#replacement);
+ * - `self-belief`: the model's own text is kept (paper ablation, docs/spa-data.md#ablations);
  * - `random-coords`: true grids but every coordinate pair replaced by a random in-range one (ablation).
  */
 export type Annotation = 'gt' | 'self-belief' | 'random-coords';
@@ -19,9 +19,10 @@ const OBSERVATION = /(<observation>)(.*?)(<\/observation>)/gs;
 const PREDICTION = /(<prediction>)(.*?)(<\/prediction>)/gs;
 
 /**
- * SPA's `replace_states_in_message` (reference §6 step 4): every observation span gets `obs`,
+ * SPA's `replace_states_in_message` (docs/spa-data.md#replacement): every observation span gets `obs`,
  * every prediction span gets `pred`. Function replacers on purpose: a template string would
- * interpret `$1`/`$&` inside a state, the JS twin of Python's `\\13` misparse (testcases §6.1).
+ * interpret `$1`/`$&` inside a state, the JS twin of Python's `\\13` misparse
+ * (docs/spa-testvectors.md#ground-truth).
  */
 export function replaceStates(message: string, obs: string, pred: string): string {
   return message
@@ -32,7 +33,7 @@ export function replaceStates(message: string, obs: string, pred: string): strin
 /**
  * Annotates every assistant turn t: observation ← states[t] (the state shown before turn t),
  * prediction ← states[t+1] (the state after all actions executed in turn t). Applied to the
- * conversation in place, so later prompts contain the annotated earlier turns (reference §6).
+ * conversation in place, so later prompts contain the annotated earlier turns (docs/spa-data.md#replacement).
  */
 export function annotateGroundTruth(
   options: { annotation?: Annotation } = {},

@@ -4,7 +4,7 @@ import { spaMetrics } from '../streams/telemetry/metrics.js';
 import { telemetryActive } from '../streams/telemetry/telemetry.js';
 
 /**
- * Counts the generator's output into the spa_* counters (issue item 3), passing every
+ * Counts the generator's output into the spa_* counters (infra/otel/README.md), passing every
  * record through unchanged: `spa_records_total{topic}` for each record,
  * `spa_trajectories_total{env,policy}` and `spa_env_steps_total{env}` (the trajectory's
  * `num_actions`) per raw trajectory, and `spa_rejects_total{reason,source}` per DLQ record.

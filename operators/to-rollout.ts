@@ -2,7 +2,7 @@ import { map, type OperatorFunction } from 'rxjs';
 import type { Rollout, Trajectory } from '../schemas/index.js';
 
 /**
- * A played trajectory as a PPO rollout (reference §9.2): the whole conversation, per-turn
+ * A played trajectory as a PPO rollout (docs/spa-ppo.md#sequence): the whole conversation, per-turn
  * rewards, format penalties and the terminal score Σ turn rewards + penalty, stamped with the
  * policy version that sampled it (the trainer's staleness bound reads it).
  */

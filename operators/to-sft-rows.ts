@@ -1,7 +1,7 @@
 import type { SftRow } from '../schemas/index.js';
 import type { AnnotatedTrajectory } from './annotate-ground-truth.js';
 
-/** SPA's constant `reward_model` column, kept verbatim (docs/spa-sft.md#rows). */
+/** SPA's constant `reward_model` column, kept verbatim (docs/spa-data.md#columns). */
 export const SPA_REWARD_MODEL = "{'ground_truth': {'numbers': array([0, 0]), 'target': 0}, 'style': 'rule'}";
 
 /** How rows are flagged for the trainer. */
@@ -11,7 +11,7 @@ export interface SftRowOptions {
 }
 
 /**
- * One SftRow per assistant turn (docs/spa-sft.md#rows): prompt = messages before the turn
+ * One SftRow per assistant turn (docs/spa-data.md#rows): prompt = messages before the turn
  * (earlier assistant turns already annotated), response = the annotated turn. Unlike SPA,
  * `data_source` is the real env name, not a hard-coded "sokoban".
  */

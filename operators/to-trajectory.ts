@@ -51,7 +51,8 @@ function assemble(records: readonly StepRecord[], createdAt: number): Trajectory
   }));
   const last = records[records.length - 1]!;
   // SPA's history ends with a state-only entry for the state after the last turn, which
-  // prepare_for_update drops, so the conversation ends with the last assistant turn (§3.2).
+  // prepare_for_update drops, so the conversation ends with the last assistant turn
+  // (docs/spa-prompts.md#conversation).
   history.push({ state: last.stateAfter, actionsLeft: last.actionsLeft - last.executed.length });
   const messages = buildMessages(first.prefix, history, { mode: first.mode, prepareForUpdate: true });
   const turns: Turn[] = records.map((r) => ({

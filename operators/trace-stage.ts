@@ -20,7 +20,7 @@ export interface TraceStageOptions {
  * Wraps one pipeline stage (any operator) so that its per-element work is timed into
  * `spa_stage_seconds{stage}`, and — only with stage spans on (`stageSpans` /
  * `SPA_TRACE_STAGES=1`) — each element of a sampled episode becomes a `stage <name>` span
- * under the episode span (issue item 2: a span per operator stage).
+ * under the episode span: one span per operator stage, so a slow stage shows in the trace.
  *
  * The time measured is the stage's own work: from a timed input to the first output it
  * yields (a span also covers a later output of the same input, from the previous output);

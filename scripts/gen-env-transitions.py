@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """Held-out env transitions for `spa env step`, computed by an independent Python statement of SPA's
-reference semantics (/work/shared/reference/spa-reference.md §2, §5; spa-testcases.md §2-§5):
+reference semantics (docs/spa-envs.md, docs/spa-prompts.md#states; docs/spa-testvectors.md):
 
-- Sokoban: gym_sokoban's push-or-move, `_calc_reward` and `_check_if_done` (reference §2.2) on numpy
-  arrays, with RAGEN's info (`success = boxes_on_target == num_boxes`, effective = player moved).
+- Sokoban: gym_sokoban's push-or-move, `_calc_reward` and `_check_if_done` (docs/spa-envs.md#sokoban) on
+  numpy arrays, with RAGEN's info (`success = boxes_on_target == num_boxes`, effective = player moved).
 - FrozenLake: the real `gymnasium.envs.toy_text.frozen_lake.FrozenLakeEnv(desc=..., is_slippery=False)`.
-- Sudoku 4x4: RAGEN's SudokuEnv rules as reference §2.4 states them (parse, validity, overwrite, cap 30).
+- Sudoku 4x4: RAGEN's SudokuEnv rules as docs/spa-envs.md#sudoku states them (parse, validity, overwrite,
+  cap 30).
 
 Conventions shared with `spa env step` (cli/commands/env-step.ts), documented there and in the report:
-- unknown action strings are dropped before stepping (reference §2.1); execution stops at the first done;
+- unknown action strings are dropped before stepping (docs/spa-envs.md#manager); execution stops at the
+  first done;
 - a loaded state has counters at 0; Sokoban counts boxes already on targets, so pushing one off costs -1
-  (testcases §2.7); a state that is already terminal is still stepped, as gym would;
-- descriptions: Sokoban / FrozenLake use the documented coordinate sentences of envs/README.md (the
-  reference §5 assumption for S/√, our choice for FrozenLake), Sudoku the RAGEN sentence.
+  (docs/spa-testvectors.md#sokoban); a state that is already terminal is still stepped, as gym would;
+- descriptions: Sokoban / FrozenLake use the documented coordinate sentences of envs/README.md (our
+  choices for S/√ and for FrozenLake, docs/spa-prompts.md#states), Sudoku the RAGEN sentence.
 
 Writes test/fixtures/env-transitions/{sokoban,frozenlake,sudoku}.jsonl, one
 {"case","input","expected"} object per line. Needs gymnasium + numpy:
@@ -36,7 +38,8 @@ RNG = random.Random(20251015)
 
 
 def lookup(names: list[str], text: str) -> int | None:
-    """SPA's action lookup: case-insensitive match of the whole string, ids from 1 (reference §2.1)."""
+    """SPA's action lookup: case-insensitive match of the whole string, ids from 1
+    (docs/spa-envs.md#manager)."""
     for i, name in enumerate(names):
         if name.lower() == text.lower():
             return i + 1
@@ -55,7 +58,7 @@ def split_known(names: list[str], actions: list[str]) -> tuple[list[int], list[s
 
 
 # --------------------------------------------------------------------------------------------
-# Sokoban (gym_sokoban semantics, reference §2.2)
+# Sokoban (gym_sokoban semantics, docs/spa-envs.md#sokoban)
 # --------------------------------------------------------------------------------------------
 SOKOBAN_ACTIONS = ["Up", "Down", "Left", "Right"]
 CHANGE = [(-1, 0), (1, 0), (0, -1), (0, 1)]  # gym_sokoban CHANGE_COORDINATES
@@ -71,7 +74,7 @@ class Sokoban:
         self.state = np.array([[CHARS[ch][1] for ch in row] for row in rows], dtype=np.uint8)
         self.player = np.argwhere(self.state == 5)[0]
         self.num_boxes = int(np.sum((self.state == 3) | (self.state == 4)))
-        self.boxes_on_target = int(np.sum(self.state == 3))  # testcases §2.7 convention
+        self.boxes_on_target = int(np.sum(self.state == 3))  # as in docs/spa-testvectors.md#sokoban
         self.num_env_steps = 0
 
     def _move(self, change) -> bool:
@@ -209,7 +212,7 @@ def run_frozenlake(render: str, actions: list[str]) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# Sudoku (reference §2.4)
+# Sudoku (docs/spa-envs.md#sudoku)
 # --------------------------------------------------------------------------------------------
 SUDOKU_MAX_STEPS = 30
 
@@ -233,7 +236,8 @@ def describe_board(board: np.ndarray) -> str:
 
 
 def parse_move(action: str):
-    """(row, col, value) 0-indexed row/col, or None; the §2.4 forms "r,c,v", "r c v", "... row R col C"."""
+    """(row, col, value) 0-indexed row/col, or None; the forms of docs/spa-envs.md#sudoku: "r,c,v", "r c v",
+    "... row R col C"."""
     text = action.lower().strip()
     tokens = text.replace(",", " ").split()
     if "row" in text and "col" in text:
@@ -367,7 +371,7 @@ HAND_ROOMS = {
     "box on target in a corridor": "#######\n#P√_O_#\n#__X__#\n#_____#\n#######",
 }
 
-# testcases §2 (start render, actions)
+# docs/spa-testvectors.md#sokoban (start render, actions)
 SOKOBAN_VECTORS = [
     ("testcases 2.1 move", "######\n#___O#\n#__X_#\n###P_#\n###__#\n######", ["Right"]),
     ("testcases 2.2 push up", "######\n#___O#\n#__X_#\n###P_#\n###__#\n######", ["Up"]),
@@ -421,7 +425,7 @@ def sokoban_cases() -> list[dict]:
     return cases
 
 
-LAKE_VECTORS = [  # testcases §3.1 on SHFF/FFFH/FHFF/HFFG, as (player, action)
+LAKE_VECTORS = [  # docs/spa-testvectors.md#frozenlake on SHFF/FFFH/FHFF/HFFG, as (player, action)
     ((0, 0), "Left"), ((0, 0), "Down"), ((0, 0), "Right"), ((2, 2), "Right"), ((2, 3), "Down"),
     ((1, 2), "Right"),
 ]

@@ -1,6 +1,6 @@
 /**
- * Learning check (issue item 6, reference §6 "self-belief SFT" ablation): does a small model
- * trained from scratch on ground-truth-annotated Sokoban rows learn the transition, and does it
+ * Learning check (docs/learning-check.md; the "self-belief SFT" ablation, docs/spa-data.md#ablations): does a
+ * small model trained from scratch on ground-truth-annotated Sokoban rows learn the transition, and does it
  * clearly beat the same model trained on self-belief rows? Prints one table row per arm.
  *
  *   npx tsx scripts/learning-check.ts            (or: npm run learning-check)
@@ -13,7 +13,7 @@
  * predicted the planner's move instead of reading the named one. Arms, all trained on the same puzzles,
  * thoughts and answers for the same steps from the same initial weights, all scored on the same
  * held-out ground-truth rows (puzzle seeds disjoint from training):
- * - gt: `--annotation gt`, the env's real next state (SPA's method, reference §6 step 4).
+ * - gt: `--annotation gt`, the env's real next state (SPA's method, docs/spa-data.md#replacement).
  * - self-belief: a naive believer's predictions, the beliefs of an untrained agent: it moves
  *   one cell unless a wall or a BOX is in the way, i.e. it does not know boxes can be pushed.
  *   On plain moves its belief is right; on every push it believes nothing changes. Computed
@@ -32,7 +32,7 @@ import { SPA_SOKOBAN } from '../envs/sokoban/variants.js';
 import type { SftRow } from '../schemas/generated/types.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const TRAIN_SEED_BASE = 10000; // SPA's first training seed (reference §6)
+const TRAIN_SEED_BASE = 10000; // SPA's first training seed (docs/spa-envs.md#manager)
 const HELDOUT_SEED_BASE = 900000; // far above any training seed used here
 
 /** Options of one learning check run. */

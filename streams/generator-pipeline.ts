@@ -25,7 +25,7 @@ export interface GeneratorOptions {
 }
 
 /**
- * The whole generator side in one place (design.md, Data flow):
+ * The whole generator side in one place, as one `pipe()` so the stages read in order:
  *
  *   episodes ─► toTrajectory ─┬─► spa.trajectories            (every raw trajectory)
  *                             ├─► toSftOutputs: annotate ─► filter per row ─┬─► spa.sft

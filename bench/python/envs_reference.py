@@ -5,14 +5,15 @@ Measures, single-threaded, each for about `--seconds`:
 - frozenlake: the real gymnasium `FrozenLakeEnv` (slippery) step + a RAGEN-style text render (lighter
   than RAGEN's own, which goes through `np.vectorize`; so this reference is if anything too fast);
 - sokoban: RAGEN's `SokobanEnv.step` over gym_sokoban's `step`/`_push`/`_move`/`_calc_reward`/
-  `_check_if_done` (reference §2.2) copied statement for statement on numpy arrays as gym_sokoban
-  stores them, with RAGEN's text render (which its `step` returns) — minus the RGB frame gym's `step`
+  `_check_if_done` (docs/spa-envs.md#sokoban) copied statement for statement on numpy arrays as
+  gym_sokoban stores them, with RAGEN's text render (which its `step` returns) — minus the RGB frame gym's `step`
   also draws and RAGEN throws away;
-- sudoku: mll-lab-nu/RAGEN's `SudokuEnv.step` and `render("text")` (reference §2.4) copied statement
-  for statement on its numpy board (`step` renders into `render_cache`, `render` returns it);
-- sokoban rooms: the room generator as reference §2.2 describes it (random-walk topology, placement,
-  reverse-play DFS with ttl 300 and a 300 000-state cap, random player movement), with Python `random`
-  and NumPy's legacy global RNG like RAGEN; written from that description, so not bit-exact with it.
+- sudoku: mll-lab-nu/RAGEN's `SudokuEnv.step` and `render("text")` (docs/spa-envs.md#sudoku) copied
+  statement for statement on its numpy board (`step` renders into `render_cache`, `render` returns it);
+- sokoban rooms: the room generator as docs/spa-envs.md#sokoban-generator describes it (random-walk
+  topology, placement, reverse-play DFS with ttl 300 and a 300 000-state cap, random player movement),
+  with Python `random` and NumPy's legacy global RNG like RAGEN; written from that description, so not
+  bit-exact with it.
 
 The op of every step benchmark is "one step + render the new state", on the paper's puzzles
 (envs/puzzles), random actions, reset from the puzzle pool at done, fixed seeds.
@@ -234,7 +235,7 @@ def bench_sokoban(seconds: float) -> float:
 
 # ---------------------------------------------------------------- Sudoku (RAGEN rules)
 class Sudoku:
-    """mll-lab-nu/RAGEN `SudokuEnv` step/render (reference §2.4), copied statement for statement:
+    """mll-lab-nu/RAGEN `SudokuEnv` step/render (docs/spa-envs.md#sudoku), copied statement for statement:
     `step` renders into `render_cache`, `render("text")` reads RENDER_MODE and returns the cache."""
 
     def __init__(self, puzzle: str):
@@ -383,7 +384,7 @@ def bench_sudoku(seconds: float) -> float:
     return timed(seconds, body)
 
 
-# ---------------------------------------------------------------- Sokoban room generator (§2.2)
+# ------------------------------------------- Sokoban room generator (docs/spa-envs.md#sokoban-generator)
 MASKS = [np.array(m).reshape(3, 3) for m in (
     [0, 0, 0, 1, 1, 1, 0, 0, 0], [0, 1, 0, 0, 1, 0, 0, 1, 0], [0, 0, 0, 1, 1, 0, 0, 1, 0],
     [0, 0, 0, 1, 1, 0, 1, 1, 0], [0, 0, 0, 0, 1, 1, 0, 1, 0])]

@@ -23,7 +23,7 @@ function promptText(env: Environment): string {
 
 /**
  * One line of input → the actions executed and what they printed. Pieces are split on `||` and
- * stripped as SPA's parser does (reference §4), then mapped through the env's lookup; unknown
+ * stripped as SPA's parser does (docs/spa-protocol.md#parser), then mapped through the env's lookup; unknown
  * pieces are reported and skipped. Stops at the first done.
  */
 function playLine(env: Environment, line: string, write: (text: string) => void): PlayResult {

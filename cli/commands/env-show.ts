@@ -15,7 +15,7 @@ import type { Environment, Position } from '../../envs/types.js';
 
 /** Options of `spa env show|play <env>`. */
 export interface EnvStateOptions {
-  /** Reset seed; default 10000, SPA's first training seed (reference §2.1). */
+  /** Reset seed; default 10000, SPA's first training seed (docs/spa-envs.md#manager). */
   readonly seed: number;
   /** Load the paper's own puzzle for the seed (envs/puzzles) instead of our generator's. */
   readonly spaPuzzle: boolean;

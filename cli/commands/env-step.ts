@@ -32,7 +32,7 @@ export interface StepReport {
   readonly done: boolean;
   readonly success: boolean;
   readonly description: string;
-  /** Action strings the env's lookup did not know: skipped, never executed (reference §2.1). */
+  /** Action strings the env's lookup did not know: skipped, never executed (docs/spa-envs.md#manager). */
   readonly dropped: string[];
   /** Sudoku only: `info.action_is_valid` / `info.action_is_effective` per executed action. */
   readonly valid?: boolean[];
@@ -45,7 +45,10 @@ const FIELD_OWNER: Readonly<Record<string, EnvName>> = {
   seed: 'frozenlake',
   puzzle: 'sudoku',
 };
-/** The coordinate sentences of reference §5 (ours for FrozenLake): a line that starts so is not grid. */
+/**
+ * The coordinate sentences of docs/spa-prompts.md#states (ours for FrozenLake): a line that starts
+ * so is not grid.
+ */
 const DESCRIPTION_LINE = /^(Player \(P\) is at |Empty positions? to be filled |No empty positions found)/;
 
 /**
@@ -127,10 +130,10 @@ function solvedBeforeAnyStep(env: Environment): boolean {
 }
 
 /**
- * Map the action strings through the env's lookup (unknown ones are dropped, reference §2.1), then
- * execute them in order, stopping after the first step that reports done. Like gym, a state that is
- * already terminal is still stepped (testcases §2.7 pushes a box off a solved board). With no executed
- * action, `done`/`success` describe the given state.
+ * Map the action strings through the env's lookup (unknown ones are dropped,
+ * docs/spa-envs.md#manager), then execute them in order, stopping after the first step that reports
+ * done. Like gym, a state that is already terminal is still stepped (docs/spa-testvectors.md#sokoban
+ * pushes a box off a solved board). With no executed action, `done`/`success` describe the given state.
  */
 export function runStepRequest(request: StepRequest): StepReport {
   const env = loadEnv(request);
@@ -154,7 +157,7 @@ export function runStepRequest(request: StepRequest): StepReport {
     valid.push(outcome.valid);
     effective.push(outcome.effective);
     ({ done, success } = outcome);
-    if (done) break; // SPA stops a turn at the first done (reference §2.1)
+    if (done) break; // SPA stops a turn at the first done (docs/spa-envs.md#manager)
   }
   const report: StepReport = { renders, rewards, done, success, description: env.describe(), dropped };
   return request.env === 'sudoku' ? { ...report, valid, effective } : report;

@@ -28,7 +28,7 @@ interface EvalOptions {
 /** Seconds `--policy latest` may wait for its first policy before saying what it waits for. */
 const WAITING_NOTICE_S = 5;
 
-/** `spa eval`: Pass@1 / Pass@k of a policy on the paper's validation puzzles (reference §10). */
+/** `spa eval`: Pass@1 / Pass@k of a policy on the paper's validation puzzles (docs/spa-eval.md). */
 export function registerEvalCommand(program: Command): void {
   const command = program
     .command('eval')

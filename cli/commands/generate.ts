@@ -123,7 +123,11 @@ export function registerGenerateCommand(program: Command): void {
       '--policy oracle with 1 action per turn: probability of a random action instead of the plan (seeded by --policy-seed)',
       probability('--oracle-explore'),
     )
-    .option('--spa-fallback-bug', "reproduce SPA's string-fallback parser bug (reference §4.1)", false)
+    .option(
+      '--spa-fallback-bug',
+      "reproduce SPA's string-fallback parser bug (docs/spa-protocol.md#world-model)",
+      false,
+    )
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
     .requiredOption(
       '--out <file.jsonl|kafka>',

@@ -79,7 +79,7 @@ export async function runParse(input: Readable, output: Writable): Promise<void>
   }
 }
 
-/** `spa parse`: SPA's response parser (reference §4) over JSON Lines on stdin. */
+/** `spa parse`: SPA's response parser (docs/spa-protocol.md#parser) over JSON Lines on stdin. */
 export function registerParseCommand(program: Command): void {
   program
     .command('parse')

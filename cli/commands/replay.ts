@@ -71,7 +71,7 @@ export function registerReplayCommand(program: Command): void {
     .option('--dlq-topic <topic>', 'dead-letter topic (default: spa.dlq)')
     .option(
       '--annotate <kind>',
-      'gt | self-belief | random-coords (reference §6)',
+      'gt | self-belief | random-coords (docs/spa-data.md#ablations)',
       oneOf('--annotate', ['gt', 'self-belief', 'random-coords'] as const),
       'gt',
     )

@@ -1,7 +1,10 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
 import type { EnvName } from '../../envs/types.js';
 
-/** The loop's knobs; SPA's full sizes are in the comments (reference §6, §8, §9, §10). */
+/**
+ * The loop's knobs; SPA's full sizes are in the comments (docs/spa-data.md, docs/spa-sft.md,
+ * docs/spa-ppo.md, docs/spa-eval.md).
+ */
 export interface LoopConfig {
   readonly name: string;
   readonly env: EnvName;
@@ -140,7 +143,10 @@ const small = {
   device: 'cpu',
 } as const;
 
-/** SPA's sizes for a real model (`--full`): reference §6 (1280 trajectories), §8, §9.1, §10. */
+/**
+ * SPA's sizes for a real model (`--full`): docs/spa-data.md#generation (1280 trajectories),
+ * docs/spa-sft.md#settings, docs/spa-ppo.md#hyperparameters, docs/spa-eval.md#validation.
+ */
 export const SPA_FULL_SIZE = {
   sftGroups: 32,
   sftGroupSize: 8,

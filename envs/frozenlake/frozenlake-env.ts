@@ -16,7 +16,10 @@ export interface FixedLakeOptions {
   readonly slipSeed?: number;
 }
 
-/** Action names in id order: RAGEN `action_lookup {1:Left, 2:Down, 3:Right, 4:Up}` (§2.3). */
+/**
+ * Action names in id order: RAGEN `action_lookup {1:Left, 2:Down, 3:Right, 4:Up}`
+ * (docs/spa-envs.md#frozenlake).
+ */
 const ACTION_NAMES = FROZENLAKE_ACTION_NAMES;
 
 interface Episode {
@@ -34,18 +37,18 @@ interface Episode {
 }
 
 /**
- * FrozenLake as SPA plays it (RAGEN `FrozenLakeEnv` over gymnasium, reference §2.3): random map
+ * FrozenLake as SPA plays it (RAGEN `FrozenLakeEnv` over gymnasium, docs/spa-envs.md#frozenlake): random map
  * with S and G anywhere, slippery moves (intended or either perpendicular direction, 1/3 each),
  * entering a hole or the goal ends the episode, reward 1 (an int) on the goal else 0, no step cap.
  * Actions are ids 1..4 = Left, Down, Right, Up (gymnasium directions id − 1).
  */
 export class FrozenLakeEnv implements Environment {
   readonly name = 'frozenlake' as const;
-  /** The lake's rows × cols (the instruction's coordinate range, §3.1). */
+  /** The lake's rows × cols (the instruction's coordinate range, docs/spa-prompts.md#prefix). */
   get gridSize(): GridSize {
     return { rows: this.config.size, cols: this.config.size };
   }
-  /** gymnasium ≥ 1.1 returns int rewards, so prompts print `0`/`1` (reference §3.3). */
+  /** gymnasium ≥ 1.1 returns int rewards, so prompts print `0`/`1` (docs/spa-prompts.md#reward-text). */
   readonly rewardIsFloat = false;
   readonly actionNames: readonly string[] = ACTION_NAMES;
   readonly gridVocabulary = LAKE_GRID_VOCABULARY;
@@ -72,7 +75,7 @@ export class FrozenLakeEnv implements Environment {
     return env;
   }
 
-  /** Case-insensitive whole-string match against Left/Down/Right/Up (reference §4.3). */
+  /** Case-insensitive whole-string match against Left/Down/Right/Up (docs/spa-protocol.md#actions). */
   lookupAction(text: string): EnvAction | undefined {
     const index = ACTION_NAMES.findIndex((name) => name.toLowerCase() === text.toLowerCase());
     return index < 0 ? undefined : index + 1;
@@ -127,7 +130,7 @@ export class FrozenLakeEnv implements Environment {
     return episode.rendered;
   }
 
-  /** Our documented coordinate sentence (see `describeLake`; the reference's is UNKNOWN, §5). */
+  /** Our coordinate sentence (see `describeLake`; SPA's is unknown, docs/spa-prompts.md#states). */
   describe(): string {
     const episode = this.current();
     episode.described ??= episode.view.describe(this.playerCell(episode));
@@ -138,7 +141,7 @@ export class FrozenLakeEnv implements Environment {
     return `${this.render()}\n${this.describe()}`;
   }
 
-  /** Terminal once the player is in a hole or on the goal (no step cap, reference §2.1). */
+  /** Terminal once the player is in a hole or on the goal (no step cap, docs/spa-envs.md#manager). */
   isDone(): boolean {
     const { map, player } = this.current();
     const tile = tileAt(map, player);

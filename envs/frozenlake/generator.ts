@@ -1,7 +1,7 @@
 import { Rng } from '../internal/rng.js';
 import { isGoalReachable, type LakeMap, type LakeTile } from './lake-map.js';
 
-/** Map-generation parameters (RAGEN `FrozenLakeEnvConfig`, reference §2.3). */
+/** Map-generation parameters (RAGEN `FrozenLakeEnvConfig`, docs/spa-envs.md#frozenlake). */
 export interface LakeMapOptions {
   /** Side length of the square map (SPA: 4; 6 for Qwen2.5-3B). */
   readonly size: number;
@@ -10,7 +10,7 @@ export interface LakeMapOptions {
 }
 
 /**
- * RAGEN `generate_random_map` on our seeded `Rng` (reference §2.3): draw every tile F with
+ * RAGEN `generate_random_map` on our seeded `Rng` (docs/spa-envs.md#frozenlake): draw every tile F with
  * probability `p` else H, draw start and goal uniformly over all cells; if they differ, write
  * S and G and accept when G is reachable from S without crossing a hole; otherwise redraw.
  * Same seed ⇒ same map. Not bit-identical to gymnasium's PCG64 stream (the paper's maps ship as

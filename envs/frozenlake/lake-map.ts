@@ -1,6 +1,6 @@
 import type { Position } from '../types.js';
 
-/** A tile of gymnasium's `desc`: start, frozen floor, hole, goal (reference §2.3). */
+/** A tile of gymnasium's `desc`: start, frozen floor, hole, goal (docs/spa-envs.md#frozenlake). */
 export type LakeTile = 'S' | 'F' | 'H' | 'G';
 
 /** A rectangular FrozenLake map (rows of tiles) with exactly one goal. */
@@ -82,7 +82,7 @@ export function lakeDesc(map: LakeMap): string[] {
 }
 
 /**
- * RAGEN `is_valid` (reference §2.3): depth-first search from S over non-hole tiles; true when a
+ * RAGEN `is_valid` (docs/spa-envs.md#frozenlake): depth-first search from S over non-hole tiles; true when a
  * step reaches G. (Hand-written: a dozen lines, no graph library needed.)
  */
 export function isGoalReachable(map: LakeMap): boolean {

@@ -2,7 +2,7 @@ import type { Position } from '../types.js';
 import { checkRectangular, findTiles, requireOneGoal } from './lake-map.js';
 import type { LakeMap, LakeTile } from './lake-map.js';
 
-/** Render characters (RAGEN FrozenLake `grid_lookup`, reference §2.3). */
+/** Render characters (RAGEN FrozenLake `grid_lookup`, docs/spa-envs.md#frozenlake). */
 const FLOOR = '_';
 const HOLE = 'O';
 const GOAL = 'G';
@@ -10,7 +10,10 @@ const PLAYER = 'P';
 const PLAYER_IN_HOLE = 'X';
 const PLAYER_ON_GOAL = '√';
 
-/** SPA's FrozenLake symbol legend for the instruction prefix (reference §3.1); shared with the prompts. */
+/**
+ * SPA's FrozenLake symbol legend for the instruction prefix (docs/spa-prompts.md#prefix); shared with the
+ * prompts.
+ */
 export { FROZENLAKE_GRID_VOCABULARY as LAKE_GRID_VOCABULARY } from '../protocol/action-vocabularies.js';
 
 /**
@@ -40,7 +43,7 @@ function playerChar(tile: LakeTile): string {
 }
 
 /**
- * Our coordinate sentence (reference §5 says FrozenLake's is UNKNOWN; this mirrors Sokoban's
+ * Our coordinate sentence (docs/spa-prompts.md#states says FrozenLake's is UNKNOWN; this mirrors Sokoban's
  * template): `Player (P) is at (r,c); hole (O) is at (r,c); …; goal (G) is at (r,c).`, zero-indexed,
  * holes row-major with one clause each (none when there are no holes). The player clause always
  * gives the player's cell, and the hole/goal clauses list every hole/goal cell even when the

@@ -36,8 +36,8 @@ export function moveOnLake(map: LakeMap, pos: Position, direction: GymDirection)
 }
 
 /**
- * gymnasium's transition list `P[s][a]` (reference §2.3). From a hole or the goal the only outcome
- * is to stay (probability 1, reward 0, terminal). Otherwise, when slippery, the player moves in
+ * gymnasium's transition list `P[s][a]` (docs/spa-envs.md#frozenlake). From a hole or the goal the only
+ * outcome is to stay (probability 1, reward 0, terminal). Otherwise, when slippery, the player moves in
  * `(a−1)%4`, `a`, `(a+1)%4` in that order with probability 1/3 each; else in `a` with probability 1.
  */
 export function lakeOutcomes(

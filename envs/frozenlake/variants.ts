@@ -1,4 +1,4 @@
-/** FrozenLake configuration (RAGEN `FrozenLakeEnvConfig` at `5eb79b8`, reference §2.3). */
+/** FrozenLake configuration (RAGEN `FrozenLakeEnvConfig` at `5eb79b8`, docs/spa-envs.md#frozenlake). */
 export interface FrozenLakeConfig {
   /** Side length of the generated square map. */
   readonly size: number;

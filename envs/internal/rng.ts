@@ -5,7 +5,7 @@ import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 /**
  * A small seeded RNG facade over pure-rand's xoroshiro128+, so every generator draws the
  * same numbers on every machine. (Bit-exactness with CPython's MT19937 / NumPy's PCG64 is a
- * non-goal, reference §2.2: the paper's own puzzles ship as data in envs/puzzles.)
+ * non-goal, docs/spa-envs.md#sokoban-generator: the paper's own puzzles ship as data in envs/puzzles.)
  */
 export class Rng {
   private readonly generator: ReturnType<typeof xoroshiro128plus>;

@@ -1,6 +1,6 @@
 /**
- * SPA's conversation assembly, `ContextManager.get_lm_inputs` (reference §3.2): the system
- * message, the instruction prefix, one user block per turn, the assistant's stored
+ * SPA's conversation assembly, `ContextManager.get_lm_inputs` (docs/spa-prompts.md#conversation):
+ * the system message, the instruction prefix, one user block per turn, the assistant's stored
  * responses and the `Reward:` messages.
  */
 import type { HistoryEntry, PromptMode } from './types.js';
@@ -14,16 +14,22 @@ export interface ChatMessage {
   readonly content: string;
 }
 
-/** SPA's system message; the trailing space is SPA's (§3.2). */
+/** SPA's system message; the trailing space is SPA's (docs/spa-prompts.md#conversation). */
 export const SYSTEM_PROMPT = "You're a helpful assistant. ";
 
-/** The per-turn format reminder (`FORMAT_PROMPT`, `enable_think=True`) of each mode (§3.2). */
+/**
+ * The per-turn format reminder (`FORMAT_PROMPT`, `enable_think=True`) of each mode
+ * (docs/spa-prompts.md#conversation).
+ */
 export const FORMAT_PROMPT: Readonly<Record<PromptMode, string>> = {
   wm: '<think> <observation> [current state] </observation> [Your thoughts] <prediction> [next state]</prediction> </think> <answer> [your answer] </answer>',
   base: '<think> [Your thoughts] </think> <answer> [your answer] </answer>',
 };
 
-/** SPA's `max_tokens` for all three envs: only printed in the prompt, never enforced (§2.1). */
+/**
+ * SPA's `max_tokens` for all three envs: only printed in the prompt, never enforced
+ * (docs/spa-prompts.md#conversation).
+ */
 export const SPA_MAX_RESPONSE_TOKENS = 100;
 
 /** Options of `buildMessages`. */
@@ -34,12 +40,13 @@ export interface ConversationOptions {
   /**
    * SPA's `prepare_for_update`: build the training sequence instead of the next prompt — the
    * final (state-only) entry is dropped and the last turn's reward is not appended, so the
-   * conversation ends with the last assistant message (§3.2, §9.2).
+   * conversation ends with the last assistant message (docs/spa-prompts.md#conversation,
+   * docs/spa-ppo.md#sequence).
    */
   readonly prepareForUpdate?: boolean | undefined;
 }
 
-/** The user text that presents one state (§3.2). */
+/** The user text that presents one state (docs/spa-prompts.md#conversation). */
 function stateBlock(entry: HistoryEntry, turn: number, mode: PromptMode, maxTokens: number): string {
   if (entry.actionsLeft === undefined) {
     throw new TypeError(
@@ -54,7 +61,7 @@ function stateBlock(entry: HistoryEntry, turn: number, mode: PromptMode, maxToke
 }
 
 /**
- * The chat messages SPA sends for one env (§3.2), literally: `prefix` (from
+ * The chat messages SPA sends for one env (docs/spa-prompts.md#conversation), literally: `prefix` (from
  * `instructionPrefix`) opens the first user message; each turn's text is appended to
  * whatever message is last (normally the user message opened by the previous reward), the
  * stored `llmResponse` becomes an assistant message, the reward a new user message.

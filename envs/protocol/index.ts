@@ -1,6 +1,7 @@
 /**
- * The env ↔ LLM text protocol (reference §3–§4): how an env is presented to an LLM
- * (instruction prefix, turns, Qwen chat template) and how the model's text becomes actions.
+ * The env ↔ LLM text protocol (docs/spa-prompts.md, docs/spa-protocol.md#parser): how an env is
+ * presented to an LLM (instruction prefix, turns, Qwen chat template) and how the model's text becomes
+ * actions.
  */
 export type { ActionLookup, EnvPromptSpec, GridSize, HistoryEntry, PromptMode } from './types.js';
 export { pyRepr, turnRewardText } from './python-repr.js';

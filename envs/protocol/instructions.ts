@@ -1,12 +1,12 @@
 /**
- * The instruction prefix that opens every SPA conversation (reference §3.1): the env's
+ * The instruction prefix that opens every SPA conversation (docs/spa-prompts.md#prefix): the env's
  * instruction text (verbatim from SPA `config/envs.yaml`) followed by the symbol legend, the
  * action list and the action budget.
  */
 import type { EnvName } from '../types.js';
 import type { EnvPromptSpec, GridSize, PromptMode } from './types.js';
 
-/** SPA's `max_actions_per_traj` per env (`config/envs.yaml`, reference §2.1). */
+/** SPA's `max_actions_per_traj` per env (`config/envs.yaml`, docs/spa-envs.md#manager). */
 export const SPA_MAX_ACTIONS_PER_TRAJ: Readonly<Record<EnvName, number>> = {
   sokoban: 10,
   frozenlake: 10,
@@ -97,7 +97,7 @@ export function instructionText(env: EnvName, mode: PromptMode, gridSize?: GridS
 }
 
 /**
- * The first user message before any turn: `ContextManager._init_prefix_lookup` (§3.1).
+ * The first user message before any turn: `ContextManager._init_prefix_lookup` (docs/spa-prompts.md#prefix).
  * instruction + symbol legend (if the env has one) + action list and the budget line with
  * the `" || "` separator (only if the env has an action table; Sudoku gets the bare instruction).
  */

@@ -1,6 +1,7 @@
 /**
- * From the model's text to env actions: SPA's two response parsers (reference §4.1 world
- * model, §4.2 base) and the action mapping with its format penalty (§4.3). Pure; never throws.
+ * From the model's text to env actions: SPA's two response parsers (world model,
+ * docs/spa-protocol.md#world-model; base, #base) and the action mapping with its format penalty
+ * (#actions). Pure; never throws.
  */
 import type { EnvAction } from '../types.js';
 import { PY_WS, pyStrip } from './internal/python-text.js';
@@ -27,7 +28,10 @@ export interface ParseResult {
   readonly actions: string[];
   /** `actions` after the env lookup, unknown ones dropped (ids, or strings for Sudoku). */
   readonly validActions: EnvAction[];
-  /** SPA's format penalty (−0.1) applies: something was dropped or nothing is left (§4.3). */
+  /**
+   * SPA's format penalty (−0.1) applies: something was dropped or nothing is left
+   * (docs/spa-protocol.md#actions).
+   */
   readonly penalty: boolean;
   /** SPA's re-serialised `llm_response` on a strict match, else null (history keeps `raw`). */
   readonly canonical: string | null;
@@ -45,7 +49,7 @@ export interface ParseOptions {
   readonly mode: PromptMode;
   readonly env: ActionLookup;
   /**
-   * Reproduce SPA's fallback bug (§4.1, reference §12 item 4): the fallback answer is a
+   * Reproduce SPA's fallback bug (docs/spa-protocol.md#world-model): the fallback answer is a
    * *string* that SPA iterates per character, so table envs map nothing (penalty) while
    * Sudoku executes one action per character without penalty. Default false: a fallback
    * match is a format error with no actions.
@@ -103,7 +107,7 @@ function splitActions(answer: string, cap: number): { actions: string[]; answer:
   return { actions: kept, answer: kept.join(` ${ACTION_SEPARATOR} `) };
 }
 
-/** `_extract_map_valid_actions` plus the es_manager's penalty rule (§4.3). */
+/** `_extract_map_valid_actions` plus the es_manager's penalty rule (docs/spa-protocol.md#actions). */
 function mapActions(actions: string[], env: ActionLookup) {
   const validActions = actions
     .map((action) => env.lookupAction(action))
@@ -142,12 +146,12 @@ function parseWorldModel(raw: string, options: ParseOptions, cap: number): Parse
     removeSpecialTokens(part ?? '', 'wm'),
   ) as [string, string, string, string];
   const { actions, answer } = splitActions(act, cap);
-  // No space before </think>, and empty thoughts leave two spaces: testcases §1.
+  // No space before </think>, and empty thoughts leave two spaces: docs/spa-testvectors.md#parser.
   const canonical = `<think> <observation>${cur}</observation> ${think} <prediction>${next}</prediction></think><answer>${answer}</answer>`;
   return strictResult(raw, actions, canonical, options.env, { observation: cur, prediction: next });
 }
 
-/** The wm parser's single-line `<answer>` fallback (§4.1). */
+/** The wm parser's single-line `<answer>` fallback (docs/spa-protocol.md#world-model). */
 function worldModelFallback(raw: string, options: ParseOptions): ParseResult {
   const none = { validActions: [], canonical: null, raw, observation: null, prediction: null };
   const answer = ANSWER_FALLBACK_PATTERN.exec(raw);
@@ -196,7 +200,10 @@ export function parseResponse(continuation: string, options: ParseOptions): Pars
   return options.mode === 'wm' ? parseWorldModel(raw, options, cap) : parseBase(raw, options, cap);
 }
 
-/** SPA's `llm_response` for the history: the canonical text on a strict match, else the raw text (§3.2). */
+/**
+ * SPA's `llm_response` for the history: the canonical text on a strict match, else the raw text
+ * (docs/spa-prompts.md#conversation).
+ */
 export function historyText(result: ParseResult): string {
   return result.canonical ?? result.raw;
 }

@@ -1,6 +1,6 @@
 /**
  * Python's `str()`/`repr()` of numbers, because SPA writes turn rewards into prompts with
- * `f"Reward:\n{reward}\n"` (reference §3.3) and JS prints numbers differently (`0` vs `0.0`,
+ * `f"Reward:\n{reward}\n"` (docs/spa-prompts.md#reward-text) and JS prints numbers differently (`0` vs `0.0`,
  * `1e-7` vs `1e-07`, exponent thresholds). Hand-written: no npm library reproduces CPython's
  * float formatting.
  */
@@ -59,7 +59,8 @@ export function pyRepr(x: number, isFloat: boolean): string {
 
 /**
  * The text of one turn's reward as SPA prints it: the env manager starts the accumulator at
- * the *int* `0` and adds the per-action rewards in order (reference §2.1, §3.3), so a turn
+ * the *int* `0` and adds the per-action rewards in order (docs/spa-envs.md#manager,
+ * docs/spa-prompts.md#reward-text), so a turn
  * with no executed action prints `0` even for float envs, and any executed action of a float
  * env makes it a float (`-0.2`, `10.9`, `0.0`).
  */

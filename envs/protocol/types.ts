@@ -1,6 +1,6 @@
 /**
- * Shared types of the env ↔ LLM text protocol (reference §3, §4): which prompt/parse
- * dialect is spoken, what an env must expose to be prompted, and one turn of history.
+ * Shared types of the env ↔ LLM text protocol (docs/spa-prompts.md, docs/spa-protocol.md): which
+ * prompt/parse dialect is spoken, what an env must expose to be prompted, and one turn of history.
  */
 import type { Environment } from '../types.js';
 
@@ -14,7 +14,7 @@ export type { GridSize } from '../types.js';
 
 /**
  * What the protocol needs from an env. Every `Environment` satisfies it structurally;
- * `gridSize` is only read to fill the "Coordinates range from …" sentence (§3.1) and
+ * `gridSize` is only read to fill the "Coordinates range from …" sentence (docs/spa-prompts.md#prefix) and
  * defaults to SPA's size (Sokoban 6×6, FrozenLake 4×4).
  */
 export type EnvPromptSpec = Pick<
@@ -22,12 +22,15 @@ export type EnvPromptSpec = Pick<
   'name' | 'actionNames' | 'gridVocabulary' | 'lookupAction' | 'rewardIsFloat' | 'gridSize'
 >;
 
-/** The part of an env the parser needs: SPA's `_extract_map_valid_actions` lookup (§4.3). */
+/**
+ * The part of an env the parser needs: SPA's `_extract_map_valid_actions` lookup
+ * (docs/spa-protocol.md#actions).
+ */
 export type ActionLookup = Pick<Environment, 'lookupAction'>;
 
 /**
- * One entry of SPA's per-env `history` (§3.2). A turn normally carries all four fields; the
- * final entry after the last turn carries only `state` and `actionsLeft`. Mutable because the
+ * One entry of SPA's per-env `history` (docs/spa-prompts.md#conversation). A turn normally carries
+ * all four fields; the final entry after the last turn carries only `state` and `actionsLeft`. Mutable because the
  * episode loop fills in `llmResponse`/`rewardText` once the turn is played, as SPA does.
  */
 export interface HistoryEntry {

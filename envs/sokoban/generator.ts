@@ -5,7 +5,7 @@ import { solveSokoban } from './solver.js';
 import type { SokobanVariant } from './variants.js';
 
 /**
- * SPA's room generator (RAGEN `generate_room`, reference §2.2 steps 1–5) on our seeded
+ * SPA's room generator (RAGEN `generate_room`, docs/spa-envs.md#sokoban-generator) on our seeded
  * {@link Rng}. Same seed ⇒ same room on every machine; not bit-exact with Python's
  * `random`/`np.random` streams (documented non-goal: the paper's puzzles ship as data).
  */

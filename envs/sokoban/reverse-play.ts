@@ -1,6 +1,9 @@
 import { Cell, DIRECTIONS } from './room.js';
 
-/** RAGEN `depth_first_search` stops once this many distinct states were explored (reference §2.2 step 3). */
+/**
+ * RAGEN `depth_first_search` stops once this many distinct states were explored
+ * (docs/spa-envs.md#sokoban-generator).
+ */
 export const MAX_EXPLORED_STATES = 300_000;
 
 /** The best reverse-played state: room codes in gym's game encoding, box i's cell, score. */
@@ -18,7 +21,7 @@ const PULLED_BOX = 3;
 const UNPULLED_BOX = 4;
 
 /**
- * RAGEN's `reverse_playing` + recursive `depth_first_search` (reference §2.2 step 3): from the
+ * RAGEN's `reverse_playing` + recursive `depth_first_search` (docs/spa-envs.md#sokoban-generator): from the
  * solved room the player walks with the 4 pull actions (a box behind the player is always
  * pulled along); each newly seen state scores `box_swaps × Σ Manhattan(box, its target)`,
  * forced to 0 unless every target cell is empty; the first state with the highest score

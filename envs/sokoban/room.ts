@@ -1,10 +1,10 @@
 /**
- * The Sokoban board as gym_sokoban stores it (reference §2.2): two flat row-major arrays,
+ * The Sokoban board as gym_sokoban stores it (docs/spa-envs.md#sokoban): two flat row-major arrays,
  * `fixed` (walls, floor, targets) and `state` (adds boxes and the player), plus the text
- * render, its parser and the coordinate sentence (reference §5).
+ * render, its parser and the coordinate sentence (docs/spa-prompts.md#states).
  */
 
-/** gym_sokoban cell codes (reference §2.2 table). Code 6 exists only in renders. */
+/** gym_sokoban cell codes (docs/spa-envs.md#sokoban). Code 6 exists only in renders. */
 export const Cell = {
   wall: 0,
   floor: 1,
@@ -15,10 +15,13 @@ export const Cell = {
   playerOnTarget: 6,
 } as const;
 
-/** `SokobanEnvConfig.grid_lookup`, indexed by cell code (reference §2.2). */
+/** `SokobanEnvConfig.grid_lookup`, indexed by cell code (docs/spa-envs.md#sokoban). */
 export const GRID_CHARS: readonly string[] = ['#', '_', 'O', '√', 'X', 'P', 'S'];
 
-/** The legend line of the instruction prefix (reference §3.1); one definition, shared with the prompts. */
+/**
+ * The legend line of the instruction prefix (docs/spa-prompts.md#prefix); one definition, shared with the
+ * prompts.
+ */
 export { SOKOBAN_GRID_VOCABULARY as GRID_VOCABULARY } from '../protocol/action-vocabularies.js';
 
 /**
@@ -80,11 +83,11 @@ function cellsWhere(room: SokobanRoom, predicate: (i: number) => boolean): strin
 }
 
 /**
- * The coordinate sentence (reference §5), e.g.
+ * The coordinate sentence (docs/spa-prompts.md#states), e.g.
  * `Player (P) is at (4,2); box (X) is at (3,1); target (O) is at (1,1).`
  *
- * The private SPA renderer is not public, so for `S` and `√` we follow the reference's
- * ASSUMPTION and compute from the arrays: player = the `P`/`S` cell; boxes = `X` and `√`
+ * The private SPA renderer is not public, so for `S` and `√` we make our own choice
+ * (docs/spa-prompts.md#states) and compute from the arrays: player = the `P`/`S` cell; boxes = `X` and `√`
  * cells; targets = every target cell (`O`, `√`, `S`). With several boxes or targets the
  * clause repeats once per item, row-major.
  */

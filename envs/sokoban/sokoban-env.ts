@@ -15,7 +15,7 @@ import {
 import { SOKOBAN_ACTION_NAMES } from './solver.js';
 import { SPA_SOKOBAN, type SokobanVariant } from './variants.js';
 
-/** gym_sokoban's reward constants (`SokobanEnv.__init__`, reference §2.2). */
+/** gym_sokoban's reward constants (`SokobanEnv.__init__`, docs/spa-envs.md#sokoban). */
 const PENALTY_FOR_STEP = -0.1;
 const REWARD_BOX_ON_TARGET = 1;
 const PENALTY_BOX_OFF_TARGET = -1;
@@ -35,15 +35,16 @@ interface Board {
 
 /**
  * SPA's Sokoban (`SimpleSokoban`): RAGEN's `SokobanEnv` over gym_sokoban's push-or-move
- * rules and rewards (reference §2.2), with the `text_with_coordinates` state of §5.
+ * rules and rewards (docs/spa-envs.md#sokoban), with the `text_with_coordinates` state of
+ * docs/spa-prompts.md#states.
  *
- * `describe()` follows the reference §5 ASSUMPTION for the unknown `S`/`√` cases: positions
+ * `describe()` follows our choice for the unknown `S`/`√` cases (docs/spa-prompts.md#states): positions
  * come from the state arrays (player = `P`/`S`; boxes = `X`/`√`; targets = `O`/`√`/`S`),
  * one clause per item in row-major order, in the same sentence template.
  */
 export class SokobanEnv implements Environment {
   readonly name = 'sokoban' as const;
-  /** Rows × cols of this variant (the instruction's coordinate range, §3.1). */
+  /** Rows × cols of this variant (the instruction's coordinate range, docs/spa-prompts.md#prefix). */
   get gridSize(): GridSize {
     return { rows: this.config.rows, cols: this.config.cols };
   }
@@ -56,8 +57,8 @@ export class SokobanEnv implements Environment {
 
   /**
    * Load a state from its text render (step counter 0). `boxesOnTarget` starts at the count
-   * of `√` cells, so pushing a box off a target costs −1 (testcases §2.7); gym's reset would
-   * start at 0, which only differs for boards that start with a box on a target.
+   * of `√` cells, so pushing a box off a target costs −1 (docs/spa-testvectors.md#sokoban); gym's
+   * reset would start at 0, which only differs for boards that start with a box on a target.
    */
   static fromRender(render: string, config: SokobanVariant = SPA_SOKOBAN): SokobanEnv {
     const env = new SokobanEnv(config);
@@ -79,7 +80,7 @@ export class SokobanEnv implements Environment {
 
   /**
    * gym_sokoban `step`: push-or-move, then `_calc_reward` and `_check_if_done`. Like gym it
-   * does not refuse a terminal board (testcases §2.7 steps a solved one); `done` is
+   * does not refuse a terminal board (docs/spa-testvectors.md#sokoban steps a solved one); `done` is
    * `solved || num_env_steps >= max_steps` (gym's `==`, identical until a caller oversteps).
    */
   step(action: EnvAction): StepOutcome {

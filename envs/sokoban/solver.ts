@@ -2,7 +2,7 @@ import { Cell, DIRECTIONS, isBox, type SokobanRoom } from './room.js';
 
 import { SOKOBAN_ACTION_NAMES } from '../protocol/action-vocabularies.js';
 
-/** Action names in env id order (id = index + 1), reference §2.2. */
+/** Action names in env id order (id = index + 1), docs/spa-envs.md#sokoban. */
 export { SOKOBAN_ACTION_NAMES };
 
 /** Limits for {@link solveSokoban}. */

@@ -1,7 +1,7 @@
 /**
- * Sokoban configurations. `6x6-1box` is SPA's `SimpleSokoban` (reference §2.1, §2.2);
- * the larger ones are ours for scaling experiments (the reference names no other Sokoban
- * config, grid vocabulary or action vocabulary for SPA).
+ * Sokoban configurations. `6x6-1box` is SPA's `SimpleSokoban` (docs/spa-envs.md#manager, #sokoban);
+ * the larger ones are ours for scaling experiments (SPA uses no other Sokoban
+ * config, grid vocabulary or action vocabulary).
  */
 
 /** Everything `reset`, `step` and the generator need to know about one Sokoban family. */

@@ -29,7 +29,7 @@ export function cluesFor(size: number, difficulty: SudokuDifficulty): number {
 }
 
 /**
- * RAGEN `_random_puzzle` on our seeded `Rng` (reference §2.4): a full board from the pattern
+ * RAGEN `_random_puzzle` on our seeded `Rng` (docs/spa-envs.md#sudoku): a full board from the pattern
  * grid shuffled by bands, rows, stacks, columns and digits, then holes dug while the solution
  * stays unique. Same seed ⇒ same puzzle; not bit-identical to CPython's `random.Random(seed)`
  * (the paper's puzzles ship as data in `envs/puzzles/sudoku-4x4.jsonl`).

@@ -2,7 +2,7 @@ import { boxSize, cellAt, copyGrid, type SudokuGrid } from './sudoku-grid.js';
 
 /**
  * Solutions of `grid`, at most `limit` of them, by backtracking on the empty cell with the fewest
- * candidates first (RAGEN `_count_solutions`, reference §2.4). Hand-written: a few dozen lines and
+ * candidates first (RAGEN `_count_solutions`, docs/spa-envs.md#sudoku). Hand-written: a few dozen lines and
  * RAGEN's uniqueness test needs exactly this early-stopping count, which Sudoku libraries hide.
  */
 export function findSolutions(grid: readonly (readonly number[])[], limit: number): SudokuGrid[] {

@@ -53,14 +53,14 @@ function episodeOf(
 }
 
 /**
- * 4×4 Sudoku as SPA plays it (mll-lab-nu/RAGEN `SudokuEnv`, reference §2.4): free-text moves
+ * 4×4 Sudoku as SPA plays it (mll-lab-nu/RAGEN `SudokuEnv`, docs/spa-envs.md#sudoku): free-text moves
  * `"r,c,v"`, `"r c v"` or `"… row R … col C …"` (1-indexed); every step call counts toward the
  * 30-step cap; reward 1.0 when the board becomes complete and correct, else 0.0 (Python floats).
  */
 export class SudokuEnv implements Environment {
   readonly name = 'sudoku' as const;
   readonly rewardIsFloat = true;
-  /** No action vocabulary: every parsed string reaches the env (reference §4.3). */
+  /** No action vocabulary: every parsed string reaches the env (docs/spa-protocol.md#actions). */
   readonly actionNames = null;
   readonly gridVocabulary = null;
   readonly config: SudokuConfig;
@@ -152,7 +152,7 @@ export class SudokuEnv implements Environment {
     return episode.rendered;
   }
 
-  /** The `text_with_coordinates` sentence (1-indexed empty cells, reference §2.4). */
+  /** The `text_with_coordinates` sentence (1-indexed empty cells, docs/spa-envs.md#sudoku). */
   describe(): string {
     const episode = this.current();
     episode.described ??= describeSudoku(episode.board);

@@ -1,7 +1,7 @@
 import { boxSize, emptyCells, type SudokuGrid } from './sudoku-grid.js';
 
 /**
- * RAGEN `_render_board` (the `text` render, reference §2.4): for each row `"| "` then every cell
+ * RAGEN `_render_board` (the `text` render, docs/spa-envs.md#sudoku): for each row `"| "` then every cell
  * followed by a space (`.` for empty), e.g. `"| 3 2 4 1 | . 4 . . | 2 . 3 . | 4 3 . 2 "`.
  */
 export function renderSudoku(grid: readonly (readonly number[])[]): string {
@@ -16,7 +16,7 @@ export function renderSudoku(grid: readonly (readonly number[])[]): string {
 }
 
 /**
- * The `text_with_coordinates` suffix without its leading newline (reference §2.4): empty cells
+ * The `text_with_coordinates` suffix without its leading newline (docs/spa-envs.md#sudoku): empty cells
  * 1-indexed, row-major, with singular/plural/none wording as RAGEN's `render`.
  */
 export function describeSudoku(grid: readonly (readonly number[])[]): string {

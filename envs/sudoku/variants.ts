@@ -1,6 +1,6 @@
 import type { SudokuDifficulty } from './generator.js';
 
-/** Sudoku configuration (RAGEN `SudokuEnvConfig` defaults, reference §2.4). */
+/** Sudoku configuration (RAGEN `SudokuEnvConfig` defaults, docs/spa-envs.md#sudoku). */
 export interface SudokuConfig {
   /** Board side (a perfect square; SPA: 4). */
   readonly size: number;

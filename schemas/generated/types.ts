@@ -44,7 +44,7 @@ export interface Rejected {
   readonly created_at: number;
 }
 
-/** One chat message (reference §3.2). Avro `spa.v1.Message`. */
+/** One chat message (docs/spa-prompts.md#conversation). Avro `spa.v1.Message`. */
 export interface Message {
   /** system | user | assistant. */
   readonly role: string;
@@ -52,11 +52,11 @@ export interface Message {
   readonly content: string;
 }
 
-/** One PPO episode in base mode, ready to become one token sequence (topic spa.rollouts, key = group id; reference §9.2). Avro `spa.v1.Rollout`. */
+/** One PPO episode in base mode, ready to become one token sequence (topic spa.rollouts, key = group id; docs/spa-ppo.md#sequence). Avro `spa.v1.Rollout`. */
 export interface Rollout {
   /** Episode id (same as the Trajectory record). */
   readonly trajectory_id: string;
-  /** Env group id; the Kafka key, so a group stays in one partition for std filtering (reference §9.1). */
+  /** Env group id; the Kafka key, so a group stays in one partition for std filtering (docs/spa-ppo.md#group-filter). */
   readonly group_id: string;
   /** sokoban | frozenlake | sudoku. */
   readonly env: string;
@@ -64,13 +64,13 @@ export interface Rollout {
   readonly seed: number;
   /** Version of the policy that sampled the episode; the trainer bounds staleness with it. */
   readonly policy_version: number;
-  /** Base-mode conversation ending with the last assistant message (prepare_for_update=True, reference §3.2). */
+  /** Base-mode conversation ending with the last assistant message (prepare_for_update=True, docs/spa-prompts.md#conversation). */
   readonly messages: readonly Message[];
   /** Accumulated env reward of each turn, without penalties. */
   readonly turn_rewards: readonly number[];
   /** Sum of format penalties (-0.1 each), 0 when none. */
   readonly penalty: number;
-  /** Σ turn_rewards + penalty: the scalar placed on the last token (reference §9.2). */
+  /** Σ turn_rewards + penalty: the scalar placed on the last token (docs/spa-ppo.md#sequence). */
   readonly score: number;
   /** Whether the puzzle was solved. */
   readonly success: boolean;
@@ -80,9 +80,9 @@ export interface Rollout {
   readonly created_at: number;
 }
 
-/** One world-model SFT example: one assistant turn of an annotated trajectory (topic spa.sft, key = trajectory id). The first six fields are the columns SPA released (reference §6 step 5, §11); the rest trace the row back to its episode. Avro `spa.v1.SftRow`. */
+/** One world-model SFT example: one assistant turn of an annotated trajectory (topic spa.sft, key = trajectory id). The first six fields are the columns SPA released (docs/spa-data.md#columns, docs/spa-data.md#released); the rest trace the row back to its episode. Avro `spa.v1.SftRow`. */
 export interface SftRow {
-  /** Env name (SPA hard-codes "sokoban" for every env; we write the real env, reference §6 step 5). */
+  /** Env name (SPA hard-codes "sokoban" for every env; we write the real env, docs/spa-data.md#columns). */
   readonly data_source: string;
   /** messages[:i] before this turn: system, user, (assistant, user)*, with earlier assistant turns already annotated. */
   readonly prompt: readonly Message[];
@@ -111,13 +111,13 @@ export interface SftRow {
 /** Which env manager produced the episode. Avro `spa.v1.Split`. */
 export type Split = 'train' | 'val';
 
-/** Prompt/parser mode (reference §3-4): wm = add_worldmodel (data generation), base = PPO/eval. Avro `spa.v1.PromptMode`. */
+/** Prompt/parser mode (docs/spa-prompts.md, docs/spa-protocol.md#parser): wm = add_worldmodel (data generation), base = PPO/eval. Avro `spa.v1.PromptMode`. */
 export type PromptMode = 'wm' | 'base';
 
-/** strict = full pattern, fallback = only a single-line <answer> (reference §4.1 bug path), none = no match. Avro `spa.v1.ParseMatch`. */
+/** strict = full pattern, fallback = only a single-line <answer> (the bug path of docs/spa-protocol.md#world-model), none = no match. Avro `spa.v1.ParseMatch`. */
 export type ParseMatch = 'strict' | 'fallback' | 'none';
 
-/** How the parser read response_raw (reference §4). Avro `spa.v1.ParseOutcome`. */
+/** How the parser read response_raw (docs/spa-protocol.md#parser). Avro `spa.v1.ParseOutcome`. */
 export interface ParseOutcome {
   /** Which parser path matched. */
   readonly matched: ParseMatch;
@@ -127,7 +127,7 @@ export interface ParseOutcome {
   readonly reason: null | string;
   /** Action strings as parsed (at most max_actions_per_turn). */
   readonly actions: readonly string[];
-  /** Whether the -0.1 format penalty applies (reference §4.3). */
+  /** Whether the -0.1 format penalty applies (docs/spa-protocol.md#actions). */
   readonly penalty: boolean;
 }
 
@@ -135,11 +135,11 @@ export interface ParseOutcome {
 export interface Turn {
   /** Turn index, 0-based. */
   readonly turn: number;
-  /** The text_with_coordinates state shown in this turn's user message (reference §5). */
+  /** The text_with_coordinates state shown in this turn's user message (docs/spa-prompts.md#states). */
   readonly state: string;
-  /** What the model generated, with the re-prepended leading <think> (reference §3.2). */
+  /** What the model generated, with the re-prepended leading <think> (docs/spa-prompts.md#conversation). */
   readonly response_raw: string;
-  /** What entered the history: the canonical string on a strict parse, the raw text otherwise (reference §4). */
+  /** What entered the history: the canonical string on a strict parse, the raw text otherwise (docs/spa-protocol.md#parser). */
   readonly llm_response: string;
   /** Parser outcome for this turn. */
   readonly parse: ParseOutcome;
@@ -147,29 +147,29 @@ export interface Turn {
   readonly executed: readonly string[];
   /** Env reward of each executed action, in order. */
   readonly rewards: readonly number[];
-  /** Python repr of the accumulated turn reward as shown in the next user message, e.g. -0.30000000000000004 or 0 (reference §3.3). */
+  /** Python repr of the accumulated turn reward as shown in the next user message, e.g. -0.30000000000000004 or 0 (docs/spa-prompts.md#reward-text). */
   readonly reward_text: string;
-  /** text_with_coordinates state after all executed actions (the ground-truth prediction, reference §6 step 4). */
+  /** text_with_coordinates state after all executed actions (the ground-truth prediction, docs/spa-data.md#replacement). */
   readonly state_after: string;
   /** Whether the episode ended in this turn. */
   readonly done: boolean;
 }
 
-/** One raw self-play episode, unfiltered, as played (topic spa.trajectories, key = episode id). The replayable record of a run: everything the SFT and PPO operators derive can be recomputed from it (reference §6 steps 2-3). Avro `spa.v1.Trajectory`. */
+/** One raw self-play episode, unfiltered, as played (topic spa.trajectories, key = episode id). The replayable record of a run: everything the SFT and PPO operators derive can be recomputed from it (docs/spa-data.md#generation). Avro `spa.v1.Trajectory`. */
 export interface Trajectory {
   /** Unique episode id; also the Kafka key. */
   readonly trajectory_id: string;
-  /** Id of the env group (same puzzle seed, group_size members; reference §2.1). */
+  /** Id of the env group (same puzzle seed, group_size members; docs/spa-envs.md#manager). */
   readonly group_id: string;
   /** Environment name: sokoban | frozenlake | sudoku. A string, not an enum, so new envs need no schema change. */
   readonly env: string;
   /** Puzzle family within the env, e.g. 6x6-1box (Sokoban) or 4x4 (FrozenLake, Sudoku). */
   readonly variant: string;
-  /** Env seed that generated the puzzle (reference §2.1: train 10000+, val 123..250). */
+  /** Env seed that generated the puzzle (docs/spa-envs.md#manager: train 10000+, val 123..250). */
   readonly seed: number;
   /** Member index of this episode inside its group, 0..group_size-1. */
   readonly slot: number;
-  /** train or val env manager (reference §10). */
+  /** train or val env manager (docs/spa-envs.md#manager, docs/spa-eval.md#validation). */
   readonly split: Split;
   /** Prompt and parser mode used while playing. */
   readonly mode: PromptMode;
@@ -177,17 +177,17 @@ export interface Trajectory {
   readonly policy: string;
   /** PolicyUpdate.version of the weights that played the episode (0 for non-learned policies). */
   readonly policy_version: number;
-  /** The conversation with prepare_for_update=True semantics: system, user, (assistant, user)*, ending with the last assistant turn (reference §3.2, §6 step 3). */
+  /** The conversation with prepare_for_update=True semantics: system, user, (assistant, user)*, ending with the last assistant turn (docs/spa-prompts.md#conversation, docs/spa-data.md#generation). */
   readonly messages: readonly Message[];
   /** Per-turn detail, in order. */
   readonly turns: readonly Turn[];
-  /** real_states s0..sT: the initial state and the state after every turn (reference §6 step 3), unpadded. */
+  /** real_states s0..sT: the initial state and the state after every turn (docs/spa-data.md#generation), unpadded. */
   readonly states: readonly string[];
   /** Whether the puzzle was solved (terminated and not truncated). */
   readonly success: boolean;
   /** Sum of all env rewards, without format penalties. */
   readonly total_reward: number;
-  /** Sum of format penalties (each -0.1; reference §4.3), 0 when none. */
+  /** Sum of format penalties (each -0.1; docs/spa-protocol.md#actions), 0 when none. */
   readonly penalty: number;
   /** Number of env steps executed in the episode. */
   readonly num_actions: number;

@@ -2,7 +2,10 @@ import type { EnvName } from '../../envs/types.js';
 import type { PromptMode } from '../../envs/protocol/index.js';
 import { SPA_VARIANT, actionBudget, type PuzzleSource } from '../../envs/registry.js';
 
-/** Everything the env × policy loop needs to know; defaults are SPA's (reference §2.1, §9.1). */
+/**
+ * Everything the env × policy loop needs to know; defaults are SPA's (docs/spa-envs.md#manager,
+ * docs/spa-ppo.md#hyperparameters).
+ */
 export interface EpisodeConfig {
   readonly runId: string;
   readonly env: EnvName;
@@ -22,7 +25,7 @@ export interface EpisodeConfig {
   readonly formatPenalty: number;
   /** Only printed in the prompt ("Max response length: N words"). */
   readonly maxTokens: number;
-  /** Reproduce SPA's string-fallback parser bug (reference §4.1); off by default. */
+  /** Reproduce SPA's string-fallback parser bug (docs/spa-protocol.md#world-model); off by default. */
   readonly reproduceSpaFallbackBug: boolean;
 }
 

@@ -30,7 +30,7 @@ interface Slot {
 }
 
 /**
- * The env × policy loop of SPA's es_manager (reference §2.1) as a cold Observable of
+ * The env × policy loop of SPA's es_manager (docs/spa-envs.md#manager) as a cold Observable of
  * StepRecords. Batches run one after another (concatMap: a batch starts only when the
  * previous one completed), and with a `gate` each batch and turn waits until the sink has
  * caught up — the producer blocks rather than buffering. The policy is resolved once per batch, so no
@@ -106,7 +106,8 @@ function runBatch(
 
 function createSlots(config: EpisodeConfig, makeEnv: EnvFactory, batch: number): Slot[] {
   const slots: Slot[] = [];
-  // SPA seeding (reference §2.1): train seeds advance by env_groups per reset; val always restarts at its base.
+  // SPA seeding (docs/spa-envs.md#manager): train seeds advance by env_groups per reset; val always restarts
+  // at its base.
   const batchSeed = config.split === 'train' ? config.seedBase + batch * config.groups : config.seedBase;
   for (let group = 0; group < config.groups; group++) {
     for (let member = 0; member < config.groupSize; member++) {
@@ -143,7 +144,8 @@ function playTurn(
     maxActionsPerTurn: config.maxActionsPerTurn,
     reproduceSpaFallbackBug: config.reproduceSpaFallbackBug,
   });
-  // reference §2.1: truncate mapped actions to the remaining budget, execute in order, stop at done.
+  // Truncate mapped actions to the remaining budget, execute in order, stop at done
+  // (docs/spa-envs.md#manager).
   const planned = parse.validActions.slice(0, actionsLeft);
   const executed: string[] = [];
   const rewards: number[] = [];
@@ -195,7 +197,8 @@ function playTurn(
     stateAfter: slot.env.state(),
     penalty: parse.penalty ? config.formatPenalty : 0,
     done: envDone,
-    // reference §2.1: success = terminated and not truncated; a done env is truncated unless solved.
+    // success = terminated and not truncated; a done env is truncated unless solved
+    // (docs/spa-envs.md#manager).
     success: envDone && success,
     final: slot.done,
     prefix,

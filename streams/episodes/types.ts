@@ -9,7 +9,7 @@ export interface StepRecord {
   readonly env: EnvName;
   readonly variant: string;
   readonly seed: number;
-  /** Member index inside the group (all members share the seed, reference §2.1). */
+  /** Member index inside the group (all members share the seed, docs/spa-envs.md#manager). */
   readonly slot: number;
   readonly split: 'train' | 'val';
   readonly mode: PromptMode;
@@ -28,7 +28,7 @@ export interface StepRecord {
   /** Action strings actually executed (after lookup, budget truncation and stop-at-done). */
   readonly executed: readonly string[];
   readonly rewards: readonly number[];
-  /** Python repr of the turn reward, as the next user message shows it (reference §3.3). */
+  /** Python repr of the turn reward, as the next user message shows it (docs/spa-prompts.md#reward-text). */
   readonly rewardText: string;
   readonly stateAfter: string;
   /** Format penalty added this turn (0 or the configured negative value). */

@@ -1,5 +1,6 @@
 /**
- * SPA-format rows as a Parquet file shaped like SPA's `wm_train.parquet` (reference §8.2, §11):
+ * SPA-format rows as a Parquet file shaped like SPA's `wm_train.parquet` (docs/spa-sft.md#settings,
+ * docs/spa-data.md#released):
  * `prompt` is list<struct<content: string, role: string>>, the other five columns are strings.
  *
  * Writer choice: hyparquet-writer. Both maintained pure-JS writers were tried on this schema and

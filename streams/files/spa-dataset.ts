@@ -1,19 +1,19 @@
 /**
  * SPA's released dataset row (`tyzhu/SPA-*-data`, `wm_train.parquet`): the six columns
- * `generate_sft_data.py` writes (reference §6 step 5, §11), and the seeded train/val split.
+ * `generate_sft_data.py` writes (docs/spa-data.md#columns, #released), and the seeded train/val split.
  * Readers of these rows live in spa-dataset-source.ts, writers in spa-dataset-jsonl.ts and
  * spa-dataset-parquet.ts.
  */
 import { Rng } from '../../envs/internal/rng.js';
 import type { SftRow } from '../../schemas/index.js';
 
-/** One prompt message in SPA's released key order: content first, then role (reference §11). */
+/** One prompt message in SPA's released key order: content first, then role (docs/spa-data.md#released). */
 export interface SpaPromptMessage {
   readonly content: string;
   readonly role: string;
 }
 
-/** One row of SPA's released data: exactly these columns, in this order (reference §6 step 5). */
+/** One row of SPA's released data: exactly these columns, in this order (docs/spa-data.md#columns). */
 export interface SpaDatasetRow {
   readonly data_source: string;
   readonly prompt: readonly SpaPromptMessage[];
@@ -63,7 +63,7 @@ export interface TrainValSplit<T> {
 
 /**
  * A seeded row-level split shaped like SPA's `train_test_split(test_size=p, random_state=42,
- * shuffle=True)` (reference §6 step 5): shuffle, the first ⌈p·n⌉ rows are validation, the rest
+ * shuffle=True)` (docs/spa-data.md#columns): shuffle, the first ⌈p·n⌉ rows are validation, the rest
  * train, both in shuffled order. Not sklearn-exact: the permutation comes from our seeded Rng
  * (xoroshiro128+), not NumPy's MT19937, so the same seed picks different rows than SPA did.
  * Turns of one trajectory can land in both halves, as in SPA.

@@ -1,7 +1,7 @@
 /**
  * Replay: stored raw trajectories (spa.trajectories, the record of a run) re-run through the
- * operators into another topic — how ablations are made from one generation run (design:
- * "replay from offset 0"; reference §6 for the annotations). Reads with an ephemeral group,
+ * operators into another topic — how ablations are made from one generation run (the log is
+ * replayable from offset 0; docs/spa-data.md#ablations for the annotations). Reads with an ephemeral group,
  * writes transactionally: each transaction holds whole trajectories' outputs, and a source
  * record is acked only after its outputs are committed.
  */

@@ -2,11 +2,11 @@ import type { PromptMode } from '../../envs/protocol/index.js';
 import { Rng } from '../../envs/internal/rng.js';
 import type { Policy, PolicyRequest } from './policy.js';
 
-/** SPA's fixed thought for the random generator (`RandomActionWrapperWg`, reference §6). */
+/** SPA's fixed thought for the random generator (`RandomActionWrapperWg`, docs/spa-data.md#ablations). */
 export const RANDOM_POLICY_THOUGHT = 'I will push the box to the target.';
 
 /**
- * SPA's random-action generator (reference §6, paper's random-generator ablation): three
+ * SPA's random-action generator (the paper's random-generator ablation, docs/spa-data.md#ablations): three
  * uniformly random actions joined by " || ". Unlike SPA it writes the world-model format with
  * empty observation/prediction, so ground-truth annotation turns its episodes into valid SFT
  * data. Sudoku has no action vocabulary; a random move is `r,c,v` with each part in 1..4.

@@ -1,5 +1,5 @@
 /**
- * Episode spans (issue item 2): each self-play episode is one trace whose root is the
+ * Episode spans (infra/otel/README.md): each self-play episode is one trace whose root is the
  * `episode` span, with a `turn N` event per assistant turn. The records the pipeline
  * derives from an episode (trajectory, SFT rows, rollout, DLQ entry) find the episode's
  * context by trajectory id in {@link episodeTraces}, so later stages and the Kafka sink

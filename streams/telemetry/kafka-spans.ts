@@ -1,6 +1,6 @@
 /**
  * Kafka send/receive spans with the OpenTelemetry messaging semantic conventions, and the
- * `traceparent` they hand on (issue item 2). Two decorators wrap the transport port, so any
+ * `traceparent` they hand on (infra/otel/README.md). Two decorators wrap the transport port, so any
  * Kafka client behind it is traced the same way:
  *
  *   const sink = tracedSink(await transport.sink());        // send spans, traceparent injected

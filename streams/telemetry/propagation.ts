@@ -1,5 +1,5 @@
 /**
- * W3C Trace Context in Kafka record headers, by our own propagation (issue item 2): the
+ * W3C Trace Context in Kafka record headers, by our own propagation (infra/otel/README.md): the
  * `traceparent` header travels with every record whatever Kafka client writes it, so the
  * trace survives a switch away from kafkajs and reaches the Python trainer, which reads the
  * same header. The propagator is `@opentelemetry/core`'s, used directly rather than through

@@ -1,5 +1,5 @@
 /**
- * Starts and stops OpenTelemetry for one process (issue item 1), with `@opentelemetry/sdk-node`:
+ * Starts and stops OpenTelemetry for one process (infra/otel/README.md), with `@opentelemetry/sdk-node`:
  *
  *   const telemetry = await startTelemetry({ serviceName: 'spa-generator', metricsPort: 9464 });
  *   …  spaMetrics().envSteps.add(3, { env: 'sokoban' });  spaTracer().startSpan(…)

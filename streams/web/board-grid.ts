@@ -1,5 +1,5 @@
 /**
- * Boards as grids of cells for the web tap: a state text (reference §5: the grid render plus a
+ * Boards as grids of cells for the web tap: a state text (docs/spa-prompts.md#states: the grid render plus a
  * coordinate sentence) split into rows of cells and a caption, and a cell-by-cell comparison of
  * the model's belief with the true state.
  */

@@ -1,6 +1,6 @@
 /**
  * Running numbers for the web tap: per-env success rate and Pass@k over the trajectories seen
- * (grouped by `group_id`, reference §10), records per second, and consumer lag over time.
+ * (grouped by `group_id`, docs/spa-eval.md#pass-at-k), records per second, and consumer lag over time.
  * Memory is bounded: open groups are capped per env (the oldest are folded into a histogram
  * that keeps their contribution), and the time series slide over the last {@link SERIES_SECONDS}.
  */

@@ -109,7 +109,7 @@ function webTurn(turn: Turn): WebTurn {
     done: turn.done,
     before: board(before),
     after: board(after),
-    // response_raw is the model's own text; llm_response may be canonicalised (reference §4).
+    // response_raw is the model's own text; llm_response may be canonicalised (docs/spa-protocol.md#parser).
     believedBefore: belief(firstSpan(turn.response_raw, 'observation'), before),
     believedAfter: belief(firstSpan(turn.response_raw, 'prediction'), after),
   };

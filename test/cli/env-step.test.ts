@@ -69,12 +69,13 @@ describe('spa env step agrees with the Python reference transitions', () => {
     const sokoban = readCases<Case>('sokoban.jsonl');
     const sudoku = readCases<Case>('sudoku.jsonl');
     const rewards = sokoban.flatMap((c) => c.expected.rewards);
-    // A push off a target costs −1 on top of the step penalty (−1.1; reference §2.2, testcases §2.7).
+    // A push off a target costs −1 on top of the step penalty (−1.1; docs/spa-envs.md#sokoban,
+    // docs/spa-testvectors.md#sokoban).
     expect(rewards.filter((r) => r === -0.1 - 1).length).toBeGreaterThanOrEqual(5);
     expect(rewards.filter((r) => r === -0.1 + 1 + 10).length).toBeGreaterThanOrEqual(20);
     expect(sokoban.some((c) => c.expected.renders.some((r) => r.includes('S')))).toBe(true);
     expect(all.filter((c) => c.expected.dropped.length > 0).length).toBeGreaterThanOrEqual(30);
-    // Sudoku overwrites: an effective move on a cell that was already filled (reference §2.4).
+    // Sudoku overwrites: an effective move on a cell that was already filled (docs/spa-envs.md#sudoku).
     const overwrites = sudoku.filter((c) =>
       c.expected.renders.some((render, i) => {
         const before = i === 0 ? String(c.input.render).split('\n')[0] : c.expected.renders[i - 1];

@@ -1,6 +1,7 @@
 /**
  * `spa export --format parquet` read back by the libraries SPA-style trainers use: pyarrow and
- * Hugging Face `datasets` (`load_dataset("parquet", …)`), in the trainer's venv (reference §8.2, §11).
+ * Hugging Face `datasets` (`load_dataset("parquet", …)`), in the trainer's venv (docs/spa-sft.md#settings,
+ * docs/spa-data.md#released).
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';

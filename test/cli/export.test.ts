@@ -51,7 +51,7 @@ const readJsonLines = (path: string): unknown[] =>
     .filter(Boolean)
     .map((line) => JSON.parse(line) as unknown);
 
-describe('SPA dataset row mapping (reference §6 step 5, §11)', () => {
+describe('SPA dataset row mapping (docs/spa-data.md#columns, #released)', () => {
   it('keeps exactly the six released columns, in SPA order, with prompt messages as {content, role}', () => {
     const row = sftRow(4);
     const line = JSON.stringify(toSpaDatasetRow(row));

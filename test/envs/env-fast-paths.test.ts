@@ -111,7 +111,7 @@ describe('Sokoban cached texts and incremental boxes-on-target = full recomputat
         const room = env.snapshot();
         const onAfter = boxesOnTarget(room);
         if (onAfter !== onBefore) pushesOnOrOff++;
-        // gym's _calc_reward over a full count (reference §2.2), in gym's summation order.
+        // gym's _calc_reward over a full count (docs/spa-envs.md#sokoban), in gym's summation order.
         let expected = -0.1;
         if (onAfter > onBefore) expected += 1;
         else if (onAfter < onBefore) expected += -1;

@@ -4,7 +4,7 @@ import { renderLake } from '../../envs/frozenlake/lake-render.js';
 import { lakeOutcomes, type GymDirection, type LakeOutcome } from '../../envs/frozenlake/transitions.js';
 import type { Position } from '../../envs/types.js';
 
-// testcases §3: the rule-check map.
+// docs/spa-testvectors.md#frozenlake: the rule-check map.
 const MAP = ['SHFF', 'FFFH', 'FHFF', 'HFFG'];
 const LEFT = 1;
 const DOWN = 2;
@@ -20,7 +20,7 @@ function withStart(desc: readonly string[], start: Position): string[] {
   );
 }
 
-describe('FrozenLake deterministic rules (testcases §3.1, is_slippery=False)', () => {
+describe('FrozenLake deterministic rules (docs/spa-testvectors.md#frozenlake, is_slippery=False)', () => {
   const table: [Position, number, Position, number, boolean, boolean, string][] = [
     [{ row: 0, col: 0 }, LEFT, { row: 0, col: 0 }, 0, false, false, 'PO__\n___O\n_O__\nO__G'],
     [{ row: 0, col: 0 }, DOWN, { row: 1, col: 0 }, 0, false, false, '_O__\nP__O\n_O__\nO__G'],
@@ -44,7 +44,7 @@ describe('FrozenLake deterministic rules (testcases §3.1, is_slippery=False)', 
     expect(env.isDone()).toBe(done);
   });
 
-  it('reports integer rewards (gymnasium ≥ 1.1, reference §3.3)', () => {
+  it('reports integer rewards (gymnasium ≥ 1.1, docs/spa-prompts.md#reward-text)', () => {
     const env = FrozenLakeEnv.fromDesc(withStart(MAP, { row: 2, col: 3 }), { slippery: false });
     expect(env.rewardIsFloat).toBe(false);
     expect(Number.isInteger(env.step(DOWN).reward)).toBe(true);
@@ -58,7 +58,7 @@ describe('FrozenLake deterministic rules (testcases §3.1, is_slippery=False)', 
   });
 });
 
-describe('FrozenLake slippery outcomes (testcases §3.2)', () => {
+describe('FrozenLake slippery outcomes (docs/spa-testvectors.md#frozenlake)', () => {
   const cases: [Position, number, [Position, boolean][]][] = [
     [
       { row: 1, col: 1 },
@@ -126,7 +126,7 @@ describe('FrozenLake slippery outcomes (testcases §3.2)', () => {
   });
 });
 
-describe('FrozenLake seeded trajectories are possible transitions (testcases §3.3)', () => {
+describe('FrozenLake seeded trajectories are possible transitions (docs/spa-testvectors.md#frozenlake)', () => {
   // Exact replay needs gymnasium's PCG64 stream; here each listed move must be one of the
   // enumerated slip outcomes, and following the listed outcomes must give the listed renders.
   const trajectories: [string[], [number, Position][], string][] = [
@@ -189,7 +189,7 @@ describe('FrozenLake seeded trajectories are possible transitions (testcases §3
 });
 
 describe('FrozenLake actions, text and construction', () => {
-  it('looks actions up case-insensitively as whole strings (reference §4.3)', () => {
+  it('looks actions up case-insensitively as whole strings (docs/spa-protocol.md#actions)', () => {
     const env = new FrozenLakeEnv();
     expect(['Left', 'down', 'RIGHT', 'uP'].map((a) => env.lookupAction(a))).toEqual([1, 2, 3, 4]);
     for (const bad of ['Move Up', 'Up.', 'U', ' Up', '']) expect(env.lookupAction(bad)).toBeUndefined();

@@ -15,14 +15,14 @@ const puzzles = readFileSync(new URL('../../envs/puzzles/frozenlake-4x4.jsonl', 
   .filter((line) => line.trim().length > 0)
   .map((line) => JSON.parse(line) as LakePuzzle);
 
-describe('FrozenLake reference puzzles (testcases §4, envs/puzzles/frozenlake-4x4.jsonl)', () => {
+describe('FrozenLake reference puzzles (docs/spa-testvectors.md#puzzles, envs/puzzles/frozenlake-4x4.jsonl)', () => {
   it('holds the 384 seeds 123..250 then 10000..10255', () => {
     expect(puzzles).toHaveLength(384);
     expect(puzzles[0]?.seed).toBe(123);
     expect(puzzles[128]?.seed).toBe(10000);
   });
 
-  // testcases §4 table, seed → desc → render (rows joined by '/').
+  // docs/spa-testvectors.md#puzzles table, seed → desc → render (rows joined by '/').
   const table: [number, string, string][] = [
     [10000, 'FFFF/FFFF/FFFH/GSFF', '____/____/___O/GP__'],
     [10001, 'FGFF/FFFH/SFHF/HFFF', '_G__/___O/P_O_/O___'],

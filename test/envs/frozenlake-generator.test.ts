@@ -11,7 +11,7 @@ const options = fc.record({
   p: fc.double({ min: 0.3, max: 1, noNaN: true }),
 });
 
-describe('FrozenLake map generator (reference §2.3)', () => {
+describe('FrozenLake map generator (docs/spa-envs.md#frozenlake)', () => {
   it('always has one S, one G elsewhere, and G reachable from S without crossing a hole', () => {
     fc.assert(
       fc.property(options, seeds, (opts, seed) => {

@@ -16,7 +16,7 @@ function play(env: SokobanEnv, names: readonly string[]) {
   });
 }
 
-describe('SokobanEnv transitions (testcases §2)', () => {
+describe('SokobanEnv transitions (docs/spa-testvectors.md#sokoban)', () => {
   const start21 = grid('######/#___O#/#__X_#/###P_#/###__#/######');
 
   it('2.1 moves into empty floor', () => {
@@ -170,7 +170,7 @@ const puzzles: PuzzleLine[] = readFileSync(
   .split('\n')
   .map((line) => JSON.parse(line) as PuzzleLine);
 
-describe('SPA puzzles (testcases §4, envs/puzzles)', () => {
+describe('SPA puzzles (docs/spa-testvectors.md#puzzles, envs/puzzles)', () => {
   const fixtures: [number, string, string | null, string][] = [
     [
       10000,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseSudokuAction } from '../../envs/sudoku/action-parser.js';
 import { SudokuEnv } from '../../envs/sudoku/sudoku-env.js';
 
-// testcases §4: seed 123's puzzle and solution.
+// docs/spa-testvectors.md#puzzles: seed 123's puzzle and solution.
 const PUZZLE_123 = '| 3 2 4 1 | . 4 . . | 2 . 3 . | 4 3 . 2 ';
 const SOLUTION_123 = [
   [3, 2, 4, 1],
@@ -11,7 +11,7 @@ const SOLUTION_123 = [
   [4, 3, 1, 2],
 ];
 
-describe('Sudoku step vectors (testcases §5, seed 123, in order)', () => {
+describe('Sudoku step vectors (docs/spa-testvectors.md#sudoku, seed 123, in order)', () => {
   const env = SudokuEnv.fromPuzzle(PUZZLE_123);
   const unchanged = (before: string): void => expect(env.render()).toBe(before);
   const step = (action: string, expected: { valid: boolean; effective: boolean }): void => {
@@ -87,7 +87,7 @@ describe('Sudoku step rules', () => {
     expect(env.isDone()).toBe(true);
   });
 
-  it('steps once per character for the fallback-string bug (testcases §1)', () => {
+  it('steps once per character for the fallback-string bug (docs/spa-testvectors.md#parser)', () => {
     const env = SudokuEnv.fromPuzzle(PUZZLE_123);
     const outcomes = Array.from('2,1,1 || 2,3,2').map((ch) => env.step(env.lookupAction(ch) as string));
     expect(outcomes).toHaveLength(14);
@@ -114,7 +114,7 @@ describe('Sudoku step rules', () => {
   });
 });
 
-describe('Sudoku describe wording (reference §2.4)', () => {
+describe('Sudoku describe wording (docs/spa-envs.md#sudoku)', () => {
   it('uses singular, plural and none forms', () => {
     expect(SudokuEnv.fromPuzzle('| 3 2 4 1 | 1 4 2 3 | 2 1 3 4 | 4 3 . 2 ').describe()).toBe(
       'Empty position to be filled is at (4,3).',

@@ -17,8 +17,8 @@ const puzzles = readFileSync(new URL('../../envs/puzzles/sudoku-4x4.jsonl', impo
   .filter((line) => line.trim().length > 0)
   .map((line) => JSON.parse(line) as SudokuPuzzle);
 
-describe('Sudoku reference puzzles (testcases §4, envs/puzzles/sudoku-4x4.jsonl)', () => {
-  // testcases §4 table (0 = empty).
+describe('Sudoku reference puzzles (docs/spa-testvectors.md#puzzles, envs/puzzles/sudoku-4x4.jsonl)', () => {
+  // docs/spa-testvectors.md#puzzles table (0 = empty).
   const table: [number, number[][], number[][]][] = [
     [
       10000,

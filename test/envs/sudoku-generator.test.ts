@@ -10,7 +10,7 @@ import { SUDOKU_HARD, SUDOKU_MEDIUM, SUDOKU_VARIANTS } from '../../envs/sudoku/v
 const seeds = fc.integer({ min: 0, max: 2 ** 31 - 1 });
 const filled = (grid: SudokuGrid): number => grid.flat().filter((v) => v !== 0).length;
 
-describe('Sudoku generator (reference §2.4)', () => {
+describe('Sudoku generator (docs/spa-envs.md#sudoku)', () => {
   it('easy 4×4: a valid full solution, exactly 6 empties, clues agree, unique solution', () => {
     fc.assert(
       fc.property(seeds, (seed) => {

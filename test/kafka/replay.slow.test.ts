@@ -1,7 +1,7 @@
 /**
  * `spa replay` against a real broker: one generation run on spa.trajectories replayed into
  * ablation topics. With `self-belief` the rows keep the model's own observation/prediction
- * text; with `gt` they carry the true states (reference §6 step 4).
+ * text; with `gt` they carry the true states (docs/spa-data.md#replacement).
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,7 +4,7 @@ import { annotateGroundTruth, replaceStates } from '../../operators/annotate-gro
 import { toTrajectory } from '../../operators/to-trajectory.js';
 import { step } from './fixtures.js';
 
-describe('replaceStates (testcases §6.1)', () => {
+describe('replaceStates (docs/spa-testvectors.md#ground-truth)', () => {
   it.each([
     [
       '<think> <observation>A</observation> t <prediction>B</prediction></think><answer>Up</answer>',

@@ -120,7 +120,7 @@ describe('greedy decoding', () => {
   });
 });
 
-describe('sampling (temperature 1, top-p 1, SPA §3.4)', () => {
+describe('sampling (temperature 1, top-p 1, docs/spa-prompts.md#sampling)', () => {
   it('is reproducible per row and independent of the batch it runs in', async () => {
     const policy = await onnxPolicy({
       folder: fixture.artifact,

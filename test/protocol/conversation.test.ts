@@ -16,7 +16,7 @@ const qwen = new ChatTemplate(
 const chatTemplate = qwen.render.bind(qwen);
 const generationPrompt = qwen.generationPrompt.bind(qwen);
 
-// Reference §7.1 / testcases §6.2: Sokoban seed 10000, states s0 → s1.
+// Sokoban seed 10000, states s0 → s1 (docs/spa-testvectors.md#sokoban-episode, #sft-rows).
 const s0 =
   '######\n#O####\n#__###\n#X_###\n#_P_##\n######\nPlayer (P) is at (4,2); box (X) is at (3,1); target (O) is at (1,1).';
 const s1 =
@@ -32,14 +32,15 @@ const TURN1_USER =
   SOKOBAN_WM_PREFIX +
   `\nTurn 1:\nState:\n${s0}\nYou have 10 actions left. Always output: ${WM_FORMAT} with no extra text. Strictly follow this format. Max response length: 100 words (tokens).\n`;
 const TURN2_USER = `Reward:\n-0.2\n\nTurn 2:\nState:\n${s1}\nYou have 8 actions left. Always output: ${WM_FORMAT} with no extra text. Strictly follow this format. Max response length: 100 words (tokens).\n`;
-// The hypothetical model continuation of §7.1 (its prediction is wrong; parsing does not care).
+// The hypothetical model continuation of docs/spa-testvectors.md#sokoban-episode (its prediction is
+// wrong; parsing does not care).
 const CONTINUATION =
   ' <observation>######\n#O####\n#__###\n#X_###\n#_P_##\n######\nPlayer (P) is at (4,2); box (X) is at (3,1); target (O) is at (1,1).</observation> The box is up-left. Go Left, then push Up. <prediction>######\n#O####\n#X_###\n#_P###\n#___##\n######</prediction> </think> <answer>Left || Up</answer>';
 
 const sokoban = SPA_ENV_PROMPT_SPECS.sokoban;
 const prefix = instructionPrefix(sokoban, 'wm', 10);
 
-describe('reference §7.1 Sokoban seed 10000, byte for byte', () => {
+describe('Sokoban seed 10000, docs/spa-testvectors.md#sokoban-episode, byte for byte', () => {
   it('builds the turn-1 user message and the full generation prompt', () => {
     const messages = buildMessages(prefix, [{ state: s0, actionsLeft: 10 }], { mode: 'wm' });
     expect(messages).toEqual([
@@ -77,7 +78,7 @@ describe('reference §7.1 Sokoban seed 10000, byte for byte', () => {
     ).toBe(true);
   });
 
-  it('ends a training sequence with the last assistant message and never writes the final reward (testcases §6.2)', () => {
+  it('ends a training sequence with the last assistant message and never writes the final reward (docs/spa-testvectors.md#sft-rows)', () => {
     const history: HistoryEntry[] = [
       { state: s0, actionsLeft: 10, llmResponse: 'GT turn 1', rewardText: '-0.2' },
       { state: s1, actionsLeft: 8, llmResponse: 'GT turn 2', rewardText: '10.9' },
@@ -106,7 +107,7 @@ describe('buildMessages', () => {
     );
   });
 
-  it('prints the int-0 reward of a turn without executed actions (testcases §8)', () => {
+  it('prints the int-0 reward of a turn without executed actions (docs/spa-testvectors.md#env-manager)', () => {
     const history: HistoryEntry[] = [
       { state: 'S', actionsLeft: 10, llmResponse: '<think>bad', rewardText: turnRewardText([], true) },
       { state: 'S', actionsLeft: 10 },

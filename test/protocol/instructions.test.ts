@@ -9,7 +9,7 @@ import type { EnvPromptSpec } from '../../envs/protocol/types.js';
 
 const { sokoban, frozenlake, sudoku } = SPA_ENV_PROMPT_SPECS;
 
-describe('instructionText (reference §3.1, SPA config/envs.yaml)', () => {
+describe('instructionText (docs/spa-prompts.md#prefix, SPA config/envs.yaml)', () => {
   it('keeps SPA typos, en dashes and real newlines in the Sokoban world-model text', () => {
     const text = instructionText('sokoban', 'wm');
     expect(text).toContain('push all boxes to targets You are provided');
@@ -54,7 +54,7 @@ describe('instructionText (reference §3.1, SPA config/envs.yaml)', () => {
 });
 
 describe('instructionPrefix', () => {
-  it("is 1204 characters for SPA's Sokoban world-model prefix (reference §7.1)", () => {
+  it("is 1204 characters for SPA's Sokoban world-model prefix (docs/spa-testvectors.md#sokoban-episode)", () => {
     expect(instructionPrefix(sokoban, 'wm', SPA_MAX_ACTIONS_PER_TRAJ.sokoban)).toHaveLength(1204);
   });
 

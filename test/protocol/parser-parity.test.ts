@@ -5,7 +5,7 @@ import { freeTextLookup, tableLookup } from '../../envs/protocol/action-vocabula
 import { historyText, parseResponse } from '../../envs/protocol/parser.js';
 import type { ActionLookup, PromptMode } from '../../envs/protocol/types.js';
 
-/** What CPython's `re`/`str` made of one response (fixtures/generate.py, reference §4). */
+/** What CPython's `re`/`str` made of one response (fixtures/generate.py, docs/spa-protocol.md#parser). */
 interface PythonParse {
   readonly matched: 'strict' | 'fallback' | 'none';
   readonly llm_response: string;

@@ -22,7 +22,7 @@ interface Expected {
   readonly reason: ParseRejection | null;
   /**
    * Canonical text. Null for non-strict rows (SPA keeps the raw text); for strict rows null
-   * means testcases §1 does not list it (the parity fixture covers every row).
+   * means docs/spa-testvectors.md#parser does not list it (the parity fixture covers every row).
    */
   readonly canonical: string | null;
 }
@@ -53,8 +53,8 @@ const bad = (
 const wmCanon = (think: string, answer: string) =>
   `<think> <observation>x</observation> ${think} <prediction>y</prediction></think><answer>${answer}</answer>`;
 
-// testcases §1, all 19 rows (Sokoban lookup). WM canonical strings as listed there; the other
-// strict rows follow the same rule (parts stripped, re-joined only when capped).
+// docs/spa-testvectors.md#parser, all 19 rows (Sokoban lookup). WM canonical strings as listed there; the
+// other strict rows follow the same rule (parts stripped, re-joined only when capped).
 const ROWS: Row[] = [
   {
     n: 1,
@@ -207,7 +207,7 @@ function check(row: Row, mode: 'wm' | 'base') {
   expect(historyText(result)).toBe(result.canonical ?? `<think>${row.continuation}`);
 }
 
-describe('parseResponse: testcases §1 (Sokoban lookup)', () => {
+describe('parseResponse: docs/spa-testvectors.md#parser (Sokoban lookup)', () => {
   it.each(ROWS)('row $n, world-model parser', (row) => check(row, 'wm'));
   it.each(ROWS)('row $n, base parser', (row) => check(row, 'base'));
 
@@ -234,7 +234,7 @@ describe('parseResponse: testcases §1 (Sokoban lookup)', () => {
   });
 });
 
-describe('the SPA fallback bug (testcases §1 "Sudoku consequence", §8 last row)', () => {
+describe('the SPA fallback bug (docs/spa-testvectors.md#parser, Sudoku; #env-manager, last row)', () => {
   const continuation = 'Fill two cells.</think><answer>2,1,1 || 2,3,2</answer>';
   const chars = ['2', ',', '1', ',', '1', ' ', '|', '|', ' ', '2', ',', '3', ',', '2'];
 

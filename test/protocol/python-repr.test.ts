@@ -40,7 +40,7 @@ describe('pyRepr', () => {
   });
 });
 
-describe('turnRewardText (testcases §8 reward strings)', () => {
+describe('turnRewardText (docs/spa-testvectors.md#env-manager reward strings)', () => {
   const sokobanSteps = (n: number) => Array.from({ length: n }, () => -0.1);
   it.each([
     [sokobanSteps(1), '-0.1'],

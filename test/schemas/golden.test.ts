@@ -1,6 +1,7 @@
 /**
- * Golden bytes (style.md, kafkajs): frames written once by test/fixtures/avro/write-golden.ts
- * and committed. A schema change that would break records already on a topic fails here.
+ * Golden bytes (as kafkajs pins its wire formats): frames written once by
+ * test/fixtures/avro/write-golden.ts and committed. A schema change that would break records already on a
+ * topic fails here.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

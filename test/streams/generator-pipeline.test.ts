@@ -47,7 +47,7 @@ describe.each<[EnvName, BuiltinPolicyName, PuzzleSource]>([
   ['sudoku', 'random', 'spa'],
   ['sudoku', 'oracle', 'generated'],
 ])('%s × %s policy on %s puzzles', (env, policy, puzzles) => {
-  it('satisfies the ground-truth invariants (reference §6)', async () => {
+  it('satisfies the ground-truth invariants (docs/spa-data.md#replacement)', async () => {
     const { trajectories, sft, dlq } = await generate(env, policy, puzzles);
     expect(trajectories).toHaveLength(24);
     expect(sft.length + dlq.length).toBeGreaterThan(0);

@@ -30,7 +30,7 @@ describe('passAtK (unbiased estimator)', () => {
   });
 });
 
-describe('passReport (reference §10)', () => {
+describe('passReport (docs/spa-eval.md#pass-at-k)', () => {
   it('Pass@1 = mean success, Pass@k = groups with any success', () => {
     const report = passReport([
       { groupId: 'a', successes: [true, false, false, false] },

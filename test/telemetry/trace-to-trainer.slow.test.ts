@@ -1,5 +1,5 @@
 /**
- * One trace from an env step into the trainer step (design.md, edge), end to end: instrumented
+ * One trace from an env step into the trainer step (infra/otel/README.md), end to end: instrumented
  * episodes → records stamped with `traceparent` → real Kafka broker → traced consumer → the
  * Python trainer's tracer (infra/otel/python/spa_otlp.py) continuing from the consumed
  * headers → one OTLP/HTTP receiver that sees TS and Python spans with the same trace ids.

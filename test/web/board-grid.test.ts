@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ENV_NAMES, spaEnv } from '../../envs/registry.js';
 import { boardGrid, differingCells, firstSpan } from '../../streams/web/board-grid.js';
 
-// Reference §7.1: the model's wrong prediction and the true state after Left, Up.
+// docs/spa-testvectors.md#sokoban-episode: the model's wrong prediction and the true state after Left, Up.
 const predicted = '######\n#O####\n#X_###\n#_P###\n#___##\n######';
 const truth =
   '######\n#O####\n#X_###\n#P_###\n#___##\n######\nPlayer (P) is at (3,1); box (X) is at (2,1); target (O) is at (1,1).';
@@ -15,7 +15,7 @@ describe('boardGrid', () => {
     expect(grid.caption).toBe('Player (P) is at (3,1); box (X) is at (2,1); target (O) is at (1,1).');
   });
 
-  it('splits a Sudoku state into rows at | and cells at spaces (reference §7.3)', () => {
+  it('splits a Sudoku state into rows at | and cells at spaces (docs/spa-testvectors.md#sudoku-episode)', () => {
     const grid = boardGrid(
       '| . 1 2 4 | 4 2 1 3 | 2 3 4 1 | . 4 . 2 \nEmpty positions to be filled are at (1,1), (4,1), (4,3).',
     );

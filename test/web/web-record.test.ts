@@ -6,7 +6,8 @@ import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { toWebRecord, type WebRecord } from '../../streams/web/web-record.js';
 
-// Reference §7.1, turn 1: a right observation and a wrong prediction (player at (3,2)).
+// docs/spa-testvectors.md#sokoban-episode, turn 1: a right observation and a wrong prediction (player at
+// (3,2)).
 const before =
   '######\n#O####\n#__###\n#X_###\n#_P_##\n######\nPlayer (P) is at (4,2); box (X) is at (3,1); target (O) is at (1,1).';
 const after =

@@ -2,7 +2,7 @@
 
 The schemas are the repository's ``schemas/*.avsc`` (current versions) plus
 ``schemas/history/<Name>.v<N>.avsc`` (older released versions), the single source of truth for
-both languages (design.md "Topics"). Records travel as Avro single-object frames: ``C3 01`` +
+both languages. Records travel as Avro single-object frames: ``C3 01`` +
 the 8-byte little-endian CRC-64-AVRO fingerprint of the writer schema's Parsing Canonical Form +
 the Avro binary body. Decoding looks the writer schema up by fingerprint and resolves it against
 the current (reader) schema, so rows written by an older producer still load.

@@ -2,8 +2,8 @@
 
 A `Rejected` record (schemas/Rejected.avsc) carries the original key and bytes, the reason code
 and a detail naming the bad input, exactly as the TS consumers write them
-(`streams/kafka/spa-records.ts`), so one tool reads every stage's rejects (design.md: "rejected
-records go to the DLQ, not to /dev/null"). Writes are at-least-once: a rejection made after the
+(`streams/kafka/spa-records.ts`), so one tool reads every stage's rejects (a rejected record goes to
+the DLQ, never to /dev/null). Writes are at-least-once: a rejection made after the
 last checkpoint is made again when a restart re-reads its record.
 """
 

@@ -1,10 +1,10 @@
-"""Learning check (issue item 6): world-model SFT from scratch, one arm per annotation.
+"""Learning check (docs/learning-check.md): world-model SFT from scratch, one arm per annotation.
 
     python -m spa_trainer.learning_check --arm gt --train rows.jsonl --heldout heldout.jsonl \
         --size tiny-cells --epochs 1 --out runs/learning-check/gt
 
-Trains a freshly initialised model on one arm's rows with the paper-faithful target (reference
-§8.3: CE on the whole response, nothing from the prompt) and evaluates greedy next-state
+Trains a freshly initialised model on one arm's rows with the paper-faithful target
+(docs/spa-sft.md#target: CE on the whole response, nothing from the prompt) and evaluates greedy next-state
 prediction on held-out ground-truth rows, the metric of `sft_metrics.next_state_exact_match`.
 Besides full exact match it reports grid-only exact match, coordinate-line exact match,
 exact match on push vs plain-move transitions, per-cell accuracy and accuracy on the cells
@@ -79,7 +79,7 @@ class CheckConfig:
     size: str = "tiny-cells"
     epochs: int = 1  # fresh puzzles are cheap: more rows beat more epochs
     batch_size: int = 16
-    lr: float = 5e-3  # from scratch: 50x SPA's fine-tuning lr (reference §8.3); 1e-3 stalled at loss 2.4
+    lr: float = 5e-3  # from scratch: 50x SPA's fine-tuning lr (docs/spa-sft.md#target); 1e-3 stalled at loss 2.4
     max_length: int = 330  # training window, left-truncated (sft.py's --max-length): State block + response (<= 323)
     max_new_tokens: int = 80  # > the longest 6x6 Sokoban state in grid-cell tokens (75) + `</prediction>`
     eval_rows: int = 200
@@ -119,7 +119,7 @@ class TrainExample:
 
 
 def encode_all(tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], max_length: int) -> list[TrainExample]:
-    """`encode_faithful` of every row (reference §8.3: CE on the whole response, none on the
+    """`encode_faithful` of every row (docs/spa-sft.md#target: CE on the whole response, none on the
     prompt, left truncation), plus the prediction-token flags for the loss log.
 
     Hand-written instead of calling `encode_faithful` per row: that tokenises each ~1,000-token
@@ -192,7 +192,7 @@ def train(
     cfg: CheckConfig,
     probe: Callable[[int], None] = lambda step: None,
 ) -> float:
-    """Epochs of shuffled mini-batches with SPA's optimizer recipe (reference §8.2: AdamW betas
+    """Epochs of shuffled mini-batches with SPA's optimizer recipe (docs/spa-sft.md#settings: AdamW betas
     (0.9, 0.95), wd 0.01, cosine with 10% warmup, clip 1.0). Loss is the token mean over the
     mini-batch. Calls `probe(step)` every `cfg.probe_every` steps. Returns the mean loss of
     the last 20 steps."""
@@ -269,7 +269,7 @@ def predict(
 
 
 def split_state(state: str) -> tuple[list[str], str]:
-    """(grid lines, coordinate sentence) of a Sokoban state text (reference §5)."""
+    """(grid lines, coordinate sentence) of a Sokoban state text (docs/spa-prompts.md#states)."""
     lines = state.split("\n")
     grid = [line for line in lines if line and line[0] == "#"]
     rest = [line for line in lines if not (line and line[0] == "#")]
@@ -277,7 +277,7 @@ def split_state(state: str) -> tuple[list[str], str]:
 
 
 def box_cells(grid: Sequence[str]) -> set[tuple[int, int]]:
-    """Cells holding a box (`X` or `√`, reference §2.2) in grid lines."""
+    """Cells holding a box (`X` or `√`, docs/spa-envs.md#sokoban) in grid lines."""
     return {(r, c) for r, line in enumerate(grid) for c, ch in enumerate(line) if ch in "X√"}
 
 

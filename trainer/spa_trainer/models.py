@@ -1,6 +1,6 @@
 """Load a policy: `tiny` or any local Hugging Face causal-LM folder (e.g. Qwen2.5-1.5B-Instruct).
 
-Weights load from safetensors only (design.md Conventions); nothing is fetched from a hub.
+Weights load from safetensors only (never pickled files, which can run code); nothing is fetched from a hub.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .tiny_model import TINY_MODELS, tiny_model_dir
 
 
 def pick_device() -> torch.device:
-    """CUDA when present, CPU otherwise (design.md Conventions)."""
+    """CUDA when present, CPU otherwise (tests run on CPU)."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -45,7 +45,7 @@ def resolve_model_dir(model: str) -> Path:
 
 
 def load_tokenizer(folder: Path) -> PreTrainedTokenizerBase:
-    """The folder's tokenizer; it must carry a chat template (reference §3.2 uses Qwen2.5's)."""
+    """The folder's tokenizer; it must carry a chat template (SPA uses Qwen2.5's, docs/spa-prompts.md#conversation)."""
     tokenizer = AutoTokenizer.from_pretrained(folder)
     if not tokenizer.chat_template:
         raise ValueError(f"tokenizer in {folder} has no chat_template (an -Instruct model is expected)")
@@ -66,7 +66,7 @@ def load_policy(
     model: str, device: torch.device | None = None, attn_implementation: str | None = None
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, Path]:
     """(model in fp32 on `device`, tokenizer, resolved folder). fp32 master weights; bf16 autocast
-    is applied by the training loop on CUDA only (reference §8.2)."""
+    is applied by the training loop on CUDA only (docs/spa-sft.md#settings)."""
     folder = resolve_model_dir(model)
     tokenizer = load_tokenizer(folder)
     kwargs: dict[str, object] = {"use_safetensors": True, "dtype": torch.float32}

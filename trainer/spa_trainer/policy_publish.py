@@ -1,4 +1,4 @@
-"""Announce a new policy artifact on spa.policy (design.md Topics: compacted, key "policy").
+"""Announce a new policy artifact on spa.policy (a compacted topic, key "policy": the latest version).
 
 The record is the `PolicyUpdate` Avro schema (`schemas/PolicyUpdate.avsc`) in single-object
 encoding; weights stay on disk and the record carries their folder's URI plus the sha256 of
@@ -26,7 +26,7 @@ def policy_update_from_manifest(artifact: Path) -> dict[str, Any]:
     manifest = json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))
     return {
         "version": int(manifest["version"]),
-        "uri": str(artifact.resolve()),  # a shared file-system path today (design.md Scaling out)
+        "uri": str(artifact.resolve()),  # a shared file-system path today; object storage once machines share no disk
         "sha256": str(manifest["sha256"]),
         "stage": str(manifest["stage"]),
         "step": int(manifest["step"]),

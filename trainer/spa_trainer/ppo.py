@@ -1,11 +1,11 @@
-"""PPO stage: one update from a batch of Rollout records (reference §9), read top to bottom.
+"""PPO stage: one update from a batch of Rollout records (docs/spa-ppo.md), read top to bottom.
 
     records ─► staleness histogram ─► std group filter ─► one token sequence per episode
             ─► old log-probs + values (no grad) ─► GAE + masked whitening
             ─► epochs × minibatches × micro-batches of dual-clip PPO (actor) and clipped value
                loss (critic) ─► optimizer steps ─► metrics
 
-Hyperparameters default to SPA's run (reference §9.1) except the loss mask, whose default is
+Hyperparameters default to SPA's run (docs/spa-ppo.md#hyperparameters) except the loss mask, whose default is
 the paper's: only the tokens the policy sampled (`mask_mode="all-after-system"` gives SPA
 parity; docs/spa-ppo.md#mask).
 The model and tokenizer come in as arguments: any HF causal LM with a chat-template tokenizer.
@@ -37,7 +37,7 @@ from .value_head import ValueModel, critic_from_actor
 
 @dataclass(frozen=True)
 class PpoConfig:
-    """PPO hyperparameters; defaults are SPA's (reference §9.1) unless noted."""
+    """PPO hyperparameters; defaults are SPA's (docs/spa-ppo.md#hyperparameters) unless noted."""
 
     mask_mode: MaskMode = "generated"  # SPA parity: "all-after-system"
     group_keep_ratio: float = 0.25  # rollout_filter_ratio, filter type std
@@ -60,7 +60,7 @@ class PpoConfig:
     # loss a mean over sequences of per-sequence token means; the losses here compute exactly
     # that for any micro-batch size (docs/spa-ppo.md#aggregation).
     micro_batch_size: int = 1
-    temperature: float = 1.0  # log-probs at the sampling temperature (reference §9.4)
+    temperature: float = 1.0  # log-probs at the sampling temperature (docs/spa-ppo.md#losses)
 
 
 @dataclass
@@ -100,7 +100,7 @@ def init_ppo(
     device: torch.device | None = None,
 ) -> PpoState:
     """Move the actor to `device` (CUDA when present), build the critic from it unless given
-    (reference §9.1: same checkpoint, separate model), and create both AdamW optimizers."""
+    (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model), and create both AdamW optimizers."""
     config = config or PpoConfig()
     device = device or pick_device()
     torch.nn.Module.to(actor, device)  # transformers' decorated `.to` confuses type checkers
@@ -149,7 +149,8 @@ def _micro_batches(batch: RolloutBatch, rows: torch.Tensor, size: int) -> list[R
 @torch.no_grad()
 def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> RolloutBatch:
     """Old log-probs and values from the current weights (verl recomputes both rather than
-    trusting the generator's), then GAE + masked whitening over the whole batch (§9.3)."""
+    trusting the generator's), then GAE + masked whitening over the whole batch
+    (docs/spa-ppo.md#advantages)."""
     state.actor.eval()
     state.critic.eval()
     old_log_probs, values = [], []
@@ -173,7 +174,7 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
 
 
 def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
-    """Dual-clip PPO token-mean loss minus the entropy bonus for one micro-batch (§9.4)."""
+    """Dual-clip PPO token-mean loss minus the entropy bonus for one micro-batch (docs/spa-ppo.md#losses)."""
     with_entropy = config.entropy_coeff != 0.0
     log_probs, entropy = token_log_probs(state.actor, micro, config.temperature, with_entropy)
     mask = micro.response_mask
@@ -194,7 +195,7 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
 
 
 def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
-    """Clipped value loss for one micro-batch (§9.4)."""
+    """Clipped value loss for one micro-batch (docs/spa-ppo.md#losses)."""
     with _autocast(micro.input_ids.device):
         values = state.critic.response_values(
             micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask

@@ -1,4 +1,4 @@
-"""From Rollout records to one left-padded token batch with masks and scores (reference §9.2).
+"""From Rollout records to one left-padded token batch with masks and scores (docs/spa-ppo.md#sequence).
 
 A Rollout (schemas/Rollout.avsc) is one multi-turn PPO episode: the whole conversation
 (system, user, assistant, …, last assistant) becomes **one** token sequence through the chat
@@ -31,7 +31,7 @@ _REQUIRED = ("trajectory_id", "group_id", "policy_version", "messages", "turn_re
 
 
 def total_score(record: Rollout) -> float:
-    """`Σ turn_rewards + penalty`, the scalar on the last token (reference §9.2). When the record
+    """`Σ turn_rewards + penalty`, the scalar on the last token (docs/spa-ppo.md#sequence). When the record
     carries `score` too, the two must agree: a mismatch means the producer and the trainer
     disagree about the reward, which would silently train on the wrong signal."""
     missing = [k for k in _REQUIRED if k not in record]
@@ -51,7 +51,7 @@ def staleness_histogram(records: Sequence[Rollout], trainer_version: int) -> dic
 
 
 def filter_groups(records: Sequence[Rollout], keep_ratio: float) -> list[Rollout]:
-    """Records of the groups with the largest in-group std of total score (reference §9.1), in
+    """Records of the groups with the largest in-group std of total score (docs/spa-ppo.md#group-filter), in
     input order. Ties are broken by the group's first appearance (see `select_groups_by_std`)."""
     by_group: dict[str, list[float]] = {}
     for r in records:
@@ -118,7 +118,7 @@ class RolloutBatch:
 
 def render_conversation(record: Rollout, tokenizer: PreTrainedTokenizerBase) -> str:
     """The chat-template text of the whole episode; it must end with an assistant message
-    (the trailing reward message is not part of a training sequence, reference §3.2)."""
+    (the trailing reward message is not part of a training sequence, docs/spa-prompts.md#conversation)."""
     messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
     if not messages or messages[-1]["role"] != "assistant":
         last = messages[-1]["role"] if messages else "nothing"
@@ -162,7 +162,7 @@ def _sampled_token_flags(offsets: Sequence[tuple[int, int]], spans: Sequence[tup
 
 
 def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, mask_mode: MaskMode) -> RolloutBatch:
-    """Tokenise, left pad, and derive masks and scores for every record (reference §9.2)."""
+    """Tokenise, left pad, and derive masks and scores for every record (docs/spa-ppo.md#sequence)."""
     if not records:
         raise ValueError("build_batch needs at least one rollout")
     texts = [render_conversation(r, tokenizer) for r in records]

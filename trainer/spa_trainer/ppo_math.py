@@ -1,9 +1,9 @@
-"""The PPO stage's math as small pure torch functions (reference §9.2–§9.4, verl @ `1e47e41`).
+"""The PPO stage's math as small pure torch functions (docs/spa-ppo.md, verl @ `1e47e41`).
 
 Shapes: a batch is `(B, T)` token ids, left padded. Everything the losses see is on the
 *response axis* of length `T − 1`: entry j belongs to predicting token j+1 from token j
-(`responses = input_ids[:, 1:]`, reference §9.2). Each function says which axis it expects.
-Worked numbers for every function are in `spa-testcases.md` §7 and in `tests/test_ppo_math.py`.
+(`responses = input_ids[:, 1:]`, docs/spa-ppo.md#sequence). Each function says which axis it expects.
+Worked numbers for every function: docs/spa-testvectors.md#ppo and `tests/test_ppo_math.py`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ TURN_MASK_MODES: tuple[MaskMode, ...] = ("response-only", "all-after-system")
 """The modes computed from turn indicators (`loss_mask`)."""
 
 
-# --- masks and scores (reference §9.2) -------------------------------------------------------
+# --- masks and scores (docs/spa-ppo.md#sequence) -------------------------------------------------------
 
 
 def turn_indicators(input_ids: torch.Tensor, im_start_id: int) -> torch.Tensor:
     """`cumsum(input_ids == <|im_start|>)` over `(B, T)`: 0 = left padding, 1 = system,
-    even ≥ 2 = user turns, odd ≥ 3 = assistant turns (reference §9.2)."""
+    even ≥ 2 = user turns, odd ≥ 3 = assistant turns (docs/spa-ppo.md#sequence)."""
     return torch.cumsum((input_ids == im_start_id).long(), dim=-1)
 
 
@@ -42,7 +42,7 @@ def loss_mask(indicators: torch.Tensor, mode: MaskMode) -> torch.Tensor:
     """Boolean mask on the response axis `(B, T − 1)` from `(B, T)` turn indicators.
 
     Entry j decides whether predicting token j+1 is trained, judged by token j's turn, hence
-    the `[:, :-1]` (RAGEN `get_masks_and_scores`, testcases §7.1).
+    the `[:, :-1]` (RAGEN `get_masks_and_scores`, docs/spa-testvectors.md#ppo-masks).
     """
     after_system = indicators > 1
     if mode == "all-after-system":
@@ -59,14 +59,14 @@ def score_tensor(total_scores: torch.Tensor, seq_len: int) -> torch.Tensor:
 
     Zeros except `Σ turn rewards + penalty` at the last token of each row (the last real token,
     because rows are left padded), then `[:, 1:]`, so the reward sits at response index T − 2
-    (reference §9.2: `use_turn_scores False`, identity normalisation, no KL reward).
+    (docs/spa-ppo.md#sequence: `use_turn_scores False`, identity normalisation, no KL reward).
     """
     scores = torch.zeros(total_scores.shape[0], seq_len, dtype=total_scores.dtype, device=total_scores.device)
     scores[:, -1] = total_scores
     return scores[:, 1:]
 
 
-# --- advantages (reference §9.3) ----------------------------------------------------------------
+# --- advantages (docs/spa-ppo.md#advantages) ----------------------------------------------------------------
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -112,7 +112,7 @@ def gae_advantages_returns(
     verl `1e47e41` `compute_gae_advantage_return`: plain TRL GAE over **all** positions (masked
     ones included — the mask-skipping variant came later in verl), returns = raw advantages +
     values, then masked whitening of the advantages over the whole batch. `values` must already
-    be multiplied by the mask (the critic does that, reference §9.3). With γ = λ = 1 and one
+    be multiplied by the mask (the critic does that, docs/spa-ppo.md#advantages). With γ = λ = 1 and one
     terminal reward R this gives `A_t = R − V_t` and `returns_t = R`.
     """
     with torch.no_grad():
@@ -129,7 +129,7 @@ def gae_advantages_returns(
         return masked_whiten(advantages, mask), returns
 
 
-# --- losses (reference §9.4) -----------------------------------------------------------------
+# --- losses (docs/spa-ppo.md#losses) -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def dual_clip_token_losses(
     clip_high: float = 0.28,
     clip_c: float = 3.0,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(per-token loss, PPO-clip-active flags, dual-clip-active flags) — testcases §7.3.
+    """(per-token loss, PPO-clip-active flags, dual-clip-active flags) — docs/spa-testvectors.md#ppo-loss.
 
     `L = max(−A·r, −A·clip(r, 1 − low, 1 + high))`; for A < 0 additionally `min(L, −c·A)`, which
     bounds the loss of a very unlikely-now token with negative advantage (verl `compute_policy_loss`).
@@ -179,7 +179,7 @@ def policy_loss(
     clip_c: float = 3.0,
     per_sequence: bool = False,
 ) -> PolicyLoss:
-    """Dual-clip PPO loss aggregated `token-mean` over `mask` (reference §9.4), or with
+    """Dual-clip PPO loss aggregated `token-mean` over `mask` (docs/spa-ppo.md#losses), or with
     `per_sequence` the mean of each sequence's token mean (`seq_mean_token_mean`)."""
     losses, clip_active, dual_active = dual_clip_token_losses(
         log_probs, old_log_probs, advantages, clip_low, clip_high, clip_c
@@ -208,7 +208,7 @@ def value_loss(
     per_sequence: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss, clipfrac): `0.5 × token-mean(max((v − R)², (clip(v, v_old ± c) − R)²))` (verl
-    `compute_value_loss`, reference §9.4); `per_sequence` as in `policy_loss`."""
+    `compute_value_loss`, docs/spa-ppo.md#losses); `per_sequence` as in `policy_loss`."""
     clipped = old_values + torch.clamp(values - old_values, -cliprange_value, cliprange_value)
     unclipped_sq = (values - returns) ** 2
     clipped_sq = (clipped - returns) ** 2
@@ -217,7 +217,7 @@ def value_loss(
     return loss, masked_mean((clipped_sq > unclipped_sq).float(), mask)
 
 
-# --- group filter (reference §9.1, testcases §7.4) ------------------------------------------
+# --- group filter (docs/spa-ppo.md#group-filter, docs/spa-testvectors.md#group-filter) ----------------
 
 G = TypeVar("G", bound=Hashable)
 
@@ -237,7 +237,7 @@ def select_groups_by_std(group_scores: Sequence[tuple[G, Sequence[float]]], keep
     Ties (notably std-0 groups, whose members all scored the same and so carry no advantage
     signal) are broken by input order: a stable sort keeps the earlier group. RAGEN uses
     `torch.topk`, whose order among equal values is unspecified. A std-0 group is therefore
-    kept only when fewer than `k` groups have positive std (testcases §7.4). At least one group
+    kept only when fewer than `k` groups have positive std (docs/spa-testvectors.md#group-filter). At least one group
     is kept so an update never runs on an empty batch (RAGEN would keep 0 when ratio·n < 1).
     """
     if not 0.0 < keep_ratio <= 1.0:

@@ -1,4 +1,4 @@
-"""PPO as a service (reference §9): consume spa.rollouts, train, checkpoint with offsets, publish.
+"""PPO as a service (docs/spa-ppo.md): consume spa.rollouts, train, checkpoint with offsets, publish.
 
     python -m spa_trainer.ppo_service --model runs/sft --input kafka:spa.rollouts --out runs/ppo \\
         --steps 100 --groups-per-step 32 --group-size 8 --export-every 10 --export-root runs/policy \\
@@ -57,13 +57,14 @@ from .sft import step_tracer
 
 @dataclass
 class ServiceConfig:
-    """Flags of `python -m spa_trainer.ppo_service` (PPO hyperparameters: `PpoConfig`, §9.1)."""
+    """Flags of `python -m spa_trainer.ppo_service` (PPO hyperparameters: `PpoConfig`,
+    docs/spa-ppo.md#hyperparameters)."""
 
     model: str
     input: str
     out: str
     steps: int
-    groups_per_step: int = 32  # reference §9.1: 32 env groups
+    groups_per_step: int = 32  # docs/spa-ppo.md#hyperparameters: 32 env groups
     group_size: int = 8  # × 8 samples
     export_every: int = 10
     export_root: str = "runs/policy"
@@ -377,7 +378,12 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     p.add_argument("--export-root", default=d.export_root, help="ONNX artifacts go to <root>/v<version>/")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="PolicyUpdate topic, e.g. spa.policy")
     p.add_argument("--start-version", type=int, default=None, help="the SFT export's version (default: root's max)")
-    p.add_argument("--mask", default=d.mask, choices=get_args(MaskMode), help="loss mask (§9.2; SPA: all-after-system)")
+    p.add_argument(
+        "--mask",
+        default=d.mask,
+        choices=get_args(MaskMode),
+        help="loss mask (docs/spa-ppo.md#mask; SPA: all-after-system)",
+    )
     p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
     p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")

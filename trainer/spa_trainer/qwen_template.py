@@ -1,4 +1,4 @@
-"""Qwen2.5-Instruct's chat template and special tokens (reference §3.2).
+"""Qwen2.5-Instruct's chat template and special tokens (docs/spa-prompts.md#conversation).
 
 The template is the jinja shipped in Qwen2.5-{0.5B,1.5B}-Instruct's `tokenizer_config.json`:
 each message renders as `<|im_start|>{role}\\n{content}<|im_end|>\\n`, the generation prompt is
@@ -25,7 +25,7 @@ SPA_TAG_TOKENS: tuple[str, ...] = (
     "<answer>",
     "</answer>",
 )
-"""SPA's response tags (reference §4.1). Single non-special tokens in `tiny` (so decoding with
+"""SPA's response tags (docs/spa-protocol.md#world-model). Single non-special tokens in `tiny` (so decoding with
 skip_special_tokens keeps them); Qwen2.5's own tokenizer splits them into pieces."""
 
 QWEN_PRETOKENIZE_REGEX = (

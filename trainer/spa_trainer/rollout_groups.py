@@ -1,8 +1,8 @@
 """Whole groups for PPO: records wait here, by `group_id`, until their group has K members.
 
 A PPO step needs complete groups (the std filter and the advantages compare a group's members,
-reference §9.1); the generator keys a group's records by group id, so they share a partition but
-may interleave with other groups. Records read but not yet trained are part of the trainer's
+docs/spa-ppo.md#group-filter); the generator keys a group's records by group id, so they share a
+partition but may interleave with other groups. Records read but not yet trained are part of the trainer's
 position: the checkpoint stores them (`pending_line`) beside the next offsets.
 """
 

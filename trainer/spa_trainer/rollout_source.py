@@ -3,7 +3,7 @@
 A source is a partitioned log read forward from a start position (next offset per partition).
 Every item it yields carries its (partition, offset) and is either a checked Rollout or a
 rejection (reason code + detail + the original bytes), so the caller can advance past a bad
-record, count it, and dead-letter it (design.md "Errors at a boundary … lose nothing").
+record, count it, and dead-letter it: an error at a boundary loses nothing.
 `dead_letters.py` writes those rejections as `Rejected` records to spa.dlq (or a JSONL file).
 
 Kafka is read `read_committed` (never an aborted transaction) with partitions assigned by hand:
@@ -72,7 +72,7 @@ def _require(record: Mapping[str, Any], name: str, kind: type | tuple[type, ...]
 
 
 def check_rollout(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The record (JSON-safe) if PPO can train on it (schemas/Rollout.avsc, reference §9.2);
+    """The record (JSON-safe) if PPO can train on it (schemas/Rollout.avsc, docs/spa-ppo.md#sequence);
     otherwise `RolloutRejected` naming the field and what would be right."""
     record = _json_safe(dict(raw))
     for name in ("trajectory_id", "group_id"):
@@ -87,7 +87,10 @@ def check_rollout(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise RolloutRejected("bad-record", "messages must be a list of {role, content} strings")
     if not messages or messages[-1]["role"] != "assistant":
         last = messages[-1]["role"] if messages else "nothing"
-        raise RolloutRejected("bad-record", f"messages end with {last}; expected the last assistant message (§3.2)")
+        raise RolloutRejected(
+            "bad-record",
+            f"messages end with {last}; expected the last assistant message (docs/spa-prompts.md#conversation)",
+        )
     rewards = _require(record, "turn_rewards", list)
     numbers = [*rewards, _require(record, "penalty", (int, float))]
     if not all(isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) for r in numbers):
@@ -96,7 +99,9 @@ def check_rollout(raw: Mapping[str, Any]) -> dict[str, Any]:
     total = float(sum(rewards)) + float(record["penalty"])
     stated = record.get("score")
     if stated is not None and not math.isclose(total, float(stated), rel_tol=1e-9, abs_tol=1e-9):
-        raise RolloutRejected("score-mismatch", f"score {stated} != Σ turn_rewards + penalty = {total} (§9.2)")
+        raise RolloutRejected(
+            "score-mismatch", f"score {stated} != Σ turn_rewards + penalty = {total} (docs/spa-ppo.md#sequence)"
+        )
     return record
 
 

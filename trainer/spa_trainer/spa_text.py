@@ -1,8 +1,8 @@
 """SPA's fixed prompt strings, used as tokenizer-training text for the `tiny` model.
 
-The TypeScript side owns prompt assembly (reference §3); these copies only seed the tiny
+The TypeScript side owns prompt assembly (docs/spa-prompts.md); these copies only seed the tiny
 BPE tokenizer's corpus so that SPA's instructions and tags compress to few tokens. They are
-verbatim from reference §3.1 (`SPA/config/envs.yaml`), including the missing period in
+verbatim from SPA's `config/envs.yaml` (docs/spa-prompts.md#prefix), including the missing period in
 "targets You are" and the U+2013 dashes.
 """
 
@@ -21,19 +21,20 @@ SUDOKU_BASE = (
     "and 2x2 subgrid valid. Keep the response under 50 words. Example: <think>Row 1 has one "
     "empty cell → place 1. Column 2 then needs 2.</think> <answer>1,3,1 || 3,2,2</answer>"
 )
-"""Sudoku base-mode instruction (reference §3.1 gives only its differing tail; corpus text)."""
+"""Sudoku base-mode instruction as corpus text; the exact prompt text is `SUDOKU_BASE` in
+envs/protocol/instructions.ts."""
 
 SYSTEM_MESSAGE = "You're a helpful assistant. "
-"""SPA's system message, trailing space included (reference §3.2)."""
+"""SPA's system message, trailing space included (docs/spa-prompts.md#conversation)."""
 
 FORMAT_PROMPT_WM = (
     "<think> <observation> [current state] </observation> [Your thoughts] "
     "<prediction> [next state]</prediction> </think> <answer> [your answer] </answer>"
 )
-"""World-model FORMAT_PROMPT used during self-play data generation (reference §3.2)."""
+"""World-model FORMAT_PROMPT used during self-play data generation (docs/spa-prompts.md#conversation)."""
 
 FORMAT_PROMPT_BASE = "<think> [Your thoughts] </think> <answer> [your answer] </answer>"
-"""Base-mode FORMAT_PROMPT used by PPO and evaluation (reference §3.2)."""
+"""Base-mode FORMAT_PROMPT used by PPO and evaluation (docs/spa-prompts.md#conversation)."""
 
 SOKOBAN_VOCAB = "#: wall, _: empty, O: target, √: box on target, X: box, P: player, S: player on target"
 FROZENLAKE_VOCAB = "P: player, _: empty, O: hole, G: goal, X: player in hole, √: player on goal"

@@ -1,7 +1,7 @@
 """Deterministic environment text for training the `tiny` tokenizer.
 
-Built from the paper's puzzles (`envs/puzzles/*.jsonl`, reference §2), SPA's instruction and
-format strings (reference §3) and synthetic coordinate sentences (reference §5), so the tiny
+Built from the paper's puzzles (`envs/puzzles/*.jsonl`, docs/spa-envs.md), SPA's instruction and
+format strings (docs/spa-prompts.md) and synthetic coordinate sentences (docs/spa-prompts.md#states), so the tiny
 BPE vocabulary covers exactly what SPA prompts and responses contain. Same files in, same
 lines out: nothing here reads a clock or an unseeded RNG.
 """
@@ -32,7 +32,8 @@ def _coords(cells: list[tuple[int, int]]) -> str:
 
 
 def sokoban_sentence(grid: str) -> str:
-    """Reference §5 sentence, computed from the grid (player P/S, boxes X/√, targets O/√/S)."""
+    """The Sokoban coordinate sentence (docs/spa-prompts.md#states), computed from the grid (player P/S,
+    boxes X/√, targets O/√/S)."""
     player = _cells(grid, "PS")
     boxes = _cells(grid, "X√")
     targets = _cells(grid, "O√S")
@@ -43,14 +44,14 @@ def sokoban_sentence(grid: str) -> str:
 
 
 def sudoku_sentence(board: str) -> str:
-    """Reference §5 Sudoku line: 1-indexed empty cells of a `| a b c d | …` board."""
+    """The Sudoku coordinate line (docs/spa-prompts.md#states): 1-indexed empty cells of a `| a b c d | …` board."""
     rows = [row.split() for row in board.strip().strip("|").split("|")]
     empty = [(r + 1, c + 1) for r, row in enumerate(rows) for c, v in enumerate(row) if v == "."]
     return "Empty positions to be filled are at " + ", ".join(f"({r},{c})" for r, c in empty) + "."
 
 
 def _prefix(instruction: str, vocab: str | None, actions: tuple[str, ...] | None) -> str:
-    # reference §3.1 prefix assembly
+    # prefix assembly (docs/spa-prompts.md#prefix)
     text = instruction
     if vocab:
         text += "\nThe meaning of each symbol in the state is:\n" + vocab
@@ -61,7 +62,7 @@ def _prefix(instruction: str, vocab: str | None, actions: tuple[str, ...] | None
 
 
 def _turn(index: int, state: str, actions_left: int, fmt: str) -> str:
-    # reference §3.2 user turn
+    # user turn (docs/spa-prompts.md#conversation)
     return (
         f"\nTurn {index}:\nState:\n{state}\nYou have {actions_left} actions left. "
         f"Always output: {fmt} with no extra text. Strictly follow this format. "
@@ -95,7 +96,7 @@ def _grid_states() -> Iterator[tuple[str, str]]:
 
 
 def _synthetic_sentences() -> Iterator[str]:
-    """Coordinate sentences over all 6×6 positions (reference §5), in a fixed order."""
+    """Coordinate sentences over all 6×6 positions (docs/spa-prompts.md#states), in a fixed order."""
     for r in range(6):
         for c in range(6):
             b, t = (5 - r, c), (r, 5 - c)

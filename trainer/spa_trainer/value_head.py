@@ -1,7 +1,7 @@
 """The PPO critic: a separate copy of the policy's transformer with a fresh scalar value head.
 
 verl builds it as `AutoModelForTokenClassification(num_labels=1, classifier_dropout=0)` from
-the same checkpoint as the actor (reference §9.1, §9.4); for Qwen2 that is the backbone plus a
+the same checkpoint as the actor (docs/spa-ppo.md#losses); for Qwen2 that is the backbone plus a
 freshly initialised `Linear(hidden, 1)` on the last hidden state. Building it from the actor
 object instead of a folder keeps the trainer independent of where the weights came from.
 """
@@ -43,7 +43,7 @@ class ValueModel(nn.Module):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
         """Values on the response axis `(B, T − 1)` times the loss mask: value j sits at the same
-        position as the log-prob of token j+1 (verl reads `[-L−1:-1]`, reference §9.4) and is
+        position as the log-prob of token j+1 (verl reads `[-L−1:-1]`, docs/spa-ppo.md#losses) and is
         zeroed outside the mask before GAE (verl `dp_critic.compute_values`)."""
         values = self(input_ids, attention_mask, position_ids)[:, :-1]
         return values * mask.to(values.dtype)

@@ -1,4 +1,4 @@
-"""The Sokoban seed-10000 trajectory of testcases §6.2 as SftRows (shared test data)."""
+"""The Sokoban seed-10000 trajectory of docs/spa-testvectors.md#sft-rows as SftRows (shared test data)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ S1 = (
     "######\n#O####\n#X_###\n#P_###\n#___##\n######\n"
     "Player (P) is at (3,1); box (X) is at (2,1); target (O) is at (1,1)."
 )
-# The solved state's coordinate line is UNKNOWN in the reference (§5); this follows its proposal.
+# SPA's coordinate line for the solved state is unknown; this is our choice (docs/spa-prompts.md#states).
 S2 = (
     "######\n#√####\n#P_###\n#__###\n#___##\n######\n"
     "Player (P) is at (2,1); box (X) is at (1,1); target (O) is at (1,1)."
@@ -33,7 +33,7 @@ RESPONSE_2 = (
 
 
 def row_dict(turn: int) -> dict[str, object]:
-    """SftRow JSON for turn 1 or 2 (testcases §6.2)."""
+    """SftRow JSON for turn 1 or 2 (docs/spa-testvectors.md#sft-rows)."""
     system = {"role": "system", "content": spa_text.SYSTEM_MESSAGE}
     if turn == 1:
         prompt = [system, {"role": "user", "content": USER_1}]

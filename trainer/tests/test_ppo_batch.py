@@ -1,4 +1,4 @@
-"""Rollout records → one left-padded sequence per episode with masks and scores (reference §9.2)."""
+"""Rollout records → one left-padded sequence per episode with masks and scores (docs/spa-ppo.md#sequence)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_response_only_mask_trains_assistant_turns_only(tiny_tokenizer: PreTrain
     trained = _trained_text(tiny_tokenizer, 1, "response-only")
     turn = "assistant\n<think>go</think><answer>{}</answer><|im_end|>\n"
     # Mask entry j follows token j's turn, so the "\n" closing assistant turn 1 trains the
-    # prediction of the next (user) <|im_start|> — RAGEN's alignment, testcases §7.1.
+    # prediction of the next (user) <|im_start|> — RAGEN's alignment, docs/spa-testvectors.md#ppo-masks.
     assert trained == turn.format("Left") + "<|im_start|>" + turn.format("Right")
 
 

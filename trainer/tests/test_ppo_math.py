@@ -1,4 +1,4 @@
-"""PPO math against the worked numbers of testcases §7 (masks, scores, GAE, losses, group filter)."""
+"""PPO math against the worked numbers of docs/spa-testvectors.md#ppo (masks, scores, GAE, losses, group filter)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from spa_trainer.ppo_math import (
     value_loss,
 )
 
-# testcases §7.1 toy sequence: P P S sys E n S usr E n S a1 a2 E n
+# docs/spa-testvectors.md#ppo-masks toy sequence: P P S sys E n S usr E n S a1 a2 E n
 P, S, E, N, SYS, USR, A1, A2 = 0, 1, 2, 3, 4, 5, 6, 7
 TOY = torch.tensor([[P, P, S, SYS, E, N, S, USR, E, N, S, A1, A2, E, N]])
 
@@ -99,7 +99,7 @@ def test_masked_var_is_unbiased_and_needs_two_entries() -> None:
         masked_var(x, torch.tensor([True, False, False]))
 
 
-# testcases §7.3: (logp, old_logp, A, ratio, loss)
+# docs/spa-testvectors.md#ppo-loss: (logp, old_logp, A, ratio, loss)
 DUAL_CLIP_TABLE = [
     (-1.0, -1.0, 1.0, 1.000000, -1.000000),
     (-0.5, -1.0, 1.0, 1.648721, -1.280000),

@@ -253,7 +253,7 @@ def test_cli_flags_map_to_the_config() -> None:
                       "--max-staleness", "2"])  # fmt: skip
     assert (cfg.steps, cfg.groups_per_step, cfg.group_size, cfg.export_every) == (5, 4, 3, 2)
     assert (cfg.publish, cfg.start_version, cfg.mask, cfg.max_staleness) == ("spa.policy", 1, "all-after-system", 2)
-    assert cfg.ppo.actor_lr == 1e-6  # reference §9.1
+    assert cfg.ppo.actor_lr == 1e-6  # docs/spa-ppo.md#hyperparameters
     with pytest.raises(SystemExit):
         parse_args(["--model", "tiny", "--input", "x", "--out", "r", "--steps", "0"])
 

@@ -1,8 +1,8 @@
 /**
  * A policy artifact folder as written by `trainer/spa_trainer/export.py`: `model.onnx`, the
  * tokenizer files and `manifest.json` (version, sha256 of the model, KV-cache shape). Loading
- * verifies the sha256 before anything runs the model (design.md: artifacts travel as URI +
- * sha256, so a half-copied or tampered file must be refused, not executed).
+ * verifies the sha256 before anything runs the model (artifacts travel as a URI plus sha256 on
+ * spa.policy, so a half-copied or tampered file must be refused, not executed).
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';

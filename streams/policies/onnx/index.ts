@@ -1,5 +1,5 @@
 /**
- * The LLM policy on onnxruntime-node (design.md: streams/policies/onnx). `onnxPolicy({folder})`
+ * The LLM policy on onnxruntime-node (streams/policies/onnx/README.md). `onnxPolicy({folder})`
  * turns an exported policy artifact into a `Policy`.
  */
 export { onnxPolicy, SPA_MAX_NEW_TOKENS, type OnnxPolicy, type OnnxPolicyOptions } from './onnx-policy.js';

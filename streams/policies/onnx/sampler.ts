@@ -1,6 +1,6 @@
 /**
  * Next-token choice from one row of logits: greedy at temperature 0, otherwise softmax at the
- * temperature, restricted to the top-p nucleus (reference §3.4: SPA samples at temperature 1,
+ * temperature, restricted to the top-p nucleus (docs/spa-prompts.md#sampling: SPA samples at temperature 1,
  * top_p 1, top_k −1). Hand-written because it is a dozen lines over a Float32Array and must
  * draw from our seeded `Rng` so runs are reproducible.
  */
