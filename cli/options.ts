@@ -90,7 +90,10 @@ export function modeList(name: string): (value: string) => PromptMode[] {
   };
 }
 
-/** `--max-new-tokens` and `--stop-at-answer`: how an ONNX policy ends a turn (docs/spa-generation.md#stop). */
+/**
+ * `--max-new-tokens`, `--stop-at-answer` and `--context-window`: how an ONNX policy ends a turn
+ * (docs/spa-generation.md#stop) and how much of the prompt it sees (docs/spa-generation.md#window).
+ */
 export function addGenerationOptions(command: Command): Command {
   return command
     .option(
@@ -98,7 +101,12 @@ export function addGenerationOptions(command: Command): Command {
       'ONNX policies: tokens per assistant turn (SPA: 400)',
       positiveInt('--max-new-tokens'),
     )
-    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false);
+    .option('--stop-at-answer', 'ONNX policies: also end a turn at </answer> (SPA generates to eos)', false)
+    .option(
+      '--context-window <n>',
+      'ONNX policies: tokens the model attends to; longer prompts lose their left part, as in an SFT window (default: all)',
+      positiveInt('--context-window'),
+    );
 }
 
 /** `--filter-envs` and `--filter-parser-reasons`: which SFT rows the malformed filter judges (docs/spa-data.md#filter). */

@@ -121,6 +121,7 @@ function main(): void {
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
   mkdirSync(o.out, { recursive: true });
   const started = Date.now();
+  const SFT_WINDOW = 512; // spa run's default --sft-max-length
   const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr];
   // The first arm warms the model up; every other arm starts from that same checkpoint.
   const warmup = [
@@ -128,7 +129,12 @@ function main(): void {
     ...['--warmup-epochs', String(o.warmupEpochs), '--warmup-explore', o.warmupExplore],
     ...['--warmup-modes', 'wm,base'], // PPO and evaluation play base prompts (docs/ppo-check.md)
   ];
-  const warmed = ['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')];
+  // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
+  // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
+  const warmed = [
+    ...['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
+    ...['--context-window', String(SFT_WINDOW)],
+  ];
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {
     const start = i === 0 ? warmup : warmed;

@@ -19,6 +19,7 @@ interface EvalOptions {
   passes: number;
   maxNewTokens?: number;
   stopAtAnswer: boolean;
+  contextWindow?: number;
   device: 'cpu' | 'cuda';
   run?: string;
   policyTopic?: string;
@@ -79,6 +80,7 @@ export function registerEvalCommand(program: Command): void {
         kafka,
         maxNewTokens: options.maxNewTokens,
         stopAtAnswer: options.stopAtAnswer,
+        contextWindow: options.contextWindow,
         executionProvider: options.device,
       });
       try {

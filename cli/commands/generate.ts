@@ -32,6 +32,7 @@ interface GenerateOptions {
   policy: string;
   maxNewTokens?: number;
   stopAtAnswer: boolean;
+  contextWindow?: number;
   maxStaleness: number;
   exportEvery: number;
   groups: number;
@@ -243,6 +244,7 @@ async function generatorPolicy(
       exportEvery: options.exportEvery,
       maxNewTokens: options.maxNewTokens,
       stopAtAnswer: options.stopAtAnswer,
+      contextWindow: options.contextWindow,
     });
   if (options.policy !== 'oracle')
     throw new Error(

@@ -68,9 +68,14 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
     throw new Error(
       `--generator oracle with --sft-group-size ${config.sftGroupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --sft-group-size 1`,
     );
-  // A real instruction-tuned model writes the format already: only the tiny model warms up by default.
-  if (!tiny && given.warmupTrajectories === undefined) return { ...config, warmupTrajectories: 0 };
-  return config;
+  if (tiny) return config;
+  // A real instruction-tuned model writes the format already and reads whole prompts: the warm-up and
+  // the SFT-window context are for the tiny models only, unless asked for (docs/spa-generation.md#window).
+  return {
+    ...config,
+    ...(given.warmupTrajectories === undefined ? { warmupTrajectories: 0 } : {}),
+    ...(given.contextWindow === undefined ? { contextWindow: 0 } : {}),
+  };
 }
 
 async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<void> {

@@ -87,6 +87,12 @@ export interface LoopConfig {
   readonly evalCurve: boolean;
   /** Tokens per assistant turn for the ONNX policy (SPA: 400). */
   readonly maxNewTokens: number;
+  /**
+   * Tokens the ONNX policy attends to (0 = the whole prompt, SPA): a longer prompt loses its left
+   * part, as SFT's left-truncated window did: a model trained from random weights has seen
+   * nothing wider (docs/spa-generation.md#window). `spa run` makes it 0 for a real model unless set.
+   */
+  readonly contextWindow: number;
   /** Also end an ONNX turn at `</answer>` (SPA generates to eos or the budget). */
   readonly stopAtAnswer: boolean;
   /** A tiny model built here (`TINY_MODELS`) or a local Hugging Face folder. */
@@ -139,6 +145,7 @@ const small = {
   evalCurve: false,
   maxNewTokens: 200, // the oracle's one-action world-model turns are 166 tiny-cells tokens; an unsure model rambles on
   stopAtAnswer: false,
+  contextWindow: 512, // sftMaxLength: a tiny model has seen nothing wider; 0 for a real model
   model: 'tiny-cells',
   device: 'cpu',
 } as const;
@@ -167,6 +174,7 @@ export const SPA_FULL_SIZE = {
   evalPasses: 2,
   evalSftPolicy: true,
   maxNewTokens: 400,
+  contextWindow: 0,
 } as const;
 
 /** SPA's config names (`SPA/run_spa.sh <CONFIG_NAME>`), at a small default size. */

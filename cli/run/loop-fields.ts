@@ -116,6 +116,9 @@ export const LOOP_FIELDS: LoopFieldTable = {
   evalCurve: { help: 'evaluate every exported policy version (a learning curve), not only the final one' },
   maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)'),
   stopAtAnswer: { help: 'also end an ONNX turn at </answer> (SPA generates to eos or the token budget)' },
+  contextWindow: countFromZero(
+    'tokens the ONNX policy attends to; longer prompts lose their left part as in the SFT window (0: all, SPA; default: the SFT window for a tiny model, 0 for a real one)',
+  ),
   model: {
     help: 'tiny (built here) or a local Hugging Face causal-LM folder',
     arg: '<tiny|folder>',

@@ -209,6 +209,7 @@ async function sftDataStages(
     seed: 0,
     maxNewTokens: config.maxNewTokens,
     stopAtAnswer: config.stopAtAnswer,
+    contextWindow: contextWindowOf(config),
     executionProvider: config.device,
   });
   try {
@@ -355,6 +356,11 @@ async function exportPolicy(
   return join(root, `v${String(options.version).padStart(6, '0')}`);
 }
 
+/** The ONNX policies' context window (`LoopConfig.contextWindow`; 0 = the whole prompt). */
+function contextWindowOf(config: LoopConfig): number | undefined {
+  return config.contextWindow > 0 ? config.contextWindow : undefined;
+}
+
 /**
  * Held-out rows the SFT stage scores for next-state exact match: enough that the summary's
  * standard error (binomial, ≤ 0.05 at 96 rows) tells a learned world model from none.
@@ -402,6 +408,7 @@ async function selfPlayAndPpo(
     seed: 1,
     maxNewTokens: config.maxNewTokens,
     stopAtAnswer: config.stopAtAnswer,
+    contextWindow: contextWindowOf(config),
     executionProvider: config.device,
   });
   const trainer = runTrainerModule(
@@ -513,12 +520,14 @@ async function evaluate(
       ...['--k', String(config.evalK), '--passes', String(config.evalPasses), '--seed', String(seed)],
       ...(onnx ? ['--max-new-tokens', String(config.maxNewTokens), '--device', config.device] : []),
       ...(onnx && config.stopAtAnswer ? ['--stop-at-answer'] : []),
+      ...(onnx && config.contextWindow > 0 ? ['--context-window', String(config.contextWindow)] : []),
     ];
     const policy = await resolvePolicy(spec, {
       mode: 'base',
       seed,
       maxNewTokens: config.maxNewTokens,
       stopAtAnswer: config.stopAtAnswer,
+      contextWindow: contextWindowOf(config),
       executionProvider: config.device,
     });
     try {

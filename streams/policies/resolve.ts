@@ -26,6 +26,8 @@ export interface ResolveOptions {
   readonly maxNewTokens?: number;
   /** ONNX policies: also end a turn at `</answer>` (not SPA). */
   readonly stopAtAnswer?: boolean;
+  /** ONNX policies: tokens the model attends to (`OnnxPolicyOptions.contextWindow`). */
+  readonly contextWindow?: number;
   /** onnxruntime execution provider for ONNX policies. Default cpu. */
   readonly executionProvider?: 'cpu' | 'cuda';
 }
@@ -48,6 +50,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
       temperature: options.temperature ?? 1,
       maxNewTokens: options.maxNewTokens,
       stopAtAnswer: options.stopAtAnswer,
+      contextWindow: options.contextWindow,
       executionProvider: options.executionProvider,
     });
     return {
@@ -72,6 +75,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
           temperature: options.temperature ?? 1,
           maxNewTokens: options.maxNewTokens,
           stopAtAnswer: options.stopAtAnswer,
+          contextWindow: options.contextWindow,
           executionProvider: options.executionProvider,
         });
         if (policy.manifest.sha256 !== update.sha256) {

@@ -70,6 +70,7 @@ eval-sft: true
 eval-curve: true
 max-new-tokens: 99
 stop-at-answer: true
+context-window: 777
 model: /models/qwen
 device: cuda
 `;
@@ -110,6 +111,7 @@ describe('spa run --config-file', () => {
       evalCurve: true,
       maxNewTokens: 99,
       stopAtAnswer: true,
+      contextWindow: 777,
       model: '/models/qwen',
       device: 'cuda',
     } satisfies LoopConfig);
@@ -178,5 +180,13 @@ describe('spa run --config-file', () => {
       (await runConfig(['--model', '/models/qwen', '--warmup-trajectories', '16'])).warmupTrajectories,
     ).toBe(16);
     expect((await runConfig([])).warmupTrajectories).toBe(LOOP_CONFIGS['_2_sokoban']!.warmupTrajectories);
+  });
+
+  it("gives a tiny model's policy its SFT window and a real model the whole prompt unless asked for", async () => {
+    expect((await runConfig([])).contextWindow).toBe(512);
+    expect((await runConfig(['--model', '/models/qwen'])).contextWindow).toBe(0);
+    expect((await runConfig(['--model', '/models/qwen', '--context-window', '4096'])).contextWindow).toBe(
+      4096,
+    );
   });
 });

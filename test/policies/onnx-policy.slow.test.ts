@@ -88,6 +88,43 @@ describe('greedy decoding', () => {
     expect(batched.map((g) => g.ids)).toEqual(single.map((g) => g.ids));
     expect(batched.map((g) => g.stopReason)).toEqual(single.map((g) => g.stopReason));
   });
+  it('with a context window, continues the last window − budget prompt tokens as if they were the prompt', async () => {
+    const budget = 50;
+    const ids = greedy.tokenizer.encode(prompts[0]!);
+    // the window cuts ≥ 30 tokens on the left, where the rest decodes to a prompt of exactly those tokens
+    const roundTrips = (k: number) =>
+      JSON.stringify(
+        greedy.tokenizer.encode(greedy.tokenizer.decode(ids.slice(k), { keepSpecialTokens: true })),
+      ) === JSON.stringify(ids.slice(k));
+    const cut = Array.from({ length: 100 }, (_, i) => 30 + i).find(roundTrips);
+    expect(cut).toBeDefined();
+    const kept = ids.slice(cut);
+    const suffix = greedy.tokenizer.decode(kept, { keepSpecialTokens: true });
+    const windowed = await onnxPolicy({
+      folder: fixture.artifact,
+      temperature: 0,
+      intraOpThreads: 1,
+      maxNewTokens: budget,
+      contextWindow: kept.length + budget,
+    });
+    const plain = await onnxPolicy({
+      folder: fixture.artifact,
+      temperature: 0,
+      intraOpThreads: 1,
+      maxNewTokens: budget,
+    });
+    try {
+      const [truncated] = await windowed.generate([prompts[0]!]);
+      const [fromSuffix] = await plain.generate([suffix]);
+      const [whole] = await plain.generate([prompts[0]!]);
+      expect(truncated!.ids).toEqual(fromSuffix!.ids);
+      expect(truncated!.ids).not.toEqual(whole!.ids); // the cut changed what the model saw
+    } finally {
+      await windowed.close?.();
+      await plain.close?.();
+    }
+  });
+
   it('gives the same tokens when the prompt pass goes through the cache in 40-token chunks', async () => {
     // Chunks bounded by tokens (last-position logits, the default) and by logits (all positions).
     const open = (budget: { prefillTokenBudget: number } | { prefillLogitsBudget: number }, last: boolean) =>

@@ -31,6 +31,12 @@ export interface OnnxPolicyOptions {
   readonly maxNewTokens?: number;
   /** Also end a turn at `</answer>` (not SPA: it generates to eos or the budget). Default false. */
   readonly stopAtAnswer?: boolean;
+  /**
+   * Tokens the model attends to: a prompt longer than `contextWindow − maxNewTokens` loses its left
+   * part, as training's left-truncated window did (docs/spa-generation.md#window). Default none
+   * (SPA: prompts always fit).
+   */
+  readonly contextWindow?: number;
   /** Seeds the sampling streams; same seed + same requests ⇒ same continuations. Default 0. */
   readonly seed?: number;
   /** Default `cpu`. */
@@ -61,12 +67,26 @@ export interface OnnxPolicy extends Policy {
   generate(prompts: readonly string[], rngs?: readonly Rng[]): Promise<Generation[]>;
 }
 
+/**
+ * Prompt tokens a turn keeps (the rightmost ones) so prompt and answer fit `contextWindow`; all of
+ * them without a window.
+ */
+export function promptTokenBudget(contextWindow: number | undefined, maxNewTokens: number): number {
+  if (contextWindow === undefined) return Infinity;
+  if (!Number.isInteger(contextWindow) || contextWindow <= maxNewTokens)
+    throw new Error(
+      `contextWindow ${contextWindow}: expected an integer above maxNewTokens (${maxNewTokens}), room for the prompt`,
+    );
+  return contextWindow - maxNewTokens;
+}
+
 /** Loads and verifies the artifact (sha256), opens the session, returns the policy. */
 export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy> {
   const folder = resolve(options.folder);
   const sampling = checkSampling({ temperature: options.temperature ?? 1, topP: options.topP ?? 1 });
   const maxNewTokens = options.maxNewTokens ?? SPA_MAX_NEW_TOKENS;
   const maxBatchSize = options.maxBatchSize ?? 64;
+  const promptBudget = promptTokenBudget(options.contextWindow, maxNewTokens);
   if (!Number.isInteger(maxBatchSize) || maxBatchSize < 1) {
     throw new Error(`maxBatchSize ${maxBatchSize}: expected a positive integer`);
   }
@@ -94,7 +114,7 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
       throw new Error(`generate: ${rngs.length} rngs for ${prompts.length} prompts; give one per prompt`);
     }
     const requests: GenerationRequest[] = prompts.map((prompt, i) => ({
-      promptIds: tokenizer.encode(prompt),
+      promptIds: tokenizer.encode(prompt).slice(-promptBudget),
       rng: rngs?.[i] ?? new Rng(seeds.int(0, 0x7fffffff)),
     }));
     const run = async () => {
