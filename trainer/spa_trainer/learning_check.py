@@ -45,7 +45,7 @@ from .masking import (
     prediction_spans,
     tokens_in_spans,
 )
-from .models import load_policy, pad_token_id
+from .models import generate, load_policy, pad_token_id
 from .sft_metrics import next_state_exact_match
 from .tiny_model import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
 
@@ -257,9 +257,8 @@ def predict(
         pad = pad_token_id(tokenizer)
         ids = torch.tensor([[pad] * (width - len(p)) + p for p in prefixes])
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prefixes])
-        # transformers 5 types `generate`'s self as a protocol no model class satisfies
-        generated = model.generate(  # pyright: ignore[reportCallIssue]
-            ids, attention_mask=mask, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad
+        generated = generate(
+            model, ids, attention_mask=mask, max_new_tokens=cfg.max_new_tokens, do_sample=False, pad_token_id=pad
         )
         for (_, truth, observation), row_ids in zip(chunk, generated[:, width:]):
             text = str(tokenizer.decode(row_ids, skip_special_tokens=False))

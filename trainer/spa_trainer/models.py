@@ -5,7 +5,9 @@ Weights load from safetensors only (never pickled files, which can run code); no
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -73,6 +75,18 @@ def load_policy(
     if attn_implementation:
         kwargs["attn_implementation"] = attn_implementation
     policy = AutoModelForCausalLM.from_pretrained(folder, **kwargs)
-    # nn.Module.to moves in place; transformers re-wraps `to` so type checkers miss its self
-    policy.to(device or pick_device())  # pyright: ignore[reportCallIssue, reportArgumentType]
+    # nn.Module.to moves in place. transformers overrides it under functools.wraps, which type
+    # checkers do not bind to the instance; the call (the override) is nn.Module.to's, typed as such.
+    cast(torch.nn.Module, policy).to(device or pick_device())
     return policy, tokenizer, folder
+
+
+def generate(model: PreTrainedModel, input_ids: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+    """`model.generate(input_ids, **kwargs)`: the prompt ids followed by the new ids, `(B, T + new)`.
+
+    transformers 5 declares `generate` on GenerationMixin with `self` typed as a protocol that no
+    model class satisfies (and PreTrainedModel does not declare it at all), and its result as
+    `GenerateOutput | LongTensor`, which is the tensor unless `return_dict_in_generate` is set. The
+    cast states what every causal LM `load_policy` or AutoModelForCausalLM returns provides."""
+    generate_fn = cast(Callable[..., torch.Tensor], model.generate)
+    return generate_fn(input_ids, **kwargs)

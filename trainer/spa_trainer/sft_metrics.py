@@ -34,6 +34,7 @@ from .masking import (
     prediction_spans,
     tokens_in_spans,
 )
+from .models import generate
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def state_perplexities(
             inside = torch.tensor(tokens_in_spans(offsets, spans), device=nll.device)
             sums[key][0] += float(nll[inside].sum())
             sums[key][1] += int(inside.sum())
-    return tuple(math.exp(s / n) if n else math.nan for s, n in sums.values())  # type: ignore[return-value]
+    obs_ppl, pred_ppl = (math.exp(s / n) if n else math.nan for s, n in (sums["obs"], sums["pred"]))
+    return obs_ppl, pred_ppl
 
 
 @torch.no_grad()
@@ -122,8 +124,8 @@ def next_state_exact_match(
             continue
         prefix_ids = prefix_ids[cut:]
         budget = len(tokenizer(truth, add_special_tokens=False)["input_ids"]) + 8
-        # transformers 5 types `generate`'s self as a protocol no model class satisfies
-        out = model.generate(  # pyright: ignore[reportCallIssue]
+        out = generate(
+            model,
             torch.tensor([prefix_ids], device=device),
             attention_mask=torch.ones(1, len(prefix_ids), dtype=torch.long, device=device),
             max_new_tokens=budget,

@@ -58,10 +58,12 @@ def test_latest_ignores_unfinished_temp_folders(tiny_dir: Path, tmp_path: Path) 
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     save_checkpoint(tmp_path, model, tok, opt, sched, TrainerState(step=1))
     (tmp_path / "checkpoints" / ".step_00000002.crashed").mkdir()  # what a kill mid-write leaves
-    assert latest_checkpoint(tmp_path).name == "step_00000001"  # type: ignore[union-attr]
+    latest = latest_checkpoint(tmp_path)
+    assert latest is not None and latest.name == "step_00000001"
     for step in (2, 3, 4, 5):
         save_checkpoint(tmp_path, model, tok, opt, sched, TrainerState(step=step), keep=2)
     names = sorted(p.name for p in (tmp_path / "checkpoints").glob("step_*"))
     assert names == ["step_00000004", "step_00000005"]
-    assert latest_checkpoint(tmp_path).name == "step_00000005"  # type: ignore[union-attr]
+    latest = latest_checkpoint(tmp_path)
+    assert latest is not None and latest.name == "step_00000005"
     assert latest_checkpoint(tmp_path / "nothing") is None

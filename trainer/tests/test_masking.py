@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
 from spa_trainer.data import SftRow
@@ -24,8 +25,14 @@ from spa_trainer.sft import SftConfig, make_encoder
 from .spa_rows import S1, S2, row, row_dict
 
 
+def _decode(tok: PreTrainedTokenizerBase, ids: list[int]) -> str:
+    text = tok.decode(ids)
+    assert isinstance(text, str)  # one sequence in, one string out
+    return text
+
+
 def _trained_text(tok: PreTrainedTokenizerBase, labels: list[int]) -> str:
-    return tok.decode([t for t in labels if t != IGNORE_INDEX])
+    return _decode(tok, [t for t in labels if t != IGNORE_INDEX])
 
 
 def test_faithful_strings_match_testcases_6_3(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
@@ -59,7 +66,7 @@ def _dropped_spans(tok: PreTrainedTokenizerBase, full: Example, masked: Example)
                 runs[-1].append(i)
             else:
                 runs.append([i])
-    return [tok.decode([full.input_ids[i] for i in run]) for run in runs]
+    return [_decode(tok, [full.input_ids[i] for i in run]) for run in runs]
 
 
 def test_mask_transitions_drops_both_states(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
@@ -138,8 +145,12 @@ def test_released_off_by_one_and_vocab(tiny_dir, tiny_tokenizer: PreTrainedToken
     before = len(tiny_tokenizer)
     add_released_placeholders(tiny_tokenizer, model)
     assert len(tiny_tokenizer) == before + 2
-    assert model.get_input_embeddings().weight.shape[0] == before + 2
-    obs_id, pred_id = tiny_tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER])
+    embeddings = model.get_input_embeddings()
+    assert isinstance(embeddings, torch.nn.Embedding)
+    assert embeddings.weight.shape[0] == before + 2
+    placeholder_ids = tiny_tokenizer.convert_tokens_to_ids([OBS_PLACEHOLDER, PRED_PLACEHOLDER])
+    assert isinstance(placeholder_ids, list)  # a list of tokens in, a list of ids out
+    obs_id, pred_id = placeholder_ids
     ex = encode_released(tiny_tokenizer, row(2))
     _prompt, response = released_texts(tiny_tokenizer, row(2))
     start = len(ex.input_ids) - len(tiny_tokenizer(response, add_special_tokens=False)["input_ids"])

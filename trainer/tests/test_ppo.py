@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 
 from spa_trainer.ppo import PpoConfig, add_advantages, init_ppo, ppo_step, token_log_probs
 from spa_trainer.ppo_batch import build_batch
-from spa_trainer.ppo_math import policy_loss, turn_indicators
+from spa_trainer.ppo_math import MaskMode, policy_loss, turn_indicators
 from spa_trainer.value_head import critic_from_actor
 
 from .ppo_rollouts import rollout
@@ -130,10 +130,10 @@ def test_several_minibatches_and_epochs_go_off_policy(
 
 @pytest.mark.parametrize("mode", ["generated", "response-only", "all-after-system"])
 def test_mask_choice_decides_which_tokens_get_gradient(
-    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase, mode: str
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase, mode: MaskMode
 ) -> None:
     record = rollout("b", "g", ["Left", "Right"], [-0.1, 10.9])
-    batch = build_batch([record], tiny_tokenizer, mode)  # type: ignore[arg-type]
+    batch = build_batch([record], tiny_tokenizer, mode)
     log_probs, _ = token_log_probs(actor, batch, temperature=1.0, with_entropy=False)
     log_probs.retain_grad()
     advantages = torch.ones_like(log_probs)

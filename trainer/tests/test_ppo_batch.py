@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from transformers import PreTrainedTokenizerBase
 
 from spa_trainer.ppo_batch import build_batch, filter_groups, staleness_histogram, total_score
+from spa_trainer.ppo_math import MaskMode
 
 from .ppo_rollouts import USER_2, rollout
 
@@ -14,8 +17,8 @@ ONE_TURN = rollout("a", "g1", ["Right"], [10.9], success=True)
 TWO_TURNS = rollout("b", "g1", ["Left", "Right"], [-0.1, 10.9], penalty=-0.1, success=True)
 
 
-def _trained_text(tok: PreTrainedTokenizerBase, batch_row: int, mode: str) -> str:
-    batch = build_batch([ONE_TURN, TWO_TURNS], tok, mode)  # type: ignore[arg-type]
+def _trained_text(tok: PreTrainedTokenizerBase, batch_row: int, mode: MaskMode) -> str:
+    batch = build_batch([ONE_TURN, TWO_TURNS], tok, mode)
     responses = batch.input_ids[batch_row, 1:]
     return str(tok.decode(responses[batch.response_mask[batch_row]]))
 
@@ -48,22 +51,19 @@ def test_generated_mask_trains_only_what_the_policy_sampled(tiny_tokenizer: PreT
     assert trained == "go</think><answer>Left</answer><|im_end|>go</think><answer>Right</answer><|im_end|>"
 
 
-def test_generated_mask_needs_prompts_that_prefix_the_conversation(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
-    class Rewriting:
-        """A tokenizer whose template renders a generation prompt the conversation does not start with."""
+def test_generated_mask_needs_prompts_that_prefix_the_conversation(
+    tiny_tokenizer: PreTrainedTokenizerBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    render = tiny_tokenizer.apply_chat_template
 
-        def __getattr__(self, name: str) -> object:
-            return getattr(tiny_tokenizer, name)
+    def rewriting(conversation: list[dict[str, str]], **kwargs: Any) -> object:
+        """A template that renders a generation prompt the conversation does not start with."""
+        text = render(conversation, **kwargs)
+        return f"{text}<|im_start|>" if kwargs.get("add_generation_prompt") else text
 
-        def __call__(self, *args: object, **kwargs: object) -> object:
-            return tiny_tokenizer(*args, **kwargs)
-
-        def apply_chat_template(self, messages: object, **kwargs: object) -> object:
-            text = tiny_tokenizer.apply_chat_template(messages, **kwargs)  # type: ignore[arg-type]
-            return f"{text}<|im_start|>" if kwargs.get("add_generation_prompt") else text
-
+    monkeypatch.setattr(tiny_tokenizer, "apply_chat_template", rewriting)
     with pytest.raises(ValueError, match="use --mask response-only"):
-        build_batch([TWO_TURNS], Rewriting(), "generated")  # type: ignore[arg-type]
+        build_batch([TWO_TURNS], tiny_tokenizer, "generated")
 
 
 def test_all_after_system_mask_also_trains_user_tokens(tiny_tokenizer: PreTrainedTokenizerBase) -> None:

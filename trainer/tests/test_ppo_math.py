@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import pytest
 import torch
 
 from spa_trainer.ppo_math import (
+    MaskMode,
     dual_clip_token_losses,
     entropy_from_logits,
     gae_advantages_returns,
@@ -44,7 +46,8 @@ def test_response_only_mask_matches_testcases_7_1() -> None:
 
 def test_unknown_mask_mode_names_the_choices() -> None:
     with pytest.raises(ValueError, match="response-only"):
-        loss_mask(turn_indicators(TOY, S), "assistant")  # type: ignore[arg-type]
+        # deliberately not a MaskMode: the run-time check is what is under test
+        loss_mask(turn_indicators(TOY, S), cast(MaskMode, "assistant"))
 
 
 def test_score_sits_at_response_index_13() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,15 @@ class Crash(RuntimeError):
 
 def _config(tmp_path: Path, rows: int, **overrides: object) -> SftConfig:
     data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(rows))
-    base = {"input": f"jsonl:{data}", "out": str(tmp_path / "run"), "epochs": 2, "batch_size": 2, "eval_rows": 2}
-    return SftConfig(**{**base, **overrides})  # type: ignore[arg-type]
+    base = SftConfig(input=f"jsonl:{data}", out=str(tmp_path / "run"), epochs=2, batch_size=2, eval_rows=2)
+    return replace(base, **overrides)
+
+
+def _latest(run_dir: str) -> Path:
+    """The run's latest checkpoint folder (the run has written one)."""
+    folder = latest_checkpoint(Path(run_dir))
+    assert folder is not None, run_dir
+    return folder
 
 
 def test_loss_decreases_and_metrics_are_reported(tmp_path: Path) -> None:
@@ -35,9 +43,12 @@ def test_loss_decreases_and_metrics_are_reported(tmp_path: Path) -> None:
     metrics = run_sft(cfg, on_step=lambda _s, _r, loss: losses.append(loss))
     assert len(losses) >= 6
     assert sum(losses[-2:]) / 2 < losses[0] - 0.5, losses
-    assert math.isfinite(float(metrics["val_loss"]))  # type: ignore[arg-type]
-    assert math.isfinite(float(metrics["observation_ppl"]))  # type: ignore[arg-type]
-    assert metrics["exact_match_rows"] >= 1
+    val_loss, observation_ppl, exact_match_rows = (
+        metrics[k] for k in ("val_loss", "observation_ppl", "exact_match_rows")
+    )
+    assert isinstance(val_loss, float) and math.isfinite(val_loss)
+    assert isinstance(observation_ppl, float) and math.isfinite(observation_ppl)
+    assert isinstance(exact_match_rows, int) and exact_match_rows >= 1
     assert (Path(cfg.out) / "metrics.json").is_file()
 
 
@@ -65,15 +76,15 @@ def test_crash_and_resume_neither_skips_nor_repeats(tmp_path: Path) -> None:
 
     with pytest.raises(Crash):
         run_sft(cfg, on_step=dying)
-    assert latest_checkpoint(Path(cfg.out)).name == "step_00000004"  # type: ignore[union-attr]
+    assert _latest(cfg.out).name == "step_00000004"
     run_sft(cfg, on_step=lambda s, rows, _l: committed.append((s, [(r.partition, r.offset) for r in rows])))
 
     assert [s for s, _ in committed] == [s for s, _ in full]
     assert _trained(committed) == _trained(full)
     per_epoch = len(_trained(full)) // 2
     assert len(set(_trained(full)[:per_epoch])) == per_epoch  # every train row once per epoch
-    a = load_file(str(latest_checkpoint(Path(ref_cfg.out)) / "model" / "model.safetensors"))  # type: ignore[operator]
-    b = load_file(str(latest_checkpoint(Path(cfg.out)) / "model" / "model.safetensors"))  # type: ignore[operator]
+    a = load_file(str(_latest(ref_cfg.out) / "model" / "model.safetensors"))
+    b = load_file(str(_latest(cfg.out) / "model" / "model.safetensors"))
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
 
@@ -91,7 +102,9 @@ def test_released_masking_run_adds_placeholders_once(tmp_path: Path) -> None:
 
 def _second_member(raw: dict[str, object], member: int) -> dict[str, object]:
     """Turn 2 of another trajectory (group member `member`) on the same puzzle as `raw`."""
-    prompt = list(raw["prompt"])  # type: ignore[call-overload]
+    messages = raw["prompt"]
+    assert isinstance(messages, list)
+    prompt = list(messages)
     prompt += [{"role": "assistant", "content": raw["response"]}, {"role": "user", "content": "Reward:\n-0.1\n"}]
     return {**raw, "trajectory_id": f"{raw['trajectory_id']}-member{member}", "turn": 2, "prompt": prompt}
 
@@ -122,7 +135,7 @@ def test_epochs_visit_the_rows_in_a_seeded_permutation(tmp_path: Path) -> None:
     assert len({tuple(order) for order in per_epoch}) == 3  # a new order every epoch
     assert all(sorted(order) == _positions(train) for order in per_epoch)  # each row once per epoch
     assert per_epoch[0] != _positions(train)  # not the log order
-    state = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())  # type: ignore[operator]
+    state = json.loads((_latest(cfg.out) / "trainer_state.json").read_text())
     assert state["shuffle_seed"] == 7 and state["epoch"] == 3 and state["epoch_rows"] == 0
 
 
@@ -150,15 +163,15 @@ def test_a_crash_mid_epoch_resumes_the_same_permutation(tmp_path: Path) -> None:
 
     with pytest.raises(Crash):
         run_sft(cfg, on_step=dying)
-    state = json.loads((latest_checkpoint(Path(cfg.out)) / "trainer_state.json").read_text())  # type: ignore[operator]
+    state = json.loads((_latest(cfg.out) / "trainer_state.json").read_text())
     assert (state["step"], state["epoch"], state["epoch_rows"], state["shuffle_seed"]) == (3, 0, 6, 5)
     cfg.seed = 99  # the permutation's seed comes from the checkpoint, not from the resumed command
     run_sft(cfg, on_step=lambda s, rows, _l: log.append((s, _positions(rows))))
 
     assert log == full
     assert _trained(full)[:12] != sorted(_trained(full)[:12])  # shuffled, not log order
-    a = load_file(str(latest_checkpoint(Path(ref_cfg.out)) / "model" / "model.safetensors"))  # type: ignore[operator]
-    b = load_file(str(latest_checkpoint(Path(cfg.out)) / "model" / "model.safetensors"))  # type: ignore[operator]
+    a = load_file(str(_latest(ref_cfg.out) / "model" / "model.safetensors"))
+    b = load_file(str(_latest(cfg.out) / "model" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 

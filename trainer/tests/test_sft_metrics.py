@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
@@ -27,20 +28,21 @@ class _EchoTruth:
 
 
 def test_exact_match_prefix_is_the_training_windows_prefix(
-    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     row = SftRow.from_dict(sokoban_rows(1)[0])
     _prompt, target = faithful_texts(tiny_tokenizer, row)
     start, end = prediction_spans(target)[0]
     model = AutoModelForCausalLM.from_pretrained(tiny_dir)
-    model.generate = _EchoTruth(tiny_tokenizer, target[start:end])  # type: ignore[method-assign]
+    echo = _EchoTruth(tiny_tokenizer, target[start:end])
+    monkeypatch.setattr(model, "generate", echo)
 
     full = encode_faithful(tiny_tokenizer, row, max_length=100_000).input_ids
     window = len(full) - 40  # cuts 40 prompt tokens on the left
     for w in (None, window):
         rate, n = next_state_exact_match(model, tiny_tokenizer, [row], window=w)
         assert (rate, n) == (1.0, 1)
-    untruncated, windowed = model.generate.prefixes  # type: ignore[attr-defined]
+    untruncated, windowed = echo.prefixes
     assert len(untruncated) - len(windowed) == 40
     assert windowed == untruncated[40:]
     # the windowed prefix is what training's left-truncated example holds before the state

@@ -70,7 +70,9 @@ def test_chat_template_is_qwen25(tiny_tokenizer: PreTrainedTokenizerBase) -> Non
         == "<|im_start|>system\nYou're a helpful assistant. <|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     )
     default = tiny_tokenizer.apply_chat_template(messages[1:], tokenize=False)
-    assert default.startswith("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud.")
+    assert isinstance(default, str) and default.startswith(
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud."
+    )
 
 
 def test_model_is_a_small_qwen2_with_safetensors(tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase) -> None:
