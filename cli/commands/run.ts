@@ -68,7 +68,11 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
     throw new Error(
       `--generator oracle with --sft-group-size ${config.sftGroupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --sft-group-size 1`,
     );
-  if (tiny) return config;
+  // A tiny model's policy follows its SFT window unless told otherwise (docs/spa-generation.md#window).
+  if (tiny)
+    return given.contextWindow === undefined && given.sftMaxLength !== undefined
+      ? { ...config, contextWindow: given.sftMaxLength }
+      : config;
   // A real instruction-tuned model writes the format already and reads whole prompts: the warm-up and
   // the SFT-window context are for the tiny models only, unless asked for (docs/spa-generation.md#window).
   return {

@@ -145,7 +145,7 @@ const small = {
   evalCurve: false,
   maxNewTokens: 200, // the oracle's one-action world-model turns are 166 tiny-cells tokens; an unsure model rambles on
   stopAtAnswer: false,
-  contextWindow: 512, // sftMaxLength: a tiny model has seen nothing wider; 0 for a real model
+  contextWindow: 512, // = sftMaxLength (spa run keeps them equal for a tiny model); 0 for a real model
   model: 'tiny-cells',
   device: 'cpu',
 } as const;

@@ -184,6 +184,10 @@ describe('spa run --config-file', () => {
 
   it("gives a tiny model's policy its SFT window and a real model the whole prompt unless asked for", async () => {
     expect((await runConfig([])).contextWindow).toBe(512);
+    expect((await runConfig(['--sft-max-length', '1024'])).contextWindow).toBe(1024);
+    expect((await runConfig(['--sft-max-length', '1024', '--context-window', '600'])).contextWindow).toBe(
+      600,
+    );
     expect((await runConfig(['--model', '/models/qwen'])).contextWindow).toBe(0);
     expect((await runConfig(['--model', '/models/qwen', '--context-window', '4096'])).contextWindow).toBe(
       4096,
