@@ -100,19 +100,9 @@ describe('greedy decoding', () => {
     expect(cut).toBeDefined();
     const kept = ids.slice(cut);
     const suffix = greedy.tokenizer.decode(kept, { keepSpecialTokens: true });
-    const windowed = await onnxPolicy({
-      folder: fixture.artifact,
-      temperature: 0,
-      intraOpThreads: 1,
-      maxNewTokens: budget,
-      contextWindow: kept.length + budget,
-    });
-    const plain = await onnxPolicy({
-      folder: fixture.artifact,
-      temperature: 0,
-      intraOpThreads: 1,
-      maxNewTokens: budget,
-    });
+    const options = { folder: fixture.artifact, temperature: 0, intraOpThreads: 1, maxNewTokens: budget };
+    const windowed = await onnxPolicy({ ...options, contextWindow: kept.length + budget });
+    const plain = await onnxPolicy(options);
     try {
       const [truncated] = await windowed.generate([prompts[0]!]);
       const [fromSuffix] = await plain.generate([suffix]);
