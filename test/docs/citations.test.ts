@@ -2,7 +2,7 @@
  * Citations stay inside the repository. Code and notes cite the project's own notes as
  * `docs/<file>.md#<anchor>`; a clone has nothing else to follow. This suite fails when a tracked
  * file points at a document outside the repository (the SPA reference and test-case files, the
- * design and style notes, "issue item N"), or when a `docs/…md#anchor` citation names a missing
+ * design and style notes, issue numbers), or when a `docs/…md#anchor` citation names a missing
  * file or an anchor that no `## Title {#anchor}` heading of that file defines.
  */
 import { execFileSync } from 'node:child_process';
@@ -23,7 +23,7 @@ const OUTSIDE_CITATIONS: readonly RegExp[] = [
   /testcases \u00a7/i,
   /design\.md/,
   /style\.md/,
-  /issue item \d/i,
+  /issue ite[m] \d/i,
   /spa-referenc[e]/,
   /spa-testcase[s]/,
   /\.\.\/share[d]/,
