@@ -19,6 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
+import { loopConfig } from '../cli/run/configs.js';
 import type { LoopSummary } from '../cli/run/spa-loop.js';
 
 interface CheckOptions {
@@ -121,7 +122,6 @@ function main(): void {
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
   mkdirSync(o.out, { recursive: true });
   const started = Date.now();
-  const SFT_WINDOW = 512; // spa run's default --sft-max-length
   const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr];
   // The first arm warms the model up; every other arm starts from that same checkpoint.
   const warmup = [
@@ -133,7 +133,7 @@ function main(): void {
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
   const warmed = [
     ...['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
-    ...['--context-window', String(SFT_WINDOW)],
+    ...['--context-window', String(loopConfig('_2_sokoban').sftMaxLength)],
   ];
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {

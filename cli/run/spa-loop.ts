@@ -207,10 +207,7 @@ async function sftDataStages(
   const policy = await onnxPolicy({
     folder: v0,
     seed: 0,
-    maxNewTokens: config.maxNewTokens,
-    stopAtAnswer: config.stopAtAnswer,
-    contextWindow: contextWindowOf(config),
-    executionProvider: config.device,
+    ...generationOptions(config),
   });
   try {
     dataStages.push(
@@ -356,9 +353,15 @@ async function exportPolicy(
   return join(root, `v${String(options.version).padStart(6, '0')}`);
 }
 
-/** The ONNX policies' context window (`LoopConfig.contextWindow`; 0 = the whole prompt). */
-function contextWindowOf(config: LoopConfig): number | undefined {
-  return config.contextWindow > 0 ? config.contextWindow : undefined;
+/** How every ONNX policy of the loop generates: self-play v0, the PPO generator, evaluation. */
+function generationOptions(config: LoopConfig) {
+  return {
+    maxNewTokens: config.maxNewTokens,
+    stopAtAnswer: config.stopAtAnswer,
+    // 0 = the whole prompt (LoopConfig.contextWindow)
+    contextWindow: config.contextWindow > 0 ? config.contextWindow : undefined,
+    executionProvider: config.device,
+  };
 }
 
 /**
@@ -406,10 +409,7 @@ async function selfPlayAndPpo(
     maxStaleness: config.maxStaleness,
     exportEvery: config.exportEvery,
     seed: 1,
-    maxNewTokens: config.maxNewTokens,
-    stopAtAnswer: config.stopAtAnswer,
-    contextWindow: contextWindowOf(config),
-    executionProvider: config.device,
+    ...generationOptions(config),
   });
   const trainer = runTrainerModule(
     python,
@@ -525,10 +525,7 @@ async function evaluate(
     const policy = await resolvePolicy(spec, {
       mode: 'base',
       seed,
-      maxNewTokens: config.maxNewTokens,
-      stopAtAnswer: config.stopAtAnswer,
-      contextWindow: contextWindowOf(config),
-      executionProvider: config.device,
+      ...generationOptions(config),
     });
     try {
       const progress = new Progress(`eval ${label}`, {
