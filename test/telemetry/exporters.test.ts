@@ -64,6 +64,28 @@ describe('Prometheus scrape endpoint', () => {
     for (const name of queried) expect(served, `${name} is served`).toContain(name);
   });
 
+  it('each histogram series of the Grafana dashboard computes what its legend says', () => {
+    const dashboard = JSON.parse(readFileSync('infra/otel/grafana-dashboard.json', 'utf8')) as {
+      panels: { title: string; targets?: { expr: string; legendFormat: string }[] }[];
+    };
+    const legends = dashboard.panels.flatMap((panel) =>
+      (panel.targets ?? []).map((target) => ({ ...target, title: panel.title })),
+    );
+    const checked = legends.filter(({ legendFormat }) => /\bp\d\d\b|max|mean/.test(legendFormat));
+    expect(checked.length).toBeGreaterThanOrEqual(6);
+    for (const { expr, legendFormat, title } of checked) {
+      const what = `${title}: ${legendFormat}`;
+      const percentile = /\bp(\d\d)\b/.exec(legendFormat)?.[1];
+      const quantile = Number(/^histogram_quantile\(([\d.]+),/.exec(expr)?.[1]);
+      if (percentile) expect(quantile, what).toBe(Number(percentile) / 100);
+      // The highest non-empty bucket's upper bound is quantile 1; a mean is _sum / _count.
+      if (/max/.test(legendFormat)) expect(quantile, what).toBe(1);
+      if (/mean/.test(legendFormat)) expect(expr, what).toMatch(/_sum\[.*\/.*_count\[/);
+    }
+    const staleness = dashboard.panels.find((panel) => panel.title.startsWith('Policy staleness'));
+    expect(staleness?.targets?.map((t) => t.legendFormat)).toEqual(['p50', 'p95', 'max bucket', 'mean']);
+  });
+
   it('fails to start with a clear message when the port is taken, and frees its port on shutdown', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
