@@ -197,6 +197,7 @@ async function generate(options: GenerateOptions): Promise<void> {
     if (kafka && options.out === 'kafka') {
       const sink = tracedSink(
         await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` }),
+        { brokers: kafka.config.brokers },
       );
       const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
       progress.done();

@@ -174,6 +174,7 @@ interface BoundedOptions {
 function instrumented(
   source: RecordSource,
   groupId: string,
+  brokers: readonly string[],
   onJoined: () => void,
   onClose: () => Promise<void>,
 ): RecordSource {
@@ -182,7 +183,7 @@ function instrumented(
   return {
     run: async (handler, onFatal) => {
       const onLag = lagTable.update.bind(lagTable);
-      await source.run(tracedBatchHandler(handler, { groupId, onLag }), onFatal);
+      await source.run(tracedBatchHandler(handler, { groupId, onLag, brokers }), onFatal);
       onJoined();
     },
     pause: (partitions) => source.pause(partitions),
@@ -236,7 +237,7 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       .then(
         (source) => {
           const joinedNow = () => ((joined = true), (lastActivity = Date.now()));
-          const tracked = instrumented(source, options.groupId, joinedNow, cleanup);
+          const tracked = instrumented(source, options.groupId, kafka.config.brokers, joinedNow, cleanup);
           if (subscriber.closed) return void tracked.close();
           inner = recordStream(tracked, { maxInFlight: options.maxInFlight }).subscribe({
             next: ({ record, ack }) => {

@@ -27,7 +27,9 @@ export async function generateToKafka(
   kafka: SpaKafka,
   options: GenerateToKafkaOptions,
 ): Promise<Record<TopicRole, number>> {
-  const sink = tracedSink(await kafka.transport.sink({ transactionalId: options.transactionalId }));
+  const sink = tracedSink(await kafka.transport.sink({ transactionalId: options.transactionalId }), {
+    brokers: kafka.config.brokers,
+  });
   const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
   const outputs = generatorPipeline(options.episodes, options.makeEnv, options.policy, {
     ...options.pipeline,

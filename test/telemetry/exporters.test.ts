@@ -143,7 +143,7 @@ describe('OTLP/HTTP export', () => {
     expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['spa-generator']));
     const send = receiver.spans.find((s) => s.name.startsWith('send'))!;
     expect(sent[0]!.toString()).toBe(`00-${traceId}-${send.spanId}-01`);
-    expect(send.attributes['messaging.system']).toBe('kafka');
+    expect(send.attributes['messaging.system.name']).toBe('kafka');
     expect(receiver.metricNames).toContain('spa_env_steps_total');
   });
 });

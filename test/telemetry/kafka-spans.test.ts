@@ -1,4 +1,6 @@
 import { SpanKind, trace } from '@opentelemetry/api';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import type {
   ConsumedBatch,
@@ -8,7 +10,12 @@ import type {
   SinkTransaction,
 } from '../../streams/kafka/transport.js';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
-import { messagingAttributes, tracedBatchHandler, tracedSink } from '../../streams/telemetry/kafka-spans.js';
+import {
+  messagingAttributes,
+  serverAttributes,
+  tracedBatchHandler,
+  tracedSink,
+} from '../../streams/telemetry/kafka-spans.js';
 import { spanContextFromHeaders } from '../../streams/telemetry/propagation.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 
@@ -52,7 +59,7 @@ describe('Kafka send/process spans', () => {
     running = await startInMemoryTelemetry();
     const inner = memorySink();
     const records = [episodeRecord('t/a'), episodeRecord('t/b')];
-    await tracedSink(inner).send(records);
+    await tracedSink(inner, { brokers: ['127.0.0.1:9092', 'other:9093'] }).send(records);
     const spans = await running.finished();
     const sends = spans.filter((s) => s.kind === SpanKind.PRODUCER);
     expect(sends.map((s) => s.name)).toEqual(['send spa.sft', 'send spa.sft']);
@@ -65,12 +72,16 @@ describe('Kafka send/process spans', () => {
         spanId: send.spanContext().spanId,
       });
       expect(record.headers!['spa-policy-version']!.toString()).toBe('4');
-      expect(send.attributes).toMatchObject({
-        [messagingAttributes.system]: 'kafka',
-        [messagingAttributes.destination]: 'spa.sft',
-        [messagingAttributes.operationType]: 'send',
-        [messagingAttributes.key]: record.key!.toString(),
-        [messagingAttributes.bodySize]: 10,
+      // The current names spelled out ('messaging attribute names' below checks none is deprecated).
+      expect(send.attributes).toEqual({
+        'messaging.system.name': 'kafka',
+        'messaging.destination.name': 'spa.sft',
+        'messaging.operation.type': 'send',
+        'messaging.operation.name': 'send',
+        'kafka.message.key': record.key!.toString(),
+        'messaging.message.body.size': 10,
+        'server.address': '127.0.0.1',
+        'server.port': 9092,
       });
     });
     const bytes = await running.points('spa_topic_bytes_total');
@@ -118,7 +129,11 @@ describe('Kafka send/process spans', () => {
       async () => {
         activeTrace = trace.getActiveSpan()?.spanContext().traceId;
       },
-      { groupId: 'trainer', onLag: (_t, _p, high, next) => lags.push(high - next) },
+      {
+        groupId: 'trainer',
+        onLag: (_t, _p, high, next) => lags.push(high - next),
+        brokers: ['kafka-0:9092'],
+      },
     );
     await handler(batch);
     expect(lags).toEqual([8n]);
@@ -129,13 +144,55 @@ describe('Kafka send/process spans', () => {
       const remote = spanContextFromHeaders(batch.records[i]!.headers)!;
       expect(span.spanContext().traceId).toBe(remote.traceId);
       expect(span.parentSpanContext?.spanId).toBe(remote.spanId);
-      expect(span.attributes).toMatchObject({
-        [messagingAttributes.offset]: 40 + i,
-        [messagingAttributes.partition]: '3',
-        [messagingAttributes.consumerGroup]: 'trainer',
-        [messagingAttributes.operationType]: 'process',
+      expect(span.attributes).toEqual({
+        'messaging.system.name': 'kafka',
+        'messaging.destination.name': 'spa.sft',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'process',
+        'messaging.destination.partition.id': '3',
+        'kafka.offset': 40 + i,
+        'kafka.message.key': batch.records[i]!.key!.toString(),
+        'messaging.message.body.size': 10,
+        'messaging.consumer.group.name': 'trainer',
+        'server.address': 'kafka-0',
+        'server.port': 9092,
       });
     });
     expect(activeTrace).toBe(processes[0]!.spanContext().traceId);
+  });
+});
+
+describe('messaging attribute names', () => {
+  /** The doc comment of each attribute constant in the installed semantic-conventions package. */
+  function semconvDocs(): Map<string, string> {
+    const require = createRequire(import.meta.url);
+    const entry = require.resolve('@opentelemetry/semantic-conventions/incubating');
+    const docs = new Map<string, string>();
+    for (const file of ['experimental_attributes.d.cts', 'stable_attributes.d.cts']) {
+      const text = readFileSync(entry.replace(/index-incubating\.cjs$/, file), 'utf8');
+      for (const m of text.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*declare const ATTR_\w+: "([^"]+)";/g))
+        docs.set(m[2]!, m[1]!);
+    }
+    return docs;
+  }
+
+  it('are all declared by the installed semantic conventions and none is deprecated there', () => {
+    const docs = semconvDocs();
+    expect(docs.get('messaging.system')).toMatch(/@deprecated Replaced by `messaging.system.name`/);
+    for (const name of Object.values(messagingAttributes)) {
+      expect(docs.has(name), `${name} is declared`).toBe(true);
+      expect(docs.get(name), `${name} is not deprecated`).not.toMatch(/@deprecated/);
+    }
+  });
+
+  it('server.address / server.port name the first bootstrap broker', () => {
+    expect(serverAttributes(['broker-1:9093', 'broker-2:9093'])).toEqual({
+      'server.address': 'broker-1',
+      'server.port': 9093,
+    });
+    expect(serverAttributes(['[::1]:9092'])).toEqual({ 'server.address': '::1', 'server.port': 9092 });
+    expect(serverAttributes([])).toEqual({});
+    expect(serverAttributes(undefined)).toEqual({});
+    expect(serverAttributes(['no-port'])).toEqual({});
   });
 });

@@ -10,7 +10,8 @@ trainer needs, stdlib only: W3C Trace Context parsing (https://www.w3.org/TR/tra
 When the full SDK becomes installable, replace it by the SDK's tracer and the
 ``opentelemetry.propagate`` TraceContext propagator; the spans stay the same.
 
-Span shape for one optimizer step (messaging semconv, batch processing):
+Span shape for one optimizer step (messaging semconv, batch processing; the attribute names are
+the generator's, ``messagingAttributes`` in streams/telemetry/kafka-spans.ts):
 - ``train step N`` (INTERNAL): child of the first sampled record's context, linked to every
   consumed record's context; so the step sits in a generator trace and points at all of them.
 - ``process <topic>`` (CONSUMER) per consumed record: child of that record's context, linked
@@ -201,9 +202,10 @@ class OtlpJsonTracer:
                     parent=context,
                     kind=SPAN_KIND_CONSUMER,
                     attributes={
-                        "messaging.system": "kafka",
+                        "messaging.system.name": "kafka",
                         "messaging.destination.name": topic,
                         "messaging.operation.type": "process",
+                        "messaging.operation.name": "process",
                     },
                     links=[step_span.context],
                 )
