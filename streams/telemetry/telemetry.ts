@@ -1,5 +1,6 @@
 /**
- * Starts and stops OpenTelemetry for one process (infra/otel/README.md), with `@opentelemetry/sdk-node`:
+ * Starts and stops OpenTelemetry for one process (infra/otel/README.md) with the two SDK providers
+ * it uses, a TracerProvider and a MeterProvider (no NodeSDK: infra/otel/README.md, "Why no NodeSDK"):
  *
  *   const telemetry = await startTelemetry({ serviceName: 'spa-generator', metricsPort: 9464 });
  *   …  spaMetrics().envSteps.add(3, { env: 'sokoban' });  spaTracer().startSpan(…)
@@ -30,13 +31,20 @@
  */
 import { createServer, type Server } from 'node:http';
 import { context, diag, metrics, propagation, trace, type Tracer } from '@opentelemetry/api';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
-import { StackContextManager } from '@opentelemetry/sdk-trace';
+import {
+  detectResources,
+  envDetector,
+  hostDetector,
+  processDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import { MeterProvider, PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
+import { StackContextManager, TracerProvider } from '@opentelemetry/sdk-trace';
 import {
   AlwaysOnSampler,
   BatchSpanProcessor,
@@ -204,22 +212,34 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
   const scrape =
     settings.metricsPort === undefined ? undefined : await startScrapeEndpoint(settings.metricsPort);
   if (scrape) metricReaders.push(scrape.exporter);
-  const sdk = new NodeSDK({
-    resource: resourceFromAttributes({
+  // What NodeSDK.start() did with these options, without loading its other exporters: the
+  // resource (service name over the env, process and host detectors' attributes), a context
+  // manager, the W3C propagator, and a provider per signal only when something consumes it.
+  const resource = detectResources({ detectors: [envDetector, processDetector, hostDetector] }).merge(
+    resourceFromAttributes({
       [ATTR_SERVICE_NAME]: options.serviceName,
       ...(options.serviceVersion === undefined ? {} : { [ATTR_SERVICE_VERSION]: options.serviceVersion }),
       ...options.resourceAttributes,
     }),
-    // Explicit lists (possibly empty) keep the SDK from adding exporters from OTEL_* env defaults.
-    spanProcessors,
-    metricReaders,
-    logRecordProcessors: [],
-    // Episodes are sampled at their start (episodeSampleRatio); everything else follows its parent.
-    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
-    // undefined: the SDK's AsyncLocalStorage manager; see the module doc for why not by default.
-    ...(settings.asyncContext ? {} : { contextManager: new StackContextManager() }),
-  });
-  sdk.start();
+  );
+  // The synchronous manager by default; see the module doc for why not AsyncLocalStorage.
+  context.setGlobalContextManager(
+    (settings.asyncContext ? new AsyncLocalStorageContextManager() : new StackContextManager()).enable(),
+  );
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const meterProvider =
+    metricReaders.length > 0 ? new MeterProvider({ resource, readers: metricReaders }) : undefined;
+  if (meterProvider) metrics.setGlobalMeterProvider(meterProvider);
+  const tracerProvider =
+    spanProcessors.length > 0
+      ? new TracerProvider({
+          resource,
+          spanProcessors,
+          // Episodes are sampled at their start (episodeSampleRatio); everything else follows its parent.
+          sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+        })
+      : undefined;
+  if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
   active = true;
   // Without a span processor (metrics only) spans would go nowhere: draw no episode at all.
   episodeRatio = spanProcessors.length > 0 ? settings.sampleRatio : 0;
@@ -236,7 +256,7 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       episodeRatio = 0;
       stageSpansOn = false;
       try {
-        await sdk.shutdown();
+        await Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()]);
       } finally {
         await scrape?.close();
         restoreNoopApi();
