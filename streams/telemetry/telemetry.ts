@@ -6,18 +6,20 @@
  *   …  spaMetrics().envSteps.add(3, { env: 'sokoban' });  spaTracer().startSpan(…)
  *   await telemetry.shutdown();   // flushes spans and metrics, closes the scrape endpoint
  *
- * Configuration, options first, then the environment:
+ * Configuration: options first, then SPA_* variables, then the standard OTEL_* ones, then the
+ * defaults (the table and the precedence rules: infra/otel/README.md, "Turning it on"):
  * - `otlpEndpoint` / `OTEL_EXPORTER_OTLP_ENDPOINT`: base URL of an OTLP/HTTP receiver (a
  *   collector, Jaeger, Tempo, …); spans go to `<base>/v1/traces`, metrics to `<base>/v1/metrics`,
  *   as OTLP/JSON.
  * - `metricsPort` / `SPA_METRICS_PORT`: serve Prometheus text at `http://127.0.0.1:<port>/metrics`
  *   (0 picks a free port; read it from `metricsUrl`). Bound to loopback only: the endpoint has
  *   no authentication.
- * - `sampleRatio` / `SPA_TRACE_SAMPLE_RATIO`: fraction of episodes traced. The episode is the
+ * - `sampleRatio` / `SPA_TRACE_SAMPLE_RATIO` / `OTEL_TRACES_SAMPLER` (+ `OTEL_TRACES_SAMPLER_ARG`,
+ *   see {@link samplerRatio}): fraction of episodes traced. The episode is the
  *   unit of sampling: `startEpisodeSpan` draws once per episode, and every later span follows
  *   its parent's decision (parent-based), so a sampled episode keeps all its spans down to the
  *   trainer and a dropped one costs no SDK span at all. Spans without a parent (rare: a record
- *   without `traceparent`) are always sampled. Default {@link DEFAULT_SAMPLE_RATIO}.
+ *   without `traceparent`) are sampled unless the ratio is 0. Default {@link DEFAULT_SAMPLE_RATIO}.
  * - `stageSpans` / `SPA_TRACE_STAGES=1`: a `stage <operator>` span per element per stage of a
  *   sampled episode. Off by default: stage timing goes to `spa_stage_seconds` either way, and
  *   the spans would triple a sampled episode's cost (infra/otel/README.md, Cost).
@@ -26,19 +28,32 @@
  *   random-policy generator, and SPA code never relies on an implicit active span (episode
  *   contexts are looked up by trajectory id, Kafka contexts come from headers), so the
  *   synchronous StackContextManager is enough.
- * Telemetry is off unless `enabled: true` or an endpoint or port is configured; while off, the
- * API's no-op tracer and meter answer every call.
+ * - `serviceName` / `OTEL_SERVICE_NAME` / `service.name` in `OTEL_RESOURCE_ATTRIBUTES`: the
+ *   env wins here, as the option is each command's built-in name; `resourceAttributes` are
+ *   added over `OTEL_RESOURCE_ATTRIBUTES`.
+ * - `OTEL_LOG_LEVEL`: the SDK's diagnostics on the console (e.g. `debug`).
+ * Telemetry is off unless `enabled: true` or an endpoint or port is configured, and off with
+ * `OTEL_SDK_DISABLED=true` unless `enabled: true`; while off, the API's no-op tracer and meter
+ * answer every call.
  */
 import { createServer, type Server } from 'node:http';
-import { context, diag, metrics, propagation, trace, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  diag,
+  DiagConsoleLogger,
+  metrics,
+  propagation,
+  trace,
+  type Attributes,
+  type Tracer,
+} from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { diagLogLevelFromString, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import {
   detectResources,
-  envDetector,
   hostDetector,
   processDetector,
   resourceFromAttributes,
@@ -46,6 +61,7 @@ import {
 import { MeterProvider, PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
 import { StackContextManager, TracerProvider } from '@opentelemetry/sdk-trace';
 import {
+  AlwaysOffSampler,
   AlwaysOnSampler,
   BatchSpanProcessor,
   ParentBasedSampler,
@@ -109,6 +125,12 @@ export interface Telemetry {
 
 interface Resolved {
   readonly enabled: boolean;
+  /** `OTEL_SDK_DISABLED=true` turned off what was configured. */
+  readonly disabledByEnv: boolean;
+  readonly serviceName: string;
+  /** `OTEL_RESOURCE_ATTRIBUTES` under `resourceAttributes` (without service.name). */
+  readonly resourceAttributes: Attributes;
+  readonly logLevel?: string;
   readonly otlpEndpoint?: string;
   readonly metricsPort?: number;
   readonly sampleRatio: number;
@@ -156,24 +178,79 @@ export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
     throw new Error(`metrics port "${options.metricsPort ?? portText}" must be an integer 0..65535`);
   const ratioText = nonEmpty(env['SPA_TRACE_SAMPLE_RATIO']);
   const sampleRatio =
-    options.sampleRatio ?? (ratioText === undefined ? DEFAULT_SAMPLE_RATIO : Number(ratioText));
+    options.sampleRatio ??
+    (ratioText === undefined ? (samplerRatio(env) ?? DEFAULT_SAMPLE_RATIO) : Number(ratioText));
   if (!(sampleRatio >= 0 && sampleRatio <= 1))
     throw new Error(`trace sample ratio "${options.sampleRatio ?? ratioText}" must be a number in 0..1`);
   const stageSpans = options.stageSpans ?? flag(env, 'SPA_TRACE_STAGES');
   const asyncContext = options.asyncContext ?? flag(env, 'SPA_OTEL_ASYNC_CONTEXT');
+  const { 'service.name': envResourceName, ...envResource } = parseResourceAttributes(env);
+  const serviceName = nonEmpty(env['OTEL_SERVICE_NAME']) ?? envResourceName ?? options.serviceName;
+  const logLevel = nonEmpty(env['OTEL_LOG_LEVEL']);
   const configured =
     otlpEndpoint !== undefined ||
     metricsPort !== undefined ||
     (options.spanProcessors?.length ?? 0) > 0 ||
     (options.metricReaders?.length ?? 0) > 0;
+  const disabledByEnv = options.enabled === undefined && configured && flag(env, 'OTEL_SDK_DISABLED');
   return {
-    enabled: options.enabled ?? configured,
+    enabled: options.enabled ?? (configured && !disabledByEnv),
+    disabledByEnv,
+    serviceName,
+    resourceAttributes: { ...envResource, ...options.resourceAttributes },
+    ...(logLevel === undefined ? {} : { logLevel }),
     ...(otlpEndpoint === undefined ? {} : { otlpEndpoint: otlpEndpoint.replace(/\/+$/, '') }),
     ...(metricsPort === undefined ? {} : { metricsPort }),
     sampleRatio,
     stageSpans,
     asyncContext,
   };
+}
+
+/** The OTEL_TRACES_SAMPLER values SPA reads, each as the fraction of episodes it traces. */
+const SAMPLERS: Readonly<Record<string, 'ratio' | 0 | 1>> = {
+  always_on: 1,
+  always_off: 0,
+  traceidratio: 'ratio',
+  parentbased_always_on: 1,
+  parentbased_always_off: 0,
+  parentbased_traceidratio: 'ratio',
+};
+
+/**
+ * The episode ratio the standard `OTEL_TRACES_SAMPLER` names, or undefined when it is unset.
+ * `*traceidratio` takes `OTEL_TRACES_SAMPLER_ARG` (default 1, as the OpenTelemetry SDKs do).
+ * SPA draws at the episode and every later span follows its parent, so the plain forms
+ * (`always_on`, `traceidratio`, …) act as their `parentbased_` forms. Other samplers
+ * (`jaeger_remote`, `xray`) and a bad argument throw.
+ */
+export function samplerRatio(env: Readonly<Record<string, string | undefined>>): number | undefined {
+  const name = nonEmpty(env['OTEL_TRACES_SAMPLER'])?.toLowerCase();
+  if (name === undefined) return undefined;
+  const kind = SAMPLERS[name];
+  if (kind === undefined)
+    throw new Error(
+      `OTEL_TRACES_SAMPLER="${env['OTEL_TRACES_SAMPLER']}" is not supported: use ${Object.keys(SAMPLERS).join(', ')}`,
+    );
+  if (kind !== 'ratio') return kind;
+  const arg = nonEmpty(env['OTEL_TRACES_SAMPLER_ARG']);
+  const ratio = arg === undefined ? 1 : Number(arg);
+  if (!(ratio >= 0 && ratio <= 1))
+    throw new Error(`OTEL_TRACES_SAMPLER_ARG="${arg}" must be a number in 0..1 for ${name}`);
+  return ratio;
+}
+
+/** `OTEL_RESOURCE_ATTRIBUTES`: `key=value` pairs split by commas, percent-encoded; bad pairs throw. */
+function parseResourceAttributes(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const text = nonEmpty(env['OTEL_RESOURCE_ATTRIBUTES']);
+  const attributes: Record<string, string> = {};
+  for (const pair of text?.split(',') ?? []) {
+    const at = pair.indexOf('=');
+    const key = at > 0 ? decodeURIComponent(pair.slice(0, at).trim()) : '';
+    if (key === '') throw new Error(`OTEL_RESOURCE_ATTRIBUTES: "${pair}" is not key=value`);
+    attributes[key] = decodeURIComponent(pair.slice(at + 1).trim());
+  }
+  return attributes;
 }
 
 /** A boolean env setting: 1/true/yes/on or 0/false/no/off (or unset: false); anything else throws. */
@@ -213,13 +290,15 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
     settings.metricsPort === undefined ? undefined : await startScrapeEndpoint(settings.metricsPort);
   if (scrape) metricReaders.push(scrape.exporter);
   // What NodeSDK.start() did with these options, without loading its other exporters: the
-  // resource (service name over the env, process and host detectors' attributes), a context
+  // resource (service name and attributes over the process and host detectors' ones), a context
   // manager, the W3C propagator, and a provider per signal only when something consumes it.
-  const resource = detectResources({ detectors: [envDetector, processDetector, hostDetector] }).merge(
+  if (settings.logLevel !== undefined)
+    diag.setLogger(new DiagConsoleLogger(), { logLevel: diagLogLevelFromString(settings.logLevel) });
+  const resource = detectResources({ detectors: [processDetector, hostDetector] }).merge(
     resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: options.serviceName,
+      ...settings.resourceAttributes,
+      [ATTR_SERVICE_NAME]: settings.serviceName,
       ...(options.serviceVersion === undefined ? {} : { [ATTR_SERVICE_VERSION]: options.serviceVersion }),
-      ...options.resourceAttributes,
     }),
   );
   // The synchronous manager by default; see the module doc for why not AsyncLocalStorage.
@@ -235,8 +314,11 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       ? new TracerProvider({
           resource,
           spanProcessors,
-          // Episodes are sampled at their start (episodeSampleRatio); everything else follows its parent.
-          sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+          // Episodes are sampled at their start (episodeSampleRatio); everything else follows its
+          // parent. A root span other than an episode's is kept unless the ratio is 0.
+          sampler: new ParentBasedSampler({
+            root: settings.sampleRatio === 0 ? new AlwaysOffSampler() : new AlwaysOnSampler(),
+          }),
         })
       : undefined;
   if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
@@ -258,6 +340,7 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       try {
         await Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()]);
       } finally {
+        if (settings.logLevel !== undefined) diag.disable();
         await scrape?.close();
         restoreNoopApi();
       }
@@ -277,6 +360,10 @@ export async function withTelemetry<T>(
   work: (telemetry: Telemetry) => Promise<T>,
 ): Promise<T> {
   const telemetry = await startTelemetry(options);
+  if (!telemetry.enabled && resolveTelemetryOptions(options).disabledByEnv)
+    process.stderr.write(
+      '[telemetry] off: OTEL_SDK_DISABLED=true (metrics port and OTLP endpoint ignored)\n',
+    );
   if (telemetry.metricsUrl) process.stderr.write(`[telemetry] spa_* metrics at ${telemetry.metricsUrl}\n`);
   try {
     return await work(telemetry);

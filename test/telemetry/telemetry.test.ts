@@ -18,8 +18,11 @@ import { ConsumerLagTable, spaMetrics } from '../../streams/telemetry/metrics.js
 import {
   DEFAULT_SAMPLE_RATIO,
   resolveTelemetryOptions,
+  samplerRatio,
   startTelemetry,
   telemetryActive,
+  withTelemetry,
+  type TelemetryOptions,
 } from '../../streams/telemetry/telemetry.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 
@@ -67,6 +70,9 @@ describe('resolveTelemetryOptions', () => {
     });
     expect(fromEnv).toEqual({
       enabled: true,
+      disabledByEnv: false,
+      serviceName: 's',
+      resourceAttributes: {},
       otlpEndpoint: 'http://127.0.0.1:4318',
       metricsPort: 9464,
       sampleRatio: DEFAULT_SAMPLE_RATIO,
@@ -88,6 +94,98 @@ describe('resolveTelemetryOptions', () => {
     expect(bad({ SPA_TRACE_SAMPLE_RATIO: '2' })).toThrow(/sample ratio "2"/);
     expect(bad({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toThrow(/must be an http/);
     expect(bad({ SPA_TRACE_STAGES: 'maybe' })).toThrow(/SPA_TRACE_STAGES="maybe" must be 1\/true/);
+  });
+});
+
+describe('standard OTEL_* settings beside the SPA_* ones', () => {
+  const resolve = (env: Record<string, string>, options: Partial<TelemetryOptions> = {}) =>
+    resolveTelemetryOptions({ serviceName: 'spa-generator', env, ...options });
+
+  it('sample ratio: option, then SPA_TRACE_SAMPLE_RATIO, then OTEL_TRACES_SAMPLER(+_ARG), then 0.05', () => {
+    const otel = { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' };
+    expect(resolve({}).sampleRatio).toBe(DEFAULT_SAMPLE_RATIO);
+    expect(resolve(otel).sampleRatio).toBe(0.25);
+    expect(resolve({ ...otel, SPA_TRACE_SAMPLE_RATIO: '0.5' }).sampleRatio).toBe(0.5);
+    expect(resolve({ ...otel, SPA_TRACE_SAMPLE_RATIO: '0.5' }, { sampleRatio: 0.75 }).sampleRatio).toBe(0.75);
+    // The argument alone selects nothing: the sampler is what names a ratio.
+    expect(resolve({ OTEL_TRACES_SAMPLER_ARG: '0.25' }).sampleRatio).toBe(DEFAULT_SAMPLE_RATIO);
+  });
+
+  it('OTEL_TRACES_SAMPLER: each supported sampler as an episode ratio; others and bad arguments throw', () => {
+    const ratio = (OTEL_TRACES_SAMPLER: string, arg?: string) =>
+      samplerRatio({ OTEL_TRACES_SAMPLER, ...(arg === undefined ? {} : { OTEL_TRACES_SAMPLER_ARG: arg }) });
+    expect(samplerRatio({})).toBeUndefined();
+    expect(ratio('always_on')).toBe(1);
+    expect(ratio('parentbased_always_on')).toBe(1);
+    expect(ratio('always_off')).toBe(0);
+    expect(ratio('parentbased_always_off', '0.5')).toBe(0);
+    expect(ratio('traceidratio', '0.1')).toBe(0.1);
+    expect(ratio('ParentBased_TraceIdRatio', '0')).toBe(0);
+    expect(ratio('parentbased_traceidratio')).toBe(1); // no argument: 1, as the OpenTelemetry SDKs do
+    expect(() => ratio('parentbased_traceidratio', '1.5')).toThrow(/OTEL_TRACES_SAMPLER_ARG="1.5" must be/);
+    expect(() => ratio('traceidratio', 'half')).toThrow(/OTEL_TRACES_SAMPLER_ARG="half"/);
+    expect(() => ratio('jaeger_remote')).toThrow(
+      /OTEL_TRACES_SAMPLER="jaeger_remote" is not supported: use always_on/,
+    );
+  });
+
+  it('OTEL_SDK_DISABLED=true turns off an endpoint or port from env or options, unless enabled: true', () => {
+    const off = { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
+    expect(resolve(off)).toMatchObject({ enabled: false, disabledByEnv: true });
+    expect(resolve({ OTEL_SDK_DISABLED: 'true' }, { metricsPort: 0 })).toMatchObject({ enabled: false });
+    expect(resolve(off, { enabled: true })).toMatchObject({ enabled: true, disabledByEnv: false });
+    expect(resolve({ ...off, OTEL_SDK_DISABLED: 'false' })).toMatchObject({ enabled: true });
+    expect(resolve({ OTEL_SDK_DISABLED: 'true' })).toMatchObject({ enabled: false, disabledByEnv: false });
+    expect(() => resolve({ ...off, OTEL_SDK_DISABLED: 'maybe' })).toThrow(/OTEL_SDK_DISABLED="maybe"/);
+  });
+
+  it('endpoint: option over OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    expect(resolve(env).otlpEndpoint).toBe('http://collector:4318');
+    expect(resolve(env, { otlpEndpoint: 'http://127.0.0.1:4318/' }).otlpEndpoint).toBe(
+      'http://127.0.0.1:4318',
+    );
+  });
+
+  it('service name: OTEL_SERVICE_NAME, then service.name in OTEL_RESOURCE_ATTRIBUTES, then the built-in name', () => {
+    const attributes = {
+      OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attrs,deployment.environment.name=lab%2C1',
+    };
+    expect(resolve({}).serviceName).toBe('spa-generator');
+    expect(resolve(attributes)).toMatchObject({
+      serviceName: 'from-attrs',
+      resourceAttributes: { 'deployment.environment.name': 'lab,1' },
+    });
+    expect(resolve({ ...attributes, OTEL_SERVICE_NAME: 'gen-7' }).serviceName).toBe('gen-7');
+    // Options' resource attributes are added over the environment's.
+    const options = { resourceAttributes: { 'deployment.environment.name': 'ci' } };
+    expect(resolve(attributes, options).resourceAttributes).toEqual({ 'deployment.environment.name': 'ci' });
+    expect(() => resolve({ OTEL_RESOURCE_ATTRIBUTES: 'oops' })).toThrow(/"oops" is not key=value/);
+  });
+
+  it('started telemetry puts the resolved service name and attributes on its spans', async () => {
+    running = await startInMemoryTelemetry({
+      env: { OTEL_SERVICE_NAME: 'gen-7', OTEL_RESOURCE_ATTRIBUTES: 'spa.site=lab' },
+    });
+    trace.getTracer('t').startSpan('s').end();
+    const [span] = await running.finished();
+    expect(span?.resource.attributes).toMatchObject({ 'service.name': 'gen-7', 'spa.site': 'lab' });
+  });
+
+  it('an OTEL_SDK_DISABLED run reports why on stderr and records nothing', async () => {
+    const errors: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((text: string) => (errors.push(text), true)) as typeof process.stderr.write;
+    try {
+      const enabled = await withTelemetry(
+        { serviceName: 's', metricsPort: 0, env: { OTEL_SDK_DISABLED: 'true' } },
+        async (telemetry) => telemetry.enabled,
+      );
+      expect(enabled).toBe(false);
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(errors.join('')).toContain('[telemetry] off: OTEL_SDK_DISABLED=true');
   });
 });
 

@@ -270,9 +270,14 @@ class OtlpJsonTracer:
 
 
 def tracer_from_env(service_name: str = "spa-trainer", env: Mapping[str, str] | None = None) -> OtlpJsonTracer | None:
-    """A tracer exporting to ``OTEL_EXPORTER_OTLP_ENDPOINT``, or None when it is unset or empty."""
-    endpoint = (os.environ if env is None else env).get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    return OtlpJsonTracer(endpoint, service_name=service_name) if endpoint else None
+    """A tracer exporting to ``OTEL_EXPORTER_OTLP_ENDPOINT``, or None when it is unset or empty
+    or ``OTEL_SDK_DISABLED`` is true; ``OTEL_SERVICE_NAME`` replaces ``service_name`` (the same
+    precedence as the generator's, infra/otel/README.md)."""
+    env = os.environ if env is None else env
+    endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if not endpoint or env.get("OTEL_SDK_DISABLED", "").strip().lower() in ("1", "true", "yes", "on"):
+        return None
+    return OtlpJsonTracer(endpoint, service_name=env.get("OTEL_SERVICE_NAME", "").strip() or service_name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
