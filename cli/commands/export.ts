@@ -1,5 +1,6 @@
 import { rename, rm } from 'node:fs/promises';
 import { InvalidArgumentError, type Command } from 'commander';
+import type { SftRow } from '../../schemas/index.js';
 import { readSftRowsJsonl, type SftRowSource } from '../../streams/files/spa-dataset-source.js';
 import { spaJsonlSink } from '../../streams/files/spa-dataset-jsonl.js';
 import { spaParquetSink } from '../../streams/files/spa-dataset-parquet.js';
@@ -7,16 +8,41 @@ import {
   splitTrainVal,
   toSpaDatasetRow,
   valPathBeside,
-  type SpaDatasetRow,
   type SpaDatasetSink,
 } from '../../streams/files/spa-dataset.js';
+import {
+  toTrlRow,
+  toVerlRow,
+  trlParquetSink,
+  verlParquetSink,
+} from '../../streams/files/trainer-datasets.js';
 import { nonNegativeInt, oneOf } from '../options.js';
 import { Progress } from '../progress.js';
 
 /** Output formats of `spa export`. */
-export const EXPORT_FORMATS = ['spa-jsonl', 'parquet'] as const;
-/** `spa-jsonl`: SPA's columns as JSON Lines; `parquet`: SPA's `wm_train.parquet` layout. */
+export const EXPORT_FORMATS = ['spa-jsonl', 'parquet', 'verl', 'trl'] as const;
+/**
+ * `spa-jsonl`: SPA's columns as JSON Lines; `parquet`: SPA's `wm_train.parquet` layout; `verl`:
+ * SPA's columns as Parquet with `reward_model` and `extra_info` as structs; `trl`: TRL's
+ * conversational prompt-completion layout as Parquet (streams/files/trainer-datasets.ts).
+ */
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
+/** How one format turns an SftRow into its row and where it writes rows. */
+interface Layout<Row> {
+  readonly toRow: (row: SftRow) => Row;
+  readonly open: (path: string) => SpaDatasetSink<Row>;
+}
+
+const layout = <Row>(toRow: (row: SftRow) => Row, open: (path: string) => SpaDatasetSink<Row>) =>
+  ({ toRow, open }) as Layout<unknown>;
+
+const LAYOUTS: Readonly<Record<ExportFormat, Layout<unknown>>> = {
+  'spa-jsonl': layout(toSpaDatasetRow, (path) => spaJsonlSink(path)),
+  parquet: layout(toSpaDatasetRow, (path) => spaParquetSink(path)),
+  verl: layout(toVerlRow, verlParquetSink),
+  trl: layout(toTrlRow, trlParquetSink),
+};
 
 /** What to export and where. */
 export interface ExportRequest {
@@ -38,24 +64,21 @@ export interface ExportSummary {
   readonly val?: { readonly out: string; readonly rows: number };
 }
 
-/** Opens a sink for one output file in `format`. */
-export function openSpaDatasetSink(format: ExportFormat, path: string): SpaDatasetSink {
-  return format === 'parquet' ? spaParquetSink(path) : spaJsonlSink(path);
-}
-
 /**
- * Exports SftRows as SPA's released columns. Without a split rows stream straight through (a row
- * group or a write buffer at a time); with `splitVal` every row is held once for the shuffle, as
- * SPA's `train_test_split` holds its DataFrame. Each file is written beside its final name and
- * renamed when complete, so a bad input line leaves no half-written output behind.
+ * Exports SftRows as SPA's released columns, or verl's or TRL's layout. Without a split rows
+ * stream straight through (a row group or a write buffer at a time); with `splitVal` every row is
+ * held once for the shuffle, as SPA's `train_test_split` holds its DataFrame. Each file is written
+ * beside its final name and renamed when complete, so a bad input line leaves no half-written
+ * output behind.
  */
 export async function exportSpaDataset(request: ExportRequest): Promise<ExportSummary> {
+  const { toRow } = LAYOUTS[request.format];
   if (request.splitVal === undefined) {
-    const rows = await writeFile(request.format, request.out, spaRows(request.source));
+    const rows = await writeFile(request.format, request.out, mapRows(request.source, toRow));
     return { out: request.out, rows };
   }
-  const all: SpaDatasetRow[] = [];
-  for await (const row of request.source) all.push(toSpaDatasetRow(row));
+  const all: unknown[] = [];
+  for await (const row of request.source) all.push(toRow(row));
   const { train, val } = splitTrainVal(all, request.splitVal, request.seed ?? 42);
   const valOut = request.valOut ?? valPathBeside(request.out);
   if (valOut === request.out) {
@@ -66,18 +89,18 @@ export async function exportSpaDataset(request: ExportRequest): Promise<ExportSu
   return { out: request.out, rows: train.length, val: { out: valOut, rows: val.length } };
 }
 
-async function* spaRows(source: SftRowSource): AsyncIterable<SpaDatasetRow> {
-  for await (const row of source) yield toSpaDatasetRow(row);
+async function* mapRows<Row>(source: SftRowSource, toRow: (row: SftRow) => Row): AsyncIterable<Row> {
+  for await (const row of source) yield toRow(row);
 }
 
 /** Writes rows to `path` via a temporary file renamed at the end; returns the row count. */
 async function writeFile(
   format: ExportFormat,
   path: string,
-  rows: AsyncIterable<SpaDatasetRow> | Iterable<SpaDatasetRow>,
+  rows: AsyncIterable<unknown> | Iterable<unknown>,
 ): Promise<number> {
   const partial = `${path}.partial-${process.pid}`;
-  const sink = openSpaDatasetSink(format, partial);
+  const sink = LAYOUTS[format].open(partial);
   let count = 0;
   try {
     for await (const row of rows) {
@@ -124,15 +147,18 @@ interface ExportOptions {
   valOut?: string;
 }
 
-/** `spa export`: SftRow JSON Lines → SPA's released dataset columns (JSON Lines or Parquet). */
+/** `spa export`: SftRow JSON Lines → SPA's released dataset columns (JSON Lines or Parquet), verl or TRL Parquet. */
 export function registerExportCommand(program: Command): void {
   program
     .command('export')
-    .description("write SFT rows as SPA's released dataset columns (JSON Lines or Parquet, optionally split)")
+    .description(
+      "write SFT rows as SPA's released dataset columns (JSON Lines or Parquet), or as verl or TRL Parquet; optionally split",
+    )
     .requiredOption('--in <sft.jsonl>', 'SftRow JSON Lines, as written by `spa generate --out`')
     .option(
       '--format <format>',
-      `${EXPORT_FORMATS.join(' | ')} (default: from the extension of --out)`,
+      `${EXPORT_FORMATS.join(' | ')}: SPA's columns as JSON Lines or Parquet, verl's Parquet (reward_model and ` +
+        `extra_info as structs), TRL's conversational prompt/completion Parquet (default: from the extension of --out)`,
       oneOf('--format', EXPORT_FORMATS),
     )
     .requiredOption('--out <file>', 'output file (the train half when --split-val is given)')

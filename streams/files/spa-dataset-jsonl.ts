@@ -8,13 +8,13 @@ import { finished } from 'node:stream/promises';
 import type { SpaDatasetRow, SpaDatasetSink } from './spa-dataset.js';
 
 /**
- * Writes rows to `path` as JSON Lines. `write` waits for `drain` when the file's buffer is full,
- * so a fast reader blocks instead of piling lines up in memory.
+ * Writes rows to `path` as JSON Lines (SPA's columns unless told). `write` waits for `drain` when
+ * the file's buffer is full, so a fast reader blocks instead of piling lines up in memory.
  */
-export function spaJsonlSink(path: string): SpaDatasetSink {
+export function spaJsonlSink<Row = SpaDatasetRow>(path: string): SpaDatasetSink<Row> {
   const stream = createWriteStream(path, { encoding: 'utf8' });
   return {
-    async write(row: SpaDatasetRow): Promise<void> {
+    async write(row: Row): Promise<void> {
       if (!stream.write(JSON.stringify(row) + '\n')) await once(stream, 'drain');
     },
     async close(): Promise<void> {

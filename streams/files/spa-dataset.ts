@@ -49,9 +49,9 @@ export function toSpaDatasetRow(row: SftRow): SpaDatasetRow {
   };
 }
 
-/** Where SPA-format rows go; `close` flushes and finishes the file. */
-export interface SpaDatasetSink {
-  write(row: SpaDatasetRow): void | Promise<void>;
+/** Where dataset rows go (SPA's columns unless told); `close` flushes and finishes the file. */
+export interface SpaDatasetSink<Row = SpaDatasetRow> {
+  write(row: Row): void | Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,7 +1,7 @@
 /**
- * `spa export --format parquet` read back by the libraries SPA-style trainers use: pyarrow and
- * Hugging Face `datasets` (`load_dataset("parquet", …)`), in the trainer's venv (docs/spa-sft.md#settings,
- * docs/spa-data.md#released).
+ * `spa export --format parquet | verl | trl` read back by the libraries SPA-style trainers use:
+ * pyarrow and Hugging Face `datasets` (`load_dataset("parquet", …)`), in the trainer's venv
+ * (docs/spa-sft.md#settings, docs/spa-data.md#released, docs/spa-data.md#export).
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -66,15 +66,55 @@ interface ReadBack {
   extra_info: string[];
 }
 
-function readBack(...paths: string[]): Record<string, ReadBack> {
+/** `datasets` with its caches in the test's folder and no network. */
+function hfOffline(): NodeJS.ProcessEnv {
   const hfHome = join(dir, 'hf');
-  const stdout = run(python, ['-c', READ_BACK, ...paths], {
+  return {
     HF_HOME: hfHome,
     HF_DATASETS_CACHE: join(hfHome, 'datasets'),
     HF_HUB_OFFLINE: '1',
     HF_DATASETS_OFFLINE: '1',
-  });
-  return JSON.parse(stdout) as Record<string, ReadBack>;
+  };
+}
+
+function readBack(...paths: string[]): Record<string, ReadBack> {
+  return JSON.parse(run(python, ['-c', READ_BACK, ...paths], hfOffline())) as Record<string, ReadBack>;
+}
+
+/**
+ * Loads one Parquet file with `datasets` and prints its features, the Python type of each
+ * column's first value, every row, and whether each row has the shape TRL's conversational
+ * check looks for (`prompt`/`completion` lists of dicts holding `role` and `content`).
+ */
+const LOAD_FEATURES = `
+import json, sys
+import datasets
+ds = datasets.load_dataset("parquet", data_files=sys.argv[1], split="train")
+def messages(value):
+    return isinstance(value, list) and len(value) > 0 and all(isinstance(m, dict) and set(m) == {"role", "content"} for m in value)
+print(json.dumps({
+    "num_rows": len(ds),
+    "columns": ds.column_names,
+    "features": {name: str(feature) for name, feature in ds.features.items()},
+    "python_types": {name: type(ds[0][name]).__name__ for name in ds.column_names},
+    "first": ds[0],
+    "rows": ds.to_list(),
+    "conversational": all(messages(r.get("prompt")) and messages(r.get("completion")) for r in ds),
+}))
+`;
+
+interface Loaded {
+  num_rows: number;
+  columns: string[];
+  features: Record<string, string>;
+  python_types: Record<string, string>;
+  first: Record<string, unknown>;
+  rows: Record<string, unknown>[];
+  conversational: boolean;
+}
+
+function loadFeatures(path: string): Loaded {
+  return JSON.parse(run(python, ['-c', LOAD_FEATURES, path], hfOffline())) as Loaded;
 }
 
 const COLUMNS = ['data_source', 'prompt', 'response', 'ability', 'reward_model', 'extra_info'];
@@ -152,6 +192,60 @@ describe('spa export → pyarrow and datasets', () => {
       expect(row.response).toBe(input[i]?.response);
       for (const message of row.prompt as object[]) expect(Object.keys(message)).toEqual(['content', 'role']);
     });
+  });
+
+  it('verl: reward_model and extra_info load as dicts (struct columns), not strings', () => {
+    const out = join(dir, 'verl.parquet');
+    spa('export', '--in', sft, '--format', 'verl', '--out', out);
+    const got = loadFeatures(out);
+    expect(got.num_rows).toBe(input.length);
+    expect(got.columns).toEqual(COLUMNS);
+    expect(got.features['reward_model']).toBe(
+      "{'ground_truth': {'numbers': List(Value('int64')), 'target': Value('int64')}, 'style': Value('string')}",
+    );
+    expect(got.features['extra_info']).toBe("{'index': Value('int64'), 'split': Value('string')}");
+    expect(got.features['prompt']).toBe("List({'content': Value('string'), 'role': Value('string')})");
+    expect(got.python_types['reward_model']).toBe('dict');
+    expect(got.python_types['extra_info']).toBe('dict');
+    expect(got.first['reward_model']).toEqual({
+      ground_truth: { numbers: [0, 0], target: 0 },
+      style: 'rule',
+    });
+    expect(got.rows.map((r) => r['extra_info'])).toEqual(
+      input.map((r) => {
+        const [, index, split] = /'index': (\d+), 'split': '(\w+)'/.exec(r.extra_info)!;
+        return { index: Number(index), split };
+      }),
+    );
+    expect(got.rows.map((r) => r['response'])).toEqual(input.map((r) => r.response));
+  });
+
+  it("trl: TRL's conversational prompt-completion columns, lists of {role, content} messages", () => {
+    const out = join(dir, 'trl_train.parquet');
+    spa('export', '--in', sft, '--format', 'trl', '--out', out, '--split-val', '0.2');
+    const got = loadFeatures(out);
+    expect(got.columns).toEqual(['prompt', 'completion']);
+    const messages = "List({'role': Value('string'), 'content': Value('string')})";
+    expect(got.features).toEqual({ prompt: messages, completion: messages });
+    expect(got.conversational).toBe(true);
+    const val = loadFeatures(join(dir, 'trl_val.parquet'));
+    const both = [...got.rows, ...val.rows];
+    expect(both).toHaveLength(input.length);
+    const key = (prompt: unknown, completion: string) => JSON.stringify([prompt, completion]);
+    expect(
+      both.map((r) => key(r['prompt'], (r['completion'] as { content: string }[])[0]!.content)).sort(),
+    ).toEqual(
+      input
+        .map((r) =>
+          key(
+            r.prompt.map((m) => ({ role: m.role, content: m.content })),
+            r.response,
+          ),
+        )
+        .sort(),
+    );
+    for (const r of both)
+      expect((r['completion'] as { role: string }[]).map((m) => m.role)).toEqual(['assistant']);
   });
 
   it('a bad input line fails with its line number and writes nothing', () => {
