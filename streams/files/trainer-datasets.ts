@@ -23,7 +23,7 @@ import {
   utf8,
   type ParquetSchema,
 } from './spa-dataset-parquet.js';
-import { toSpaDatasetRow, type SpaDatasetSink } from './spa-dataset.js';
+import { SPA_DATASET_COLUMNS, toSpaDatasetRow, type SpaDatasetSink } from './spa-dataset.js';
 
 /** `reward_model` as verl reads it (SPA's constant: numbers [0, 0], target 0, style "rule"). */
 export interface VerlRewardModel {
@@ -47,14 +47,8 @@ export interface VerlRow {
   readonly extra_info: VerlExtraInfo;
 }
 
-export const VERL_COLUMNS = [
-  'data_source',
-  'prompt',
-  'response',
-  'ability',
-  'reward_model',
-  'extra_info',
-] as const satisfies readonly (keyof VerlRow)[];
+/** SPA's released column names, in SPA's order: only two columns' types differ. */
+export const VERL_COLUMNS = SPA_DATASET_COLUMNS satisfies readonly (keyof VerlRow)[];
 
 export const VERL_PARQUET_SCHEMA: ParquetSchema = parquetTable(
   utf8('data_source'),
