@@ -227,7 +227,7 @@ const SAMPLERS: Readonly<Record<string, 'ratio' | 0 | 1>> = {
 export function samplerRatio(env: Readonly<Record<string, string | undefined>>): number | undefined {
   const name = nonEmpty(env['OTEL_TRACES_SAMPLER'])?.toLowerCase();
   if (name === undefined) return undefined;
-  const kind = SAMPLERS[name];
+  const kind = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined;
   if (kind === undefined)
     throw new Error(
       `OTEL_TRACES_SAMPLER="${env['OTEL_TRACES_SAMPLER']}" is not supported: use ${Object.keys(SAMPLERS).join(', ')}`,

@@ -124,6 +124,7 @@ describe('standard OTEL_* settings beside the SPA_* ones', () => {
     expect(ratio('parentbased_traceidratio')).toBe(1); // no argument: 1, as the OpenTelemetry SDKs do
     expect(() => ratio('parentbased_traceidratio', '1.5')).toThrow(/OTEL_TRACES_SAMPLER_ARG="1.5" must be/);
     expect(() => ratio('traceidratio', 'half')).toThrow(/OTEL_TRACES_SAMPLER_ARG="half"/);
+    expect(() => ratio('toString')).toThrow(/OTEL_TRACES_SAMPLER="toString" is not supported/);
     expect(() => ratio('jaeger_remote')).toThrow(
       /OTEL_TRACES_SAMPLER="jaeger_remote" is not supported: use always_on/,
     );
