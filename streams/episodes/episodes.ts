@@ -1,5 +1,4 @@
 import { Observable, concatMap, range } from 'rxjs';
-import type { Environment } from '../../envs/types.js';
 import {
   buildMessages,
   instructionPrefix,
@@ -7,17 +6,15 @@ import {
   turnRewardText,
   type HistoryEntry,
 } from '../../envs/protocol/index.js';
+import type { Environment } from '../../envs/types.js';
+import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
-import type { Policy } from '../policies/policy.js';
+import type { Policy, PolicySource } from '../policies/policy.js';
 import { spaMetrics } from '../telemetry/metrics.js';
 import type { EpisodeConfig } from './episode-config.js';
-import type { StepRecord } from './types.js';
 
 /** Creates the environment for a seed (a generated puzzle or one of the paper's). */
 export type EnvFactory = (seed: number) => Environment;
-
-/** A policy, or a function returning the policy to use for the next batch (live swap point). */
-export type PolicySource = Policy | (() => Policy | Promise<Policy>);
 
 interface Slot {
   readonly env: Environment;

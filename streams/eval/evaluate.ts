@@ -1,10 +1,11 @@
 import { lastValueFrom, tap, toArray } from 'rxjs';
 import { envFactory, SPA_VARIANT, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
-import type { Trajectory } from '../../schemas/index.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
+import type { Trajectory } from '../../schemas/index.js';
 import { episodeConfig } from '../episodes/episode-config.js';
-import { episodes, type PolicySource } from '../episodes/episodes.js';
+import { episodes } from '../episodes/episodes.js';
+import { type PolicySource } from '../policies/policy.js';
 import { passReport, type PassReport } from './pass-at-k.js';
 
 export interface EvaluationOptions {

@@ -1,14 +1,14 @@
 import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
 import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
+import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
-import type { Outbound, TopicRole } from '../outbound.js';
 import { outboundTraceparent } from '../telemetry/episode-key.js';
 import { toKafkaRecord } from './spa-records.js';
 import type { RecordSink } from './transport.js';
 
 export interface PublishOptions {
   /** Topic name per logical topic. */
-  readonly topics: Readonly<Record<TopicRole, string>>;
+  readonly topics: Readonly<Record<OutboundTopic, string>>;
   /** Smallest transaction, in records (a trajectory is never split). Default 64. */
   readonly minRecordsPerTransaction?: number;
   /** Called after each committed transaction with its records. */
@@ -31,8 +31,8 @@ export async function publishOutbound(
   source: Observable<Outbound>,
   sink: RecordSink,
   options: PublishOptions,
-): Promise<Record<TopicRole, number>> {
-  const counts: Record<TopicRole, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
+): Promise<Record<OutboundTopic, number>> {
+  const counts: Record<OutboundTopic, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
   const minRecords = options.minRecordsPerTransaction ?? 64;
   if (options.gate && options.gate.limit < minRecords) {
     throw new RangeError(`gate limit ${options.gate.limit} must be ≥ minRecordsPerTransaction ${minRecords}`);

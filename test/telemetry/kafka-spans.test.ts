@@ -1,5 +1,6 @@
 import { SpanKind, trace } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
+import { messagingAttributes, tracedBatchHandler, tracedSink } from '../../streams/kafka/kafka-spans.js';
 import type {
   ConsumedBatch,
   OutgoingRecord,
@@ -8,7 +9,6 @@ import type {
   SinkTransaction,
 } from '../../streams/kafka/transport.js';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
-import { messagingAttributes, tracedBatchHandler, tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { spanContextFromHeaders } from '../../streams/telemetry/propagation.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 

@@ -18,6 +18,9 @@ import {
   type Attributes,
   type Span,
 } from '@opentelemetry/api';
+import { spaMetrics } from '../telemetry/metrics.js';
+import { extractTraceContext, injectTraceHeaders } from '../telemetry/propagation.js';
+import { spaTracer, telemetryActive } from '../telemetry/telemetry.js';
 import type {
   BatchHandler,
   ConsumedRecord,
@@ -25,10 +28,7 @@ import type {
   PartitionWrite,
   RecordHeaders,
   RecordSink,
-} from '../kafka/transport.js';
-import { spaMetrics } from './metrics.js';
-import { extractTraceContext, injectTraceHeaders } from './propagation.js';
-import { spaTracer, telemetryActive } from './telemetry.js';
+} from './transport.js';
 
 /**
  * Messaging attribute names (semantic conventions v1.3x, "development" status). They are
