@@ -8,6 +8,17 @@
  * telemetry, kafka, policies, episodes, eval, files, web. Type-only imports count.
  */
 
+/** What each layer may import besides itself; bench/, scripts/ and test/ may import anything. */
+const layers = {
+  envs: [],
+  schemas: ['envs'],
+  operators: ['envs', 'schemas'],
+  infra: ['envs', 'schemas'],
+  streams: ['envs', 'schemas', 'operators', 'infra'],
+  cli: ['envs', 'schemas', 'operators', 'infra', 'streams'],
+};
+const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
+
 /** streams/ subfolders, lowest first. */
 const streamsOrder = ['telemetry', 'kafka', 'policies', 'episodes', 'eval', 'files', 'web'];
 
@@ -28,57 +39,23 @@ module.exports = {
       from: {},
       to: { circular: true },
     },
-    forbid('envs-at-the-bottom', 'envs/ imports nothing of the project.', '^envs/', [
-      'schemas',
-      'operators',
-      'streams',
-      'infra',
-      'cli',
-      'bench',
-      'scripts',
-      'test',
-    ]),
-    forbid('schemas-only-envs', 'schemas/ may import envs/ only.', '^schemas/', [
-      'operators',
-      'streams',
-      'infra',
-      'cli',
-      'bench',
-      'scripts',
-      'test',
-    ]),
-    forbid('operators-only-envs-schemas', 'operators/ may import envs/ and schemas/ only.', '^operators/', [
-      'streams',
-      'infra',
-      'cli',
-      'bench',
-      'scripts',
-      'test',
-    ]),
     forbid(
       'infra-not-streams',
       'infra/ runs processes (broker, topic admin) and never imports the pipeline.',
       '^infra/',
       ['streams'],
     ),
-    forbid('infra-only-envs-schemas', 'infra/ may import envs/ and schemas/ only.', '^infra/', [
-      'operators',
-      'cli',
-      'bench',
-      'scripts',
-      'test',
-    ]),
-    forbid('streams-not-cli', 'streams/ is composed by cli/, never the other way.', '^streams/', [
-      'cli',
-      'bench',
-      'scripts',
-      'test',
-    ]),
-    forbid('cli-not-tools', 'cli/ does not import bench/, scripts/ or test/.', '^cli/', [
-      'bench',
-      'scripts',
-      'test',
-    ]),
+    // infra-not-streams reports infra -> streams; the layer rule names the rest.
+    ...Object.entries(layers).map(([layer, allowed]) =>
+      forbid(
+        allowed.length === 0
+          ? `${layer}-imports-no-other-folder`
+          : `${layer}-imports-only-${allowed.join('-')}`,
+        `${layer}/ may import ${allowed.length === 0 ? 'nothing of the project' : allowed.join('/, ') + '/'} (and npm packages).`,
+        `^${layer}/`,
+        folders.filter((f) => f !== layer && !allowed.includes(f) && !(layer === 'infra' && f === 'streams')),
+      ),
+    ),
     ...streamsOrder.slice(0, -1).map((folder, i) =>
       forbid(
         `streams-${folder}-below-${streamsOrder.slice(i + 1).join('-')}`,
