@@ -7,7 +7,8 @@ import type { Outbound } from '../schemas/outbound.js';
 import type { DemandGate } from './demand-gate.js';
 import type { EpisodeConfig } from './episodes/episode-config.js';
 import { episodes, type EnvFactory } from './episodes/episodes.js';
-import { type PolicySource } from './policies/policy.js';
+import { meteredPolicySource } from './policies/metered-policy.js';
+import type { PolicySource } from './policies/policy.js';
 import { toSftOutputs } from './sft-outputs.js';
 import { meterOutbound } from './telemetry/meter-outbound.js';
 import { traceEpisodes } from './telemetry/trace-episodes.js';
@@ -44,7 +45,7 @@ export function generatorPipeline(
   options: GeneratorOptions,
 ): Observable<Outbound> {
   const now = options.now ?? Date.now;
-  const trajectories = episodes(config, makeEnv, policy, options.gate).pipe(
+  const trajectories = episodes(config, makeEnv, meteredPolicySource(policy), options.gate).pipe(
     traceEpisodes(),
     traceStage('toTrajectory', toTrajectory(now)),
     share(),

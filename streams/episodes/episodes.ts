@@ -10,7 +10,6 @@ import type { Environment } from '../../envs/types.js';
 import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
 import type { Policy, PolicySource } from '../policies/policy.js';
-import { spaMetrics } from '../telemetry/metrics.js';
 import type { EpisodeConfig } from './episode-config.js';
 
 /** Creates the environment for a seed (a generated puzzle or one of the paper's). */
@@ -53,12 +52,7 @@ function runBatch(
     let cancelled = false;
     const play = async () => {
       await gate?.ready();
-      // spa_wait_for_policy_seconds: resolving (a live swap may load a model) and acting.
-      const metrics = spaMetrics();
-      const policy =
-        typeof policySource === 'function'
-          ? await metrics.timeWait(metrics.waitForPolicy, async () => policySource())
-          : policySource;
+      const policy = typeof policySource === 'function' ? await policySource() : policySource;
       const slots = createSlots(config, makeEnv, batch);
       const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
       for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
@@ -78,7 +72,7 @@ function runBatch(
             view: slot.env.clone(),
           };
         });
-        const continuations = await metrics.timeWait(metrics.waitForPolicy, () => policy.act(requests));
+        const continuations = await policy.act(requests);
         if (continuations.length !== active.length) {
           throw new Error(
             `policy "${policy.name}" answered ${continuations.length} of ${active.length} requests`,

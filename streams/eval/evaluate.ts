@@ -5,7 +5,8 @@ import { toTrajectory } from '../../operators/to-trajectory.js';
 import type { Trajectory } from '../../schemas/index.js';
 import { episodeConfig } from '../episodes/episode-config.js';
 import { episodes } from '../episodes/episodes.js';
-import { type PolicySource } from '../policies/policy.js';
+import { meteredPolicySource } from '../policies/metered-policy.js';
+import type { PolicySource } from '../policies/policy.js';
 import { passReport, type PassReport } from './pass-at-k.js';
 
 export interface EvaluationOptions {
@@ -63,7 +64,7 @@ export async function evaluatePolicy(
         episodes(
           config,
           envFactory({ name: options.env, variant: config.variant, puzzles: source }),
-          policy,
+          meteredPolicySource(policy),
         ).pipe(
           toTrajectory(),
           tap(() => options.onEpisode?.()),
