@@ -33,6 +33,7 @@ import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
+import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
 
 const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
 
@@ -77,7 +78,11 @@ async function ingest(
   const sink = await kafka.transport.sink({ transactionalId: `bench-ingest-${topics.sft}` });
   const written: Outbound[] = [];
   const started = performance.now();
-  await publishOutbound(outputs, sink, { topics, onCommitted: (chunk) => void written.push(...chunk) });
+  await publishOutbound(outputs, sink, {
+    topics,
+    onCommitted: (chunk) => void written.push(...chunk),
+    traceparent: outboundTraceparent,
+  });
   const seconds = (performance.now() - started) / 1000;
   await sink.close();
   // Sizes are measured after the clock stopped, so encoding them twice costs the run nothing.

@@ -8,6 +8,7 @@ import { tracedSink } from './kafka/kafka-spans.js';
 import { publishOutbound } from './kafka/publish-outbound.js';
 import type { SpaKafka } from './kafka/spa-kafka.js';
 import type { PolicySource } from './policies/policy.js';
+import { outboundTraceparent } from './telemetry/episode-key.js';
 
 export interface GenerateToKafkaOptions {
   readonly episodes: EpisodeConfig;
@@ -34,5 +35,5 @@ export async function generateToKafka(
     ...options.pipeline,
     gate,
   }).pipe(tap((o) => options.onRecord?.(o)));
-  return publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+  return publishOutbound(outputs, sink, { topics: kafka.topics, gate, traceparent: outboundTraceparent });
 }

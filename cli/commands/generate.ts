@@ -13,6 +13,7 @@ import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../streams/policies/resolve.js';
+import { outboundTraceparent } from '../../streams/telemetry/episode-key.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
 import {
@@ -198,7 +199,11 @@ async function generate(options: GenerateOptions): Promise<void> {
       const sink = tracedSink(
         await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` }),
       );
-      const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+      const counts = await publishOutbound(outputs, sink, {
+        topics: kafka.topics,
+        gate,
+        traceparent: outboundTraceparent,
+      });
       progress.done();
       console.log(
         JSON.stringify({
