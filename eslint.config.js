@@ -28,4 +28,8 @@ export default tseslint.config(
     files: ['**/*.mjs', 'bin/**'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },
+  {
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } },
+  },
 );

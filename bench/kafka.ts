@@ -19,18 +19,21 @@ import { performance } from 'node:perf_hooks';
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
 import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
+import { kafkaConfigFromEnv } from '../infra/kafka/client-config.js';
+import { connectKafkajsAdmin } from '../infra/kafka/kafkajs-client.js';
 import { runKafkaTool } from '../infra/kafka/tools.js';
-import { applyTopicsTo, spaTopicNames, spaTopics } from '../infra/kafka/topics.js';
+import { applyTopicsTo } from '../infra/kafka/topics.js';
+import type { Outbound } from '../schemas/outbound.js';
+import { spaTopicNames, spaTopics } from '../schemas/topics.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
 import { readTopic, type KafkaConnection } from '../streams/kafka/consume-spa.js';
-import { kafkaConfigFromEnv } from '../streams/kafka/config.js';
-import { connectKafkajsAdmin, kafkajsTransport } from '../streams/kafka/kafkajs-adapter.js';
+import { kafkajsTransport } from '../streams/kafka/kafkajs-adapter.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
-import type { Outbound } from '../streams/outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
+import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
 
 const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
 
@@ -75,7 +78,11 @@ async function ingest(
   const sink = await kafka.transport.sink({ transactionalId: `bench-ingest-${topics.sft}` });
   const written: Outbound[] = [];
   const started = performance.now();
-  await publishOutbound(outputs, sink, { topics, onCommitted: (chunk) => void written.push(...chunk) });
+  await publishOutbound(outputs, sink, {
+    topics,
+    onCommitted: (chunk) => void written.push(...chunk),
+    traceparent: outboundTraceparent,
+  });
   const seconds = (performance.now() - started) / 1000;
   await sink.close();
   // Sizes are measured after the clock stopped, so encoding them twice costs the run nothing.

@@ -12,10 +12,10 @@ import { lastValueFrom, tap } from 'rxjs';
 import { ENV_NAMES, envFactory } from '../envs/registry.js';
 import type { EnvName } from '../envs/types.js';
 import { spaSchemas } from '../schemas/index.js';
+import type { Outbound } from '../schemas/outbound.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { toJsonLine } from '../streams/files/jsonl-sink.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
-import type { Outbound } from '../streams/outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
 
 /** How each outbound record is serialised. */

@@ -18,14 +18,14 @@ import type { EnvName } from '../envs/types.js';
 import { annotateGroundTruth } from '../operators/annotate-ground-truth.js';
 import { filterMalformedRows, SPA_MALFORMED_FILTER } from '../operators/filter-malformed.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
+import type { Outbound } from '../schemas/outbound.js';
 import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { episodes } from '../streams/episodes/episodes.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
-import { toRejected } from '../streams/sft-outputs.js';
-import type { Outbound } from '../streams/outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
 import { onnxPolicy, type OnnxPolicy } from '../streams/policies/onnx/index.js';
 import type { Policy } from '../streams/policies/policy.js';
+import { toRejected } from '../streams/sft-outputs.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
 import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telemetry.js';
 

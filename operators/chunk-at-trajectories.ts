@@ -1,5 +1,5 @@
 import { Observable, type OperatorFunction } from 'rxjs';
-import type { Outbound } from '../streams/outbound.js';
+import type { Outbound } from '../schemas/outbound.js';
 
 /**
  * Groups the generator's outbound records into chunks that never split one trajectory's records

@@ -1,7 +1,7 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import { buildMessages, type HistoryEntry } from '../envs/protocol/index.js';
 import type { Trajectory, Turn } from '../schemas/index.js';
-import type { StepRecord } from '../streams/episodes/types.js';
+import type { StepRecord } from '../schemas/step-record.js';
 
 /**
  * Collects each slot's StepRecords into one Trajectory record, emitted when the slot's final

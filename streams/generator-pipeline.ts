@@ -1,16 +1,18 @@
 import { map, merge, share, type Observable } from 'rxjs';
 import type { Annotation } from '../operators/annotate-ground-truth.js';
 import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
-import { meterOutbound } from '../operators/meter-outbound.js';
 import { toRollout } from '../operators/to-rollout.js';
 import { toTrajectory } from '../operators/to-trajectory.js';
-import { traceEpisodes } from '../operators/trace-episodes.js';
-import { traceStage } from '../operators/trace-stage.js';
+import type { Outbound } from '../schemas/outbound.js';
 import type { DemandGate } from './demand-gate.js';
 import type { EpisodeConfig } from './episodes/episode-config.js';
-import { episodes, type EnvFactory, type PolicySource } from './episodes/episodes.js';
-import type { Outbound } from './outbound.js';
+import { episodes, type EnvFactory } from './episodes/episodes.js';
+import { meteredPolicySource } from './policies/metered-policy.js';
+import type { PolicySource } from './policies/policy.js';
 import { toSftOutputs } from './sft-outputs.js';
+import { meterOutbound } from './telemetry/meter-outbound.js';
+import { traceEpisodes } from './telemetry/trace-episodes.js';
+import { traceStage } from './telemetry/trace-stage.js';
 
 export interface GeneratorOptions {
   /** `sft`: world-model SFT rows (data generation); `rollouts`: PPO episodes. */
@@ -43,7 +45,7 @@ export function generatorPipeline(
   options: GeneratorOptions,
 ): Observable<Outbound> {
   const now = options.now ?? Date.now;
-  const trajectories = episodes(config, makeEnv, policy, options.gate).pipe(
+  const trajectories = episodes(config, makeEnv, meteredPolicySource(policy), options.gate).pipe(
     traceEpisodes(),
     traceStage('toTrajectory', toTrajectory(now)),
     share(),

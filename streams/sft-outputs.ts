@@ -1,10 +1,10 @@
 import { map, type OperatorFunction } from 'rxjs';
 import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
 import { filterMalformedRows, type MalformedFilter } from '../operators/filter-malformed.js';
-import { traceStage } from '../operators/trace-stage.js';
 import type { Rejection } from '../operators/verdict.js';
 import type { Rejected, Trajectory } from '../schemas/index.js';
-import type { Outbound } from './outbound.js';
+import type { Outbound } from '../schemas/outbound.js';
+import { traceStage } from './telemetry/trace-stage.js';
 
 /** How raw trajectories become SFT rows: annotation, row flags and the malformed filter. */
 export interface SftDataOptions {

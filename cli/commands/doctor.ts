@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { parseBrokerList } from '../../infra/kafka/client-config.js';
 import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
 import { brokerAnswers } from '../../infra/kafka/probe.js';
-import { parseBrokerList } from '../../streams/kafka/config.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */
 export interface DoctorCheck {

@@ -1,18 +1,19 @@
 import type { Command } from 'commander';
 import { tap } from 'rxjs';
+import type { PromptMode } from '../../envs/protocol/index.js';
 import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
-import type { PromptMode } from '../../envs/protocol/index.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { jsonlPathsBeside, writeJsonl } from '../../streams/files/jsonl-sink.js';
-import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
+import { tracedSink } from '../../streams/kafka/kafka-spans.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../streams/policies/resolve.js';
-import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
+import { outboundTraceparent } from '../../streams/telemetry/episode-key.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
 import {
@@ -199,7 +200,11 @@ async function generate(options: GenerateOptions): Promise<void> {
         await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` }),
         { brokers: kafka.config.brokers },
       );
-      const counts = await publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+      const counts = await publishOutbound(outputs, sink, {
+        topics: kafka.topics,
+        gate,
+        traceparent: outboundTraceparent,
+      });
       progress.done();
       console.log(
         JSON.stringify({

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { Admin } from 'kafkajs';
-import { connectKafkajsAdmin } from '../../streams/kafka/kafkajs-adapter.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 
 /** One topic's size. */

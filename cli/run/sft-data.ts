@@ -1,11 +1,11 @@
 import { envFactory } from '../../envs/registry.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
-import type { PolicySource } from '../../streams/episodes/episodes.js';
-import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
-import { connectKafkajsAdmin } from '../../streams/kafka/kafkajs-adapter.js';
+import { generateToKafka } from '../../streams/generate-to-kafka.js';
 import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import type { PolicySource } from '../../streams/policies/policy.js';
 import { Progress } from '../progress.js';
 
 /** What one data stage produced, as `summary.json` records it per stage. */

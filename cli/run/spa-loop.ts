@@ -1,16 +1,16 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { envFactory } from '../../envs/registry.js';
+import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
-import { generateToKafka } from '../../streams/kafka/generate-to-kafka.js';
+import { generateToKafka } from '../../streams/generate-to-kafka.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
-import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import { generateSftData, offsetsUnder, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';

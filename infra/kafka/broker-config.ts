@@ -120,7 +120,7 @@ export function serverProperties(instance: BrokerInstance): string {
     `controller.quorum.voters=1@${instance.host}:${instance.controllerPort}`,
     ...listenerLines(instance),
     `log.dirs=${instance.logDir}`,
-    // Topics are declared in infra/kafka/topics.ts; a typo must fail, not create a topic.
+    // Topics are declared in schemas/topics.ts; a typo must fail, not create a topic.
     'auto.create.topics.enable=false',
     'num.partitions=1',
     'default.replication.factor=1',

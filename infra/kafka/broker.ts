@@ -8,9 +8,9 @@
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseBrokerList } from '../../streams/kafka/config.js';
 import { brokerInstance, randomClusterId, scramFormatArgs, serverProperties } from './broker-config.js';
 import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
+import { parseBrokerList } from './client-config.js';
 import { kafkaClasspath } from './jars.js';
 import { brokerAnswers, waitUntilAnswering } from './probe.js';
 import { javaExecutable, jvmFlags, runKafkaTool } from './tools.js';

@@ -5,10 +5,11 @@
  * `start` and `topics` use that cluster and start nothing.
  */
 import { Command } from 'commander';
-import { brokerStatus, ensureBroker, stopBroker } from './broker.js';
+import { spaTopics } from '../../schemas/topics.js';
 import type { BrokerInstanceOptions } from './broker-config.js';
+import { brokerStatus, ensureBroker, stopBroker } from './broker.js';
 import { ensureJars } from './jars.js';
-import { applyTopicsTo, spaTopics } from './topics.js';
+import { applyTopicsTo } from './topics.js';
 
 function instanceFromEnv(): BrokerInstanceOptions {
   const port = process.env.KAFKA_PORT;

@@ -1,5 +1,4 @@
 import { Observable, concatMap, range } from 'rxjs';
-import type { Environment } from '../../envs/types.js';
 import {
   buildMessages,
   instructionPrefix,
@@ -7,17 +6,14 @@ import {
   turnRewardText,
   type HistoryEntry,
 } from '../../envs/protocol/index.js';
+import type { Environment } from '../../envs/types.js';
+import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
-import type { Policy } from '../policies/policy.js';
-import { spaMetrics } from '../telemetry/metrics.js';
+import type { Policy, PolicySource } from '../policies/policy.js';
 import type { EpisodeConfig } from './episode-config.js';
-import type { StepRecord } from './types.js';
 
 /** Creates the environment for a seed (a generated puzzle or one of the paper's). */
 export type EnvFactory = (seed: number) => Environment;
-
-/** A policy, or a function returning the policy to use for the next batch (live swap point). */
-export type PolicySource = Policy | (() => Policy | Promise<Policy>);
 
 interface Slot {
   readonly env: Environment;
@@ -56,12 +52,7 @@ function runBatch(
     let cancelled = false;
     const play = async () => {
       await gate?.ready();
-      // spa_wait_for_policy_seconds: resolving (a live swap may load a model) and acting.
-      const metrics = spaMetrics();
-      const policy =
-        typeof policySource === 'function'
-          ? await metrics.timeWait(metrics.waitForPolicy, async () => policySource())
-          : policySource;
+      const policy = typeof policySource === 'function' ? await policySource() : policySource;
       const slots = createSlots(config, makeEnv, batch);
       const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
       for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
@@ -81,7 +72,7 @@ function runBatch(
             view: slot.env.clone(),
           };
         });
-        const continuations = await metrics.timeWait(metrics.waitForPolicy, () => policy.act(requests));
+        const continuations = await policy.act(requests);
         if (continuations.length !== active.length) {
           throw new Error(
             `policy "${policy.name}" answered ${continuations.length} of ${active.length} requests`,

@@ -1,10 +1,12 @@
 import { lastValueFrom, tap, toArray } from 'rxjs';
 import { envFactory, SPA_VARIANT, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
-import type { Trajectory } from '../../schemas/index.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
+import type { Trajectory } from '../../schemas/index.js';
 import { episodeConfig } from '../episodes/episode-config.js';
-import { episodes, type PolicySource } from '../episodes/episodes.js';
+import { episodes } from '../episodes/episodes.js';
+import { meteredPolicySource } from '../policies/metered-policy.js';
+import type { PolicySource } from '../policies/policy.js';
 import { passReport, type PassReport } from './pass-at-k.js';
 
 export interface EvaluationOptions {
@@ -62,7 +64,7 @@ export async function evaluatePolicy(
         episodes(
           config,
           envFactory({ name: options.env, variant: config.variant, puzzles: source }),
-          policy,
+          meteredPolicySource(policy),
         ).pipe(
           toTrajectory(),
           tap(() => options.onEpisode?.()),

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
+import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
-import type { Outbound, TopicRole } from '../outbound.js';
 
 /** Which file each logical topic goes to; a topic without a path is not written. */
-export type JsonlPaths = Partial<Record<TopicRole, string>>;
+export type JsonlPaths = Partial<Record<OutboundTopic, string>>;
 
 /** The files beside `out` used by `spa generate --out <file>`. */
 export function jsonlPathsBeside(out: string, target: 'sft' | 'rollouts'): JsonlPaths {
@@ -31,10 +31,10 @@ export async function writeJsonl(
   source: Observable<Outbound>,
   paths: JsonlPaths,
   gate?: DemandGate,
-): Promise<Record<TopicRole, number>> {
-  const streams = new Map<TopicRole, WriteStream>();
-  const counts: Record<TopicRole, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
-  const streamFor = (topic: TopicRole): WriteStream | undefined => {
+): Promise<Record<OutboundTopic, number>> {
+  const streams = new Map<OutboundTopic, WriteStream>();
+  const counts: Record<OutboundTopic, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
+  const streamFor = (topic: OutboundTopic): WriteStream | undefined => {
     const path = paths[topic];
     if (path === undefined) return undefined;
     let stream = streams.get(topic);
@@ -45,7 +45,7 @@ export async function writeJsonl(
     return stream;
   };
   // Create every configured file up front, so an empty output is an empty file, not a missing one.
-  for (const topic of Object.keys(paths) as TopicRole[]) streamFor(topic);
+  for (const topic of Object.keys(paths) as OutboundTopic[]) streamFor(topic);
   try {
     await lastValueFrom(
       source.pipe(

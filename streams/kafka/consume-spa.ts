@@ -8,10 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { Observable, type Subscription } from 'rxjs';
 import type { Admin } from 'kafkajs';
-import { tracedBatchHandler } from '../telemetry/kafka-spans.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { ConsumerLagTable, spaMetrics } from '../telemetry/metrics.js';
-import type { KafkaConnectionConfig } from './config.js';
-import { connectKafkajsAdmin } from './kafkajs-adapter.js';
+import { tracedBatchHandler } from './kafka-spans.js';
 import { recordStream, type InFlightRecord } from './rx-source.js';
 import type { KafkaTransport, RecordSource, StartPosition, TopicPartitionOffset } from './transport.js';
 

@@ -1,11 +1,10 @@
 /**
  * The default {@link KafkaTransport}: kafkajs 2.2.x. Another client (e.g. one built on
  * librdkafka) plugs in by implementing the same interface; nothing outside streams/kafka
- * imports kafkajs directly except the admin helpers of infra/kafka.
+ * imports kafkajs directly except infra/kafka (client, admin, probe).
  */
-import type { Admin } from 'kafkajs';
-import type { KafkaConnectionConfig } from './config.js';
-import { describeKafkaError, kafkajsClient } from './kafkajs-client.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import { kafkajsClient } from '../../infra/kafka/kafkajs-client.js';
 import { createKafkajsSink } from './kafkajs-sink.js';
 import { createKafkajsSource } from './kafkajs-source.js';
 import type { KafkaTransport, RecordSink, RecordSource } from './transport.js';
@@ -26,15 +25,4 @@ export function kafkajsTransport(config: KafkaConnectionConfig): KafkaTransport 
       await Promise.allSettled([...open].map((handle) => handle.close()));
     },
   };
-}
-
-/** A connected kafkajs admin client (topic definitions, offsets); the caller disconnects it. */
-export async function connectKafkajsAdmin(config: KafkaConnectionConfig): Promise<Admin> {
-  const admin = kafkajsClient(config).admin();
-  try {
-    await admin.connect();
-  } catch (error) {
-    throw describeKafkaError(error, 'connecting the admin client', config);
-  }
-  return admin;
 }

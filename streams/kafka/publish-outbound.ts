@@ -1,14 +1,13 @@
 import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
 import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
+import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
-import type { Outbound, TopicRole } from '../outbound.js';
-import { outboundTraceparent } from '../telemetry/episode-key.js';
 import { toKafkaRecord } from './spa-records.js';
 import type { RecordSink } from './transport.js';
 
 export interface PublishOptions {
   /** Topic name per logical topic. */
-  readonly topics: Readonly<Record<TopicRole, string>>;
+  readonly topics: Readonly<Record<OutboundTopic, string>>;
   /** Smallest transaction, in records (a trajectory is never split). Default 64. */
   readonly minRecordsPerTransaction?: number;
   /** Called after each committed transaction with its records. */
@@ -18,6 +17,12 @@ export interface PublishOptions {
    * transaction commits. Its limit must be at least `minRecordsPerTransaction`.
    */
   readonly gate?: DemandGate;
+  /**
+   * The `traceparent` header of each record (design: Topics, headers carry traceparent); the
+   * compositions pass its episode's, `outboundTraceparent` (streams/telemetry/episode-key.ts).
+   * Default: no header.
+   */
+  readonly traceparent?: (outbound: Outbound) => string | undefined;
 }
 
 /**
@@ -31,8 +36,8 @@ export async function publishOutbound(
   source: Observable<Outbound>,
   sink: RecordSink,
   options: PublishOptions,
-): Promise<Record<TopicRole, number>> {
-  const counts: Record<TopicRole, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
+): Promise<Record<OutboundTopic, number>> {
+  const counts: Record<OutboundTopic, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
   const minRecords = options.minRecordsPerTransaction ?? 64;
   if (options.gate && options.gate.limit < minRecords) {
     throw new RangeError(`gate limit ${options.gate.limit} must be ≥ minRecordsPerTransaction ${minRecords}`);
@@ -42,8 +47,7 @@ export async function publishOutbound(
       tap(() => options.gate?.add()),
       chunkAtTrajectories(minRecords),
       concatMap(async (chunk) => {
-        // The episode's traceparent (design: Topics, headers carry traceparent); none while telemetry is off.
-        const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic], outboundTraceparent(o)));
+        const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic], options.traceparent?.(o)));
         await sink.transaction((tx) => tx.send(records));
         for (const o of chunk) counts[o.topic]++;
         options.gate?.done(chunk.length);

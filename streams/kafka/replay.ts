@@ -7,17 +7,18 @@
  */
 import { bufferTime, concatMap, filter, lastValueFrom, map, NEVER, of, takeUntil } from 'rxjs';
 import type { Observable } from 'rxjs';
-import { applyTopicsTo, spaTopics } from '../../infra/kafka/topics.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../../operators/filter-malformed.js';
 import type { Trajectory } from '../../schemas/index.js';
-import type { Outbound } from '../outbound.js';
+import type { Outbound } from '../../schemas/outbound.js';
+import { spaTopics } from '../../schemas/topics.js';
 import { toRejected, toSftOutputs, type SftDataOptions } from '../sft-outputs.js';
 import { readTopic, type KafkaConnection, type PartitionRange, type ReadStart } from './consume-spa.js';
-import { connectKafkajsAdmin } from './kafkajs-adapter.js';
 import { decodeSpaHeaders } from './headers.js';
-import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
 import type { InFlightRecord } from './rx-source.js';
+import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
 import type { OutgoingRecord } from './transport.js';
 
 /** Options of {@link replayTrajectories}. */

@@ -1,13 +1,8 @@
 import { ensureBroker, existingBroker, type BrokerStartOptions } from '../../infra/kafka/broker.js';
+import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { waitForReachableBroker } from '../../infra/kafka/probe.js';
-import {
-  applyTopicsTo,
-  spaTopicNames,
-  spaTopics,
-  type SpaTopicOptions,
-  type TopicRole,
-} from '../../infra/kafka/topics.js';
-import { kafkaConfigFromEnv, type KafkaConnectionConfig } from './config.js';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
+import { spaTopicNames, spaTopics, type SpaTopicOptions, type TopicRole } from '../../schemas/topics.js';
 import { kafkajsTransport } from './kafkajs-adapter.js';
 import type { KafkaTransport } from './transport.js';
 

@@ -6,7 +6,7 @@ import {
   type SpaRecordTypes,
 } from '../../schemas/index.js';
 import type { Rejected } from '../../schemas/index.js';
-import type { Outbound } from '../outbound.js';
+import type { Outbound } from '../../schemas/outbound.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from './headers.js';
 import type { ConsumedRecord, OutgoingRecord, RecordHeaders } from './transport.js';
 

@@ -1,5 +1,5 @@
-import type { Environment, EnvName } from '../../envs/types.js';
 import type { ChatMessage } from '../../envs/protocol/conversation.js';
+import type { Environment, EnvName } from '../../envs/types.js';
 
 /** One slot's request to a policy for its next assistant turn. */
 export interface PolicyRequest {
@@ -29,3 +29,6 @@ export interface Policy {
   /** Release resources (sessions, consumers). */
   close?(): Promise<void>;
 }
+
+/** A policy, or a function returning the policy to use for the next batch (live swap point). */
+export type PolicySource = Policy | (() => Policy | Promise<Policy>);

@@ -5,7 +5,7 @@
  * wrap one of those.
  */
 import type { Context } from '@opentelemetry/api';
-import type { Outbound } from '../outbound.js';
+import type { Outbound } from '../../schemas/outbound.js';
 import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
 
 type Probe = Readonly<Record<string, unknown>>;

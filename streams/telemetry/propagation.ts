@@ -14,7 +14,12 @@ import {
   type TextMapSetter,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import type { RecordHeaders } from '../kafka/transport.js';
+
+/**
+ * Record headers by name, as UTF-8 Buffers: the shape of the Kafka transport's RecordHeaders
+ * (streams/kafka/transport.ts), restated so telemetry needs nothing from the Kafka layer.
+ */
+type RecordHeaders = Readonly<Record<string, Buffer>>;
 
 const propagator = new W3CTraceContextPropagator();
 

@@ -9,12 +9,12 @@
  */
 import { filter, map, merge, type Subscription } from 'rxjs';
 import type { Admin } from 'kafkajs';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { decodeAnySpaRecord } from '../kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../kafka/consume-spa.js';
-import { connectKafkajsAdmin } from '../kafka/kafkajs-adapter.js';
 import { matchesTapFilters, type TapFilter } from '../kafka/tap.js';
-import { TapStats } from './tap-stats.js';
 import { startTapServer } from './tap-server.js';
+import { TapStats } from './tap-stats.js';
 import { toWebRecord } from './web-record.js';
 
 /** Options of {@link startWebTap}. */

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { kafkaConfigFromEnv, kafkaConnectionConfig, parseBrokerList } from '../../streams/kafka/config.js';
+import {
+  kafkaConfigFromEnv,
+  kafkaConnectionConfig,
+  parseBrokerList,
+} from '../../infra/kafka/client-config.js';
 
 describe('Kafka connection config', () => {
   it('defaults to the local broker and reads KAFKA_BROKERS and SASL from the environment', () => {

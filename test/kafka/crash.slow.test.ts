@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { connectKafkajsAdmin, kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { ConsumedRecord, KafkaTransport, OutgoingRecord } from '../../streams/kafka/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 

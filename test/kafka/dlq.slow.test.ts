@@ -5,9 +5,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filter, firstValueFrom, map } from 'rxjs';
-import { applyTopicsTo, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
 import { envFactory } from '../../envs/registry.js';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { frameSingleObject, type Trajectory } from '../../schemas/index.js';
+import type { SpaRecordName } from '../../schemas/index.js';
+import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
@@ -15,7 +17,6 @@ import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import type { SpaRecordName } from '../../schemas/index.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 

@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
-import { applyTopicsTo, spaTopics } from '../../infra/kafka/topics.js';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
+import { spaTopics } from '../../schemas/topics.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';

@@ -5,18 +5,19 @@
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyTopicsTo, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
 import { envFactory } from '../../envs/registry.js';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { SftRow, Trajectory } from '../../schemas/index.js';
+import type { SpaRecordName } from '../../schemas/index.js';
+import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
-import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
+import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import type { SpaRecordName } from '../../schemas/index.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 

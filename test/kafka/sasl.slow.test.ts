@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { connectKafkajsAdmin, kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { ConsumedRecord } from '../../streams/kafka/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 

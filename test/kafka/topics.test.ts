@@ -6,8 +6,9 @@ import {
   serverProperties,
 } from '../../infra/kafka/broker-config.js';
 import { existingBroker } from '../../infra/kafka/broker.js';
-import { planTopicChanges, spaTopicNames, spaTopics } from '../../infra/kafka/topics.js';
+import { planTopicChanges } from '../../infra/kafka/topics.js';
 import type { ExistingTopic } from '../../infra/kafka/topics.js';
+import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 
 describe('SPA topic definitions', () => {
   it('names topics from a prefix or per role, and compacts only spa.policy', () => {

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom, mergeMap, take, timer, toArray, map } from 'rxjs';
 import type { Admin } from 'kafkajs';
-import { applyTopics, spaTopics, waitForLeaders } from '../../infra/kafka/topics.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
+import { applyTopics, waitForLeaders } from '../../infra/kafka/topics.js';
+import { spaTopics } from '../../schemas/topics.js';
 import { batchingWriter } from '../../streams/kafka/batching-writer.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { connectKafkajsAdmin, kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { recordStream } from '../../streams/kafka/rx-source.js';
 import type {
   BatchHandler,

@@ -1,7 +1,7 @@
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
-import type { Outbound } from '../../streams/outbound.js';
+import type { Outbound } from '../../schemas/outbound.js';
 
 const rec = (topic: 'trajectories' | 'sft', key: string) =>
   ({ topic, key, record: {} }) as unknown as Outbound;

@@ -1,5 +1,6 @@
 import { lastValueFrom, of, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
+import type { EnvName } from '../../envs/types.js';
 import { annotateGroundTruth } from '../../operators/annotate-ground-truth.js';
 import {
   filterMalformedRows,
@@ -8,9 +9,8 @@ import {
   type MalformedFilter,
 } from '../../operators/filter-malformed.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
-import type { EnvName } from '../../envs/types.js';
 import type { SftRow } from '../../schemas/index.js';
-import type { StepRecord } from '../../streams/episodes/types.js';
+import type { StepRecord } from '../../schemas/step-record.js';
 import { toSftOutputs } from '../../streams/sft-outputs.js';
 import { step } from './fixtures.js';
 

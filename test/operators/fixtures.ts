@@ -1,5 +1,5 @@
 import type { ParseResult } from '../../envs/protocol/index.js';
-import type { StepRecord } from '../../streams/episodes/types.js';
+import type { StepRecord } from '../../schemas/step-record.js';
 
 const okParse: ParseResult = {
   matched: 'strict',

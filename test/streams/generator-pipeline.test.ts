@@ -3,9 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { envFactory, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
 import type { Rollout, SftRow, Trajectory } from '../../schemas/index.js';
+import type { Outbound } from '../../schemas/outbound.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import type { Outbound } from '../../streams/outbound.js';
 import { builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
 
 async function generate(

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { tracedSink } from '../../streams/kafka/kafka-spans.js';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
-import { tracedSink } from '../../streams/telemetry/kafka-spans.js';
 import { spaMetrics } from '../../streams/telemetry/metrics.js';
 import { startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';
 import { startOtlpReceiver, type OtlpReceiver } from './harness.js';

@@ -2,6 +2,12 @@ import { SpanKind, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
+import {
+  messagingAttributes,
+  serverAttributes,
+  tracedBatchHandler,
+  tracedSink,
+} from '../../streams/kafka/kafka-spans.js';
 import type {
   ConsumedBatch,
   OutgoingRecord,
@@ -10,12 +16,6 @@ import type {
   SinkTransaction,
 } from '../../streams/kafka/transport.js';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
-import {
-  messagingAttributes,
-  serverAttributes,
-  tracedBatchHandler,
-  tracedSink,
-} from '../../streams/telemetry/kafka-spans.js';
 import { spanContextFromHeaders } from '../../streams/telemetry/propagation.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 

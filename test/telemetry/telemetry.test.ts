@@ -2,18 +2,16 @@ import { metrics, trace } from '@opentelemetry/api';
 import { lastValueFrom, map, merge, share, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
-import { meterOutbound } from '../../operators/meter-outbound.js';
-import { traceEpisodes } from '../../operators/trace-episodes.js';
-import { traceStage } from '../../operators/trace-stage.js';
 import { toRollout } from '../../operators/to-rollout.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
+import type { Outbound } from '../../schemas/outbound.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import type { Outbound } from '../../streams/outbound.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import { episodeTraces } from '../../streams/telemetry/episode-spans.js';
 import { episodeKeyOf, outboundTraceparent } from '../../streams/telemetry/episode-key.js';
+import { episodeTraces } from '../../streams/telemetry/episode-spans.js';
+import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { ConsumerLagTable, spaMetrics } from '../../streams/telemetry/metrics.js';
 import {
   DEFAULT_SAMPLE_RATIO,
@@ -24,6 +22,8 @@ import {
   withTelemetry,
   type TelemetryOptions,
 } from '../../streams/telemetry/telemetry.js';
+import { traceEpisodes } from '../../streams/telemetry/trace-episodes.js';
+import { traceStage } from '../../streams/telemetry/trace-stage.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 
 let running: InMemoryTelemetry | undefined;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Outbound } from '../../streams/outbound.js';
-import { toRejected } from '../../streams/sft-outputs.js';
 import type { Trajectory, Turn } from '../../schemas/index.js';
+import type { Outbound } from '../../schemas/outbound.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
+import { toRejected } from '../../streams/sft-outputs.js';
 import { toWebRecord, type WebRecord } from '../../streams/web/web-record.js';
 
 // docs/spa-testvectors.md#sokoban-episode, turn 1: a right observation and a wrong prediction (player at

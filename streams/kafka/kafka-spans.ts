@@ -34,6 +34,9 @@ import type {
   MESSAGING_OPERATION_TYPE_VALUE_SEND,
   MESSAGING_SYSTEM_NAME_VALUE_KAFKA,
 } from '@opentelemetry/semantic-conventions/incubating';
+import { spaMetrics } from '../telemetry/metrics.js';
+import { extractTraceContext, injectTraceHeaders } from '../telemetry/propagation.js';
+import { spaTracer, telemetryActive } from '../telemetry/telemetry.js';
 import type {
   BatchHandler,
   ConsumedRecord,
@@ -41,10 +44,7 @@ import type {
   PartitionWrite,
   RecordHeaders,
   RecordSink,
-} from '../kafka/transport.js';
-import { spaMetrics } from './metrics.js';
-import { extractTraceContext, injectTraceHeaders } from './propagation.js';
-import { spaTracer, telemetryActive } from './telemetry.js';
+} from './transport.js';
 
 /**
  * Messaging attribute names of the semantic conventions in @opentelemetry/semantic-conventions

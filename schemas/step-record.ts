@@ -1,5 +1,5 @@
-import type { EnvName } from '../../envs/types.js';
-import type { ParseResult, PromptMode } from '../../envs/protocol/index.js';
+import type { ParseResult, PromptMode } from '../envs/protocol/index.js';
+import type { EnvName } from '../envs/types.js';
 
 /** One assistant turn of one slot, as the episode loop observed it (the stream's unit). */
 export interface StepRecord {

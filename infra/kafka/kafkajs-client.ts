@@ -1,12 +1,11 @@
 /**
- * kafkajs-specific plumbing shared by the adapter's sink and source: the client built from a
- * {@link KafkaConnectionConfig}, header/offset conversions, and errors rewritten so they say
- * what went wrong in our terms.
+ * The kafkajs client built from a {@link KafkaConnectionConfig}, shared by the topic admin
+ * (topics.ts) and the pipeline's transport (streams/kafka/kafkajs-adapter.ts), and kafkajs
+ * errors rewritten so they say what went wrong in our terms.
  */
 import { Kafka, logLevel } from 'kafkajs';
-import type { IHeaders, KafkaConfig, LogEntry } from 'kafkajs';
-import type { KafkaConnectionConfig } from './config.js';
-import type { RecordHeaders } from './transport.js';
+import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
+import type { KafkaConnectionConfig } from './client-config.js';
 
 // kafkajs logs retriable errors at ERROR level while it retries them; only warn-level and
 // worse lines that survive the retries are worth a user's attention, and they go to stderr.
@@ -46,21 +45,6 @@ export function kafkajsClient(config: KafkaConnectionConfig, quiet = true): Kafk
   return new Kafka(kafkaConfig);
 }
 
-/** Our headers as kafkajs headers. */
-export function toKafkajsHeaders(headers: RecordHeaders | undefined): IHeaders | undefined {
-  return headers === undefined ? undefined : { ...headers };
-}
-
-/** kafkajs headers (string, Buffer or repeated) as ours; a repeated header keeps its last value. */
-export function fromKafkajsHeaders(headers: IHeaders | undefined): RecordHeaders {
-  const out: Record<string, Buffer> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    const last = Array.isArray(value) ? value[value.length - 1] : value;
-    if (last !== undefined) out[name] = Buffer.isBuffer(last) ? last : Buffer.from(last);
-  }
-  return out;
-}
-
 /**
  * Rewrites kafkajs errors whose own message is unhelpful. A SASL failure names the user,
  * mechanism and brokers and says the credentials were refused; other errors keep their
@@ -82,4 +66,15 @@ export function describeKafkaError(error: unknown, doing: string, config: KafkaC
     });
   }
   return new Error(`Kafka error while ${doing}: ${cause.message}`, { cause });
+}
+
+/** A connected kafkajs admin client (topic definitions, offsets); the caller disconnects it. */
+export async function connectKafkajsAdmin(config: KafkaConnectionConfig): Promise<Admin> {
+  const admin = kafkajsClient(config).admin();
+  try {
+    await admin.connect();
+  } catch (error) {
+    throw describeKafkaError(error, 'connecting the admin client', config);
+  }
+  return admin;
 }

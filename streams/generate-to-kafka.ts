@@ -1,12 +1,14 @@
 import { tap } from 'rxjs';
-import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../demand-gate.js';
-import type { EpisodeConfig } from '../episodes/episode-config.js';
-import type { EnvFactory, PolicySource } from '../episodes/episodes.js';
-import { generatorPipeline, type GeneratorOptions } from '../generator-pipeline.js';
-import type { Outbound, TopicRole } from '../outbound.js';
-import { tracedSink } from '../telemetry/kafka-spans.js';
-import { publishOutbound } from './publish-outbound.js';
-import type { SpaKafka } from './spa-kafka.js';
+import type { Outbound, OutboundTopic } from '../schemas/outbound.js';
+import { DemandGate, SINK_IN_FLIGHT_LIMIT } from './demand-gate.js';
+import type { EpisodeConfig } from './episodes/episode-config.js';
+import type { EnvFactory } from './episodes/episodes.js';
+import { generatorPipeline, type GeneratorOptions } from './generator-pipeline.js';
+import { tracedSink } from './kafka/kafka-spans.js';
+import { publishOutbound } from './kafka/publish-outbound.js';
+import type { SpaKafka } from './kafka/spa-kafka.js';
+import type { PolicySource } from './policies/policy.js';
+import { outboundTraceparent } from './telemetry/episode-key.js';
 
 export interface GenerateToKafkaOptions {
   readonly episodes: EpisodeConfig;
@@ -26,7 +28,7 @@ export interface GenerateToKafkaOptions {
 export async function generateToKafka(
   kafka: SpaKafka,
   options: GenerateToKafkaOptions,
-): Promise<Record<TopicRole, number>> {
+): Promise<Record<OutboundTopic, number>> {
   const sink = tracedSink(await kafka.transport.sink({ transactionalId: options.transactionalId }), {
     brokers: kafka.config.brokers,
   });
@@ -35,5 +37,5 @@ export async function generateToKafka(
     ...options.pipeline,
     gate,
   }).pipe(tap((o) => options.onRecord?.(o)));
-  return publishOutbound(outputs, sink, { topics: kafka.topics, gate });
+  return publishOutbound(outputs, sink, { topics: kafka.topics, gate, traceparent: outboundTraceparent });
 }

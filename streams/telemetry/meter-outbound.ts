@@ -1,7 +1,7 @@
 import { defer, tap, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
-import type { Outbound } from '../streams/outbound.js';
-import { spaMetrics } from '../streams/telemetry/metrics.js';
-import { telemetryActive } from '../streams/telemetry/telemetry.js';
+import type { Outbound } from '../../schemas/outbound.js';
+import { spaMetrics } from './metrics.js';
+import { telemetryActive } from './telemetry.js';
 
 /**
  * Counts the generator's output into the spa_* counters (infra/otel/README.md), passing every

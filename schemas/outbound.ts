@@ -1,9 +1,8 @@
-import type { Rejected, Rollout, SftRow, Trajectory } from '../schemas/index.js';
-
-import type { TopicRole as AnyTopicRole } from '../infra/kafka/topics.js';
+import type { Rejected, Rollout, SftRow, Trajectory } from './index.js';
+import type { TopicRole } from './topics.js';
 
 /** The logical topics the generator writes (names are configurable at the sink). */
-export type TopicRole = Exclude<AnyTopicRole, 'policy'>;
+export type OutboundTopic = Exclude<TopicRole, 'policy'>;
 
 /** One record on its way to a sink, tagged with its logical topic and Kafka key. */
 export type Outbound =

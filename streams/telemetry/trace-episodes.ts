@@ -1,7 +1,7 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import type { StepRecord } from '../streams/episodes/types.js';
-import { episodeTraces, startEpisodeSpan, type EpisodeSpan } from '../streams/telemetry/episode-spans.js';
-import { telemetryActive } from '../streams/telemetry/telemetry.js';
+import type { StepRecord } from '../../schemas/step-record.js';
+import { episodeTraces, startEpisodeSpan, type EpisodeSpan } from './episode-spans.js';
+import { telemetryActive } from './telemetry.js';
 
 interface OpenEpisode {
   readonly episode: EpisodeSpan;

@@ -1,8 +1,8 @@
 import { Observable, type OperatorFunction } from 'rxjs';
-import { episodeTraces, type EpisodeTraceRegistry } from '../streams/telemetry/episode-spans.js';
-import { episodeKeyOf } from '../streams/telemetry/episode-key.js';
-import { spaMetrics } from '../streams/telemetry/metrics.js';
-import { spaTracer, stageSpansEnabled, telemetryActive } from '../streams/telemetry/telemetry.js';
+import { episodeKeyOf } from './episode-key.js';
+import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
+import { spaMetrics } from './metrics.js';
+import { spaTracer, stageSpansEnabled, telemetryActive } from './telemetry.js';
 
 /** Options for {@link traceStage}. */
 export interface TraceStageOptions {

@@ -1,0 +1,81 @@
+/**
+ * Import rules of the TypeScript layers (README.md#architecture), checked by `npm run lint:deps`.
+ *
+ *   envs ◄─ schemas ◄─┬─ operators ◄─┬─ streams ◄─ cli        (bench, scripts, test: anything)
+ *                     └─ infra ◄─────┘
+ *
+ * Inside streams/ the subfolders are ordered too (each may import only those before it):
+ * telemetry, kafka, policies, episodes, eval, files, web. Type-only imports count.
+ */
+
+/** What each layer may import besides itself; bench/, scripts/ and test/ may import anything. */
+const layers = {
+  envs: [],
+  schemas: ['envs'],
+  operators: ['envs', 'schemas'],
+  infra: ['envs', 'schemas'],
+  streams: ['envs', 'schemas', 'operators', 'infra'],
+  cli: ['envs', 'schemas', 'operators', 'infra', 'streams'],
+};
+const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
+
+/** streams/ subfolders, lowest first. */
+const streamsOrder = ['telemetry', 'kafka', 'policies', 'episodes', 'eval', 'files', 'web'];
+
+/** The generator's compositions at the root of streams/; nothing inside a subfolder imports them. */
+const streamsCompositions = ['generator-pipeline', 'generate-to-kafka'];
+
+/** A rule forbidding imports from `from` into any of the `to` folders. */
+function forbid(name, comment, from, to) {
+  return { name, comment, severity: 'error', from: { path: from }, to: { path: `^(${to.join('|')})/` } };
+}
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'Modules import each other in one direction only.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    forbid(
+      'infra-not-streams',
+      'infra/ runs processes (broker, topic admin) and never imports the pipeline.',
+      '^infra/',
+      ['streams'],
+    ),
+    // infra-not-streams reports infra -> streams; the layer rule names the rest.
+    ...Object.entries(layers).map(([layer, allowed]) =>
+      forbid(
+        allowed.length === 0
+          ? `${layer}-imports-no-other-folder`
+          : `${layer}-imports-only-${allowed.join('-')}`,
+        `${layer}/ may import ${allowed.length === 0 ? 'nothing of the project' : allowed.join('/, ') + '/'} (and npm packages).`,
+        `^${layer}/`,
+        folders.filter((f) => f !== layer && !allowed.includes(f) && !(layer === 'infra' && f === 'streams')),
+      ),
+    ),
+    ...streamsOrder.slice(0, -1).map((folder, i) =>
+      forbid(
+        `streams-${folder}-below-${streamsOrder.slice(i + 1).join('-')}`,
+        `streams/${folder}/ may not import the streams/ subfolders above it.`,
+        `^streams/${folder}/`,
+        streamsOrder.slice(i + 1).map((above) => `streams/${above}`),
+      ),
+    ),
+    {
+      name: 'streams-subfolders-not-compositions',
+      comment: "streams/ subfolders do not import the generator's compositions at the root of streams/.",
+      severity: 'error',
+      from: { path: '^streams/[^/]+/' },
+      to: { path: `^streams/(${streamsCompositions.join('|')})\\.ts$` },
+    },
+  ],
+  options: {
+    includeOnly: '^(envs|schemas|operators|streams|infra|cli|bench|scripts|test)/',
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+  },
+};
