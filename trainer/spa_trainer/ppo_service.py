@@ -40,6 +40,7 @@ from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
 from .json_files import dumps
 from .models import load_policy, resolve_model_dir
+from .otlp import OtlpJsonTracer, tracer_from_env
 from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
 from .ppo_checkpoint import (
     Progress,
@@ -52,7 +53,6 @@ from .ppo_checkpoint import (
 from .ppo_math import MaskMode
 from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
-from .sft import step_tracer
 
 
 @dataclass
@@ -118,7 +118,7 @@ class Service:
     buffer: GroupBuffer
     out: Path
     last_line_at: float = field(default_factory=time.monotonic)
-    tracer: Any = None  # spa_otlp.OtlpJsonTracer when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    tracer: OtlpJsonTracer | None = None  # when OTEL_EXPORTER_OTLP_ENDPOINT is set
 
     def log(self, line: str) -> None:
         """Progress and problems go to stderr (stdout stays free for a final summary)."""
@@ -191,7 +191,9 @@ def prepare_service(cfg: ServiceConfig) -> Service:
         source.close()
         raise
     buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
-    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=step_tracer())
+    svc = Service(
+        cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=tracer_from_env("spa-trainer")
+    )
     for item in read_pending(resume) if resume else []:
         for bad, reason, detail in buffer.add(item):  # only if --max-open-groups shrank
             svc.reject(bad, reason, detail)
