@@ -35,7 +35,6 @@ from transformers.utils import logging as hf_logging
 
 from .checkpoint import latest_checkpoint
 from .cli_errors import exit_code
-from .data import Offsets
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
 from .json_files import dumps
@@ -51,8 +50,10 @@ from .ppo_checkpoint import (
     write_progress_file,
 )
 from .ppo_math import MaskMode
+from .records import Offsets
 from .rollout_groups import GroupBuffer
-from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
+from .rollout_source import RolloutSource, SourcedRollout
+from .sources import open_rollout_source
 
 
 @dataclass
@@ -159,8 +160,7 @@ def _open_io(cfg: ServiceConfig, out: Path, start: Offsets) -> tuple[RolloutSour
         default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
         dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
         if cfg.publish:
-            from .kafka_source import ck, default_brokers
-            from .policy_publish import check_topic
+            from .kafka_source import check_topic, ck, default_brokers
 
             address = default_brokers(cfg.brokers)
             check_topic(ck.Producer({"bootstrap.servers": address}), cfg.publish, address)
@@ -226,7 +226,7 @@ def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
                 raise TimeoutError(f"no record from {svc.source.describe()} for {idle:.0f} s (--idle-timeout)")
             if time.monotonic() - last_note > 30:
                 last_note = time.monotonic()
-                note = getattr(svc.source, "last_error", "")
+                note = svc.source.last_error()
                 svc.log(f"waiting for data ({idle:.0f} s idle{'; ' + note if note else ''})")
             continue
         idle = 0.0

@@ -32,7 +32,7 @@ from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from .cli_errors import exit_code
-from .data import BadRow, RowSource, SftRow, SourcedRow, open_source
+from .data import BadRow, RowSource, SftRow, SourcedRow
 from .dead_letters import DeadLetters, open_dead_letters
 from .json_files import dumps, write_json
 from .masking import (
@@ -45,9 +45,9 @@ from .masking import (
 )
 from .models import load_policy, pick_device
 from .otlp import OtlpJsonTracer, tracer_from_env
-from .rollout_source import SourcedRollout
 from .sft_data import read_range, remaining_batches
 from .sft_metrics import evaluate
+from .sources import open_source
 
 
 @dataclass
@@ -167,8 +167,7 @@ def skip_bad_rows_of(cfg: SftConfig, source: RowSource, out: Path) -> DeadLetter
     dead_letters = open_dead_letters(target, brokers=cfg.brokers)
 
     def skip(bad: BadRow) -> None:
-        rejected = SourcedRollout(bad.partition, bad.offset, bad.key, bad.payload, reason="bad-row", detail=bad.detail)
-        dead_letters.reject(rejected, source.describe())
+        dead_letters.reject(bad, source.describe())
         print(f"[sft] skipped {bad.args[0].split(' (--skip-bad-rows')[0]} → {target}", file=sys.stderr, flush=True)
 
     source.on_bad_row = skip
@@ -225,9 +224,7 @@ def checkpoint(run: SftRun, out: Path) -> None:
     state = run.state
     state.offsets = dict(state.range_end) if state.epoch > 0 else {}
     save_checkpoint(out, run.model, run.tokenizer, run.optimizer, run.scheduler, state)
-    commit = getattr(run.source, "commit", None)
-    if commit is not None and state.offsets:
-        commit(state.offsets)
+    run.source.commit(state.offsets)
 
 
 def run_step(
@@ -237,9 +234,9 @@ def run_step(
     state = run.state
     t0 = time.perf_counter()
     examples = [run.encode(r.row) for r in rows]
-    # A `train step N` span, linked to the rows' traceparents where the source keeps headers.
+    # A `train step N` span, linked to the rows' traceparents (infra/otel/README.md).
     topic = run.source.describe().split(":", 1)[-1]
-    records = [(topic, getattr(r, "headers", None)) for r in rows]
+    records = [(topic, r.headers) for r in rows]
     with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
         loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
     state.step += 1
