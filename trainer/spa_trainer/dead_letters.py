@@ -99,30 +99,16 @@ class KafkaDeadLetters:
     """Rejections produced to a topic (idempotent producer, acks=all), key = the original key."""
 
     def __init__(self, topic: str, brokers: str | None) -> None:
-        from .kafka_source import check_topic, ck, default_brokers
+        from .kafka_source import KafkaSink  # optional dependency: confluent-kafka
 
-        self.topic = topic
-        self.address = default_brokers(brokers)
-        self.producer = ck.Producer({"bootstrap.servers": self.address, "enable.idempotence": True, "acks": "all"})
-        check_topic(self.producer, topic, self.address)
-        self.errors: list[str] = []
-
-    def _delivered(self, err: object, _msg: object) -> None:
-        if err is not None:
-            self.errors.append(str(err))
+        self.sink = KafkaSink(topic, brokers)
 
     def reject(self, item: Rejection, source: str) -> None:
         value = spa_schemas().encode("Rejected", rejected_record(item, source))
-        key = item.key.encode() if item.key is not None else None
-        self.producer.produce(self.topic, key=key, value=value, headers=dlq_headers(item), on_delivery=self._delivered)
+        self.sink.produce(item.key.encode() if item.key is not None else None, value, dlq_headers(item))
 
     def flush(self) -> None:
-        remaining = self.producer.flush(30)
-        if remaining or self.errors:
-            raise ConnectionError(
-                f"{remaining} rejected record(s) not delivered to {self.topic} at {self.address}: "
-                f"{self.errors or 'timeout (is the broker up?)'}"
-            )
+        self.sink.flush("rejected records")
 
 
 def open_dead_letters(spec: str, *, brokers: str | None = None) -> DeadLetters:

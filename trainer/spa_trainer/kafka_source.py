@@ -166,3 +166,34 @@ class KafkaLog:
     def close(self) -> None:
         """Leave cleanly (no group membership was taken: partitions are assigned by hand)."""
         self.consumer.close()
+
+
+class KafkaSink:
+    """The trainer's producer to one topic (dead letters, PolicyUpdates): idempotent, acks=all,
+    the topic checked at open, and `flush` raising when a record did not reach the broker."""
+
+    def __init__(self, topic: str, brokers: str | None) -> None:
+        self.topic = topic
+        self.address = default_brokers(brokers)
+        self.producer = ck.Producer({"bootstrap.servers": self.address, "enable.idempotence": True, "acks": "all"})
+        check_topic(self.producer, topic, self.address)
+        self.errors: list[str] = []
+
+    def _delivered(self, err: object, _msg: object) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def produce(self, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]) -> None:
+        """Queue one record (delivery is confirmed by `flush`)."""
+        self.producer.produce(self.topic, key=key, value=value, headers=headers, on_delivery=self._delivered)
+
+    def flush(self, what: str) -> None:
+        """Block until every queued record is delivered; else ConnectionError naming `what`, the
+        topic and the address."""
+        remaining = self.producer.flush(30)
+        if remaining or self.errors:
+            errors, self.errors = self.errors, []
+            raise ConnectionError(
+                f"{what} not delivered to {self.topic} at {self.address} ({remaining} still queued): "
+                f"{errors or 'timeout (is the broker up?)'}"
+            )

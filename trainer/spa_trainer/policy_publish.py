@@ -61,21 +61,8 @@ def publish_policy_update(
     record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None, traceparent: str | None = None
 ) -> None:
     """Produce the record (idempotent producer, acks=all) and wait until the broker has it."""
-    from .kafka_source import check_topic, ck, default_brokers  # optional dependency: confluent-kafka
+    from .kafka_source import KafkaSink  # optional dependency: confluent-kafka
 
-    address = default_brokers(brokers)
-    producer = ck.Producer({"bootstrap.servers": address, "enable.idempotence": True, "acks": "all"})
-    check_topic(producer, topic, address)
-    errors: list[str] = []
-
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            errors.append(str(err))
-
-    headers = policy_update_headers(record, traceparent)
-    producer.produce(topic, key=POLICY_KEY, value=encode_policy_update(record), headers=headers, on_delivery=delivered)
-    remaining = producer.flush(30)
-    if remaining or errors:
-        raise ConnectionError(
-            f"PolicyUpdate v{record['version']} not delivered to {topic} at {address}: {errors or 'timeout (is the broker up?)'}"
-        )
+    sink = KafkaSink(topic, brokers)
+    sink.produce(POLICY_KEY, encode_policy_update(record), policy_update_headers(record, traceparent))
+    sink.flush(f"PolicyUpdate v{record['version']}")
