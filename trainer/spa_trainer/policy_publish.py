@@ -16,7 +16,8 @@ from .avro_records import spa_schemas
 from .records import POLICY_VERSION_HEADER, SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER
 
 POLICY_KEY = b"policy"
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")  # W3C Trace Context §3.2
+# W3C traceparent, checked as streams/kafka/headers.ts checks it
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 
 def policy_update_from_manifest(artifact: Path) -> dict[str, Any]:

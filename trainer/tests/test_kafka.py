@@ -50,9 +50,9 @@ def _produce_sft_rows(topic: str, count: int) -> None:
     producer = ck.Producer({"bootstrap.servers": BROKERS, "enable.idempotence": True})
     for i, row in enumerate(sokoban_rows(count)):
         record = {**row, "env": "sokoban", "policy_version": 0, "annotation": "gt", "mask_transitions": False}
-        producer.produce(
-            topic, key=str(row["trajectory_id"]).encode(), value=spa_schemas().encode("SftRow", record), partition=i % 2
-        )
+        value = spa_schemas().encode("SftRow", record)
+        headers = [("traceparent", f"00-{i + 1:032x}-{i + 1:016x}-01".encode())]
+        producer.produce(topic, key=str(row["trajectory_id"]).encode(), value=value, headers=headers, partition=i % 2)
     assert producer.flush(30) == 0
 
 
@@ -63,6 +63,7 @@ def test_sft_from_kafka_resumes_at_the_checkpointed_position(tmp_path: Path, new
     assert source.end_offsets() == {0: 4, 1: 4}
     rows = list(source.read({0: 1, 1: 0}, {0: 3, 1: 2}))
     assert [(r.partition, r.offset) for r in rows] == [(0, 1), (0, 2), (1, 0), (1, 1)]
+    assert rows[0].headers["traceparent"] == f"00-{3:032x}-{3:016x}-01".encode()  # kept for the step span
     source.close()
 
     seen: list[tuple[int, int]] = []
