@@ -1,7 +1,7 @@
 /**
  * One trace from an env step into the trainer step (infra/otel/README.md), end to end: instrumented
  * episodes → records stamped with `traceparent` → real Kafka broker → traced consumer → the
- * Python trainer's tracer (infra/otel/python/spa_otlp.py) continuing from the consumed
+ * Python trainer's tracer (trainer/spa_trainer/otlp.py) continuing from the consumed
  * headers → one OTLP/HTTP receiver that sees TS and Python spans with the same trace ids.
  */
 import { execFile } from 'node:child_process';
@@ -122,16 +122,10 @@ describe('one trace from the generator through Kafka into the trainer', () => {
     const traceparents = consumed.map((r) => decodeSpaHeaders(r.headers).traceparent!);
     expect(traceparents.every((tp) => /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/.test(tp))).toBe(true);
 
-    const args = [
-      'infra/otel/python/spa_otlp.py',
-      '--endpoint',
-      receiver.url,
-      '--topic',
-      topic,
-      '--step',
-      '7',
-    ];
-    const { stdout } = await run(python, [...args, ...traceparents.flatMap((tp) => ['--traceparent', tp])]);
+    const args = ['-m', 'spa_trainer.otlp', '--endpoint', receiver.url, '--topic', topic, '--step', '7'];
+    const { stdout } = await run(python, [...args, ...traceparents.flatMap((tp) => ['--traceparent', tp])], {
+      env: { ...process.env, PYTHONPATH: 'trainer' },
+    });
     const step = JSON.parse(stdout) as { trace_id: string; span_id: string; exported: number };
     expect(step.exported).toBe(consumed.length + 1);
 

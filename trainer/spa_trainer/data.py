@@ -1,9 +1,9 @@
-"""SFT input: the SftRow record and the `RowSource` abstraction over where rows come from.
+"""SFT input: the SftRow record, its decoding, and `RowSource`, SFT rows over a `records.RecordLog`.
 
 A source is a set of partitions (a JSONL file is one partition; a Kafka topic has many), and a
 position in it is a per-partition offset map. Training reads a *fixed* offset range (SPA trains
 epochs over a fixed data set), and a checkpoint stores the position within it (`sft_data.py`), so a
-restart neither skips nor repeats a row.
+restart neither skips nor repeats a row. `sources.open_source` picks the log.
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-Offsets = dict[int, int]
-"""Next offset to read, per partition."""
+from .avro_records import SINGLE_OBJECT_MAGIC, spa_schemas
+from .records import ConsumedRecord, Headers, Offsets, RecordLog
 
 
 @dataclass(frozen=True)
@@ -70,6 +69,17 @@ class SftRow:
         return [{"role": m.role, "content": m.content} for m in self.prompt]
 
 
+def row_value(value: bytes) -> dict[str, Any]:
+    """An SftRow's fields from an Avro single-object frame (older writer schemas too) or, for
+    hand-made topics and JSONL files, a JSON object."""
+    if value.startswith(SINGLE_OBJECT_MAGIC):
+        return dict(spa_schemas().decode("SftRow", value))
+    parsed = json.loads(value)
+    if not isinstance(parsed, dict):
+        raise TypeError(f"record value is JSON but not an object: {value[:60]!r}")
+    return parsed
+
+
 @dataclass(frozen=True)
 class SourcedRow:
     """A row and where it came from; `offset + 1` is the partition's next offset after it."""
@@ -77,83 +87,61 @@ class SourcedRow:
     partition: int
     offset: int
     row: SftRow
+    headers: Headers = field(default_factory=dict, compare=False)  # traceparent: the step span links to it
 
 
 class BadRow(ValueError):
-    """A record in the input that is not an SftRow: where it is, its raw bytes and why."""
+    """A record in the input that is not an SftRow: where it is, its raw bytes and why (the fields
+    `dead_letters.Rejection` asks for, so it goes to the dead letters as it is)."""
 
-    def __init__(self, location: str, partition: int, offset: int, key: str | None, payload: bytes, detail: str):
+    reason = "bad-row"
+
+    def __init__(self, location: str, record: ConsumedRecord, detail: str) -> None:
         super().__init__(
             f"{location}: not an SftRow: {detail} (--skip-bad-rows sends such rows to the dead letters and goes on)"
         )
-        self.partition, self.offset, self.key, self.payload, self.detail = partition, offset, key, payload, detail
+        self.partition, self.offset, self.key = record.partition, record.offset, record.key
+        self.payload, self.headers, self.detail = record.value, record.headers, detail
 
 
 BadRowHandler = Callable[[BadRow], None]
 """What a source does with a bad row instead of raising it (`--skip-bad-rows`)."""
 
 
-class RowSource(Protocol):
-    """Where SFT rows come from: a finite, replayable, partitioned log. A record that is not an
-    SftRow raises `BadRow`, or goes to `on_bad_row` when that is set (the row is skipped)."""
+class RowSource:
+    """SFT rows of a finite, replayable, partitioned log. A record that is not an SftRow raises
+    `BadRow`, or goes to `on_bad_row` when that is set (the row is skipped)."""
 
-    on_bad_row: BadRowHandler | None
-
-    def describe(self) -> str:
-        """A URI-like name for logs and checkpoints (e.g. `jsonl:/path`, `kafka:spa.sft`)."""
-        ...
-
-    def end_offsets(self) -> Offsets:
-        """The current end (exclusive) of every partition: fixes an epoch's range."""
-        ...
-
-    def read(self, start: Offsets, end: Offsets) -> Iterator[SourcedRow]:
-        """Rows in `[start, end)` per partition, partitions in ascending order (deterministic)."""
-        ...
-
-
-class JsonlRowSource:
-    """SftRow JSON lines in one file: partition 0, offset = line index (blank lines count)."""
-
-    def __init__(self, path: Path) -> None:
-        if not path.is_file():
-            raise FileNotFoundError(f"SFT input {path} does not exist (expected a JSONL file of SftRow)")
-        self.path = path
+    def __init__(self, log: RecordLog) -> None:
+        self.log = log
         self.on_bad_row: BadRowHandler | None = None
 
     def describe(self) -> str:
-        return f"jsonl:{self.path}"
+        """A URI-like name for logs and checkpoints (e.g. `jsonl:/path`, `kafka:spa.sft`)."""
+        return self.log.describe()
 
     def end_offsets(self) -> Offsets:
-        with self.path.open("rb") as f:
-            return {0: sum(1 for _ in f)}
+        """The current end (exclusive) of every partition: fixes an epoch's range."""
+        return self.log.end_offsets()
 
     def read(self, start: Offsets, end: Offsets) -> Iterator[SourcedRow]:
-        first, stop = start.get(0, 0), end.get(0, 0)
-        with self.path.open(encoding="utf-8") as f:
-            for index, line in enumerate(f):
-                if index >= stop:
-                    break
-                if index < first or not line.strip():
-                    continue
-                try:
-                    row = SftRow.from_dict(json.loads(line))
-                except (ValueError, TypeError, KeyError) as err:
-                    bad = BadRow(f"{self.path}:{index + 1}", 0, index, None, line.rstrip("\n").encode(), str(err))
-                    if self.on_bad_row is None:
-                        raise bad from err
-                    self.on_bad_row(bad)
-                    continue
-                yield SourcedRow(0, index, row)
+        """Rows in `[start, end)` per partition, partitions in ascending order (deterministic)."""
+        for record in self.log.read(start, end):
+            try:
+                row = SftRow.from_dict(row_value(record.value))
+            except (ValueError, TypeError, KeyError) as err:
+                location = self.log.location(record.partition, record.offset)
+                bad = BadRow(location, record, f"{type(err).__name__}: {err}")
+                if self.on_bad_row is None:
+                    raise bad from err
+                self.on_bad_row(bad)
+                continue
+            yield SourcedRow(record.partition, record.offset, row, record.headers)
 
+    def commit(self, offsets: Offsets) -> None:
+        """Record `offsets` in the consumer group, if any (called only after a checkpoint landed)."""
+        self.log.commit(offsets)
 
-def open_source(spec: str, *, brokers: str | None = None) -> RowSource:
-    """`jsonl:<path>` or `kafka:<topic>` (brokers from the argument or `KAFKA_BROKERS`)."""
-    kind, _, target = spec.partition(":")
-    if kind == "jsonl" and target:
-        return JsonlRowSource(Path(target))
-    if kind == "kafka" and target:
-        from .kafka_source import KafkaRowSource  # optional dependency: confluent-kafka
-
-        return KafkaRowSource(topic=target, brokers=brokers)
-    raise ValueError(f"input {spec!r}: expected jsonl:<path> or kafka:<topic>")
+    def close(self) -> None:
+        """Release the log."""
+        self.log.close()

@@ -1,4 +1,4 @@
-"""Dead letters: every record the PPO service cannot train on, with its reason (topic spa.dlq).
+"""Dead letters: every record a trainer cannot train on, with its reason (topic spa.dlq).
 
 A `Rejected` record (schemas/Rejected.avsc) carries the original key and bytes, the reason code
 and a detail naming the bad input, exactly as the TS consumers write them
@@ -14,15 +14,34 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from .avro_records import spa_schemas
-from .policy_publish import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER, check_topic
-from .rollout_source import SINGLE_OBJECT_MAGIC, SourcedRollout
+from .avro_records import SINGLE_OBJECT_MAGIC, spa_schemas
+from .records import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER, Headers
+
+
+class Rejection(Protocol):
+    """A record that cannot be trained on: where it was, its key, bytes and headers as read, and
+    why (a `rollout_source.SourcedRollout` with a reason, a `data.BadRow`)."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def payload(self) -> bytes: ...
+    @property
+    def headers(self) -> Headers: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def detail(self) -> str: ...
 
 
 class DeadLetters(Protocol):
     """Where rejected records go (`Rejected` records, schemas/Rejected.avsc)."""
 
-    def reject(self, item: SourcedRollout, source: str) -> None:
+    def reject(self, item: Rejection, source: str) -> None:
         """Queue one rejection."""
         ...
 
@@ -31,7 +50,7 @@ class DeadLetters(Protocol):
         ...
 
 
-def rejected_record(item: SourcedRollout, source: str) -> dict[str, Any]:
+def rejected_record(item: Rejection, source: str) -> dict[str, Any]:
     """The `Rejected` record for a rejected item (same fields as the TS `decodeKafkaRecord`)."""
     framed = len(item.payload) >= 10 and item.payload.startswith(SINGLE_OBJECT_MAGIC)
     return {
@@ -52,7 +71,7 @@ class JsonlDeadLetters:
         self.path = path
         self._lines: list[str] = []
 
-    def reject(self, item: SourcedRollout, source: str) -> None:
+    def reject(self, item: Rejection, source: str) -> None:
         record = rejected_record(item, source)
         record["payload"] = item.payload.decode("utf-8", "replace")
         fingerprint = record["payload_fingerprint"]
@@ -67,7 +86,7 @@ class JsonlDeadLetters:
             self._lines = []
 
 
-def dlq_headers(item: SourcedRollout) -> list[tuple[str, bytes]]:
+def dlq_headers(item: Rejection) -> list[tuple[str, bytes]]:
     """Rejected's schema fingerprint, plus the original record's traceparent (one trace per sample)."""
     fingerprint = spa_schemas().current("Rejected").fingerprint.hex().encode()
     headers = [(SCHEMA_FINGERPRINT_HEADER, fingerprint)]
@@ -80,30 +99,16 @@ class KafkaDeadLetters:
     """Rejections produced to a topic (idempotent producer, acks=all), key = the original key."""
 
     def __init__(self, topic: str, brokers: str | None) -> None:
-        from .kafka_source import ck, default_brokers
+        from .kafka_source import KafkaSink  # optional dependency: confluent-kafka
 
-        self.topic = topic
-        self.address = default_brokers(brokers)
-        self.producer = ck.Producer({"bootstrap.servers": self.address, "enable.idempotence": True, "acks": "all"})
-        check_topic(self.producer, topic, self.address)
-        self.errors: list[str] = []
+        self.sink = KafkaSink(topic, brokers)
 
-    def _delivered(self, err: object, _msg: object) -> None:
-        if err is not None:
-            self.errors.append(str(err))
-
-    def reject(self, item: SourcedRollout, source: str) -> None:
+    def reject(self, item: Rejection, source: str) -> None:
         value = spa_schemas().encode("Rejected", rejected_record(item, source))
-        key = item.key.encode() if item.key is not None else None
-        self.producer.produce(self.topic, key=key, value=value, headers=dlq_headers(item), on_delivery=self._delivered)
+        self.sink.produce(item.key.encode() if item.key is not None else None, value, dlq_headers(item))
 
     def flush(self) -> None:
-        remaining = self.producer.flush(30)
-        if remaining or self.errors:
-            raise ConnectionError(
-                f"{remaining} rejected record(s) not delivered to {self.topic} at {self.address}: "
-                f"{self.errors or 'timeout (is the broker up?)'}"
-            )
+        self.sink.flush("rejected records")
 
 
 def open_dead_letters(spec: str, *, brokers: str | None = None) -> DeadLetters:

@@ -1,20 +1,23 @@
-"""Kafka `RowSource` over confluent-kafka (librdkafka): explicit offset ranges, read_committed.
+"""The trainer's one Kafka consumer (confluent-kafka / librdkafka): a topic as a `RecordLog`.
 
-The trainer owns its offsets: it assigns partitions itself (no group rebalancing), reads a fixed
-`[start, end)` range partition by partition (deterministic order), and commits offsets to the
-consumer group only after a checkpoint holding the same offsets is on disk (docs/spa-sft.md#sampler),
-so the group's committed offsets are a convenience for tools, never the truth.
+Both jobs read through it (`sources.py` composes it with their decoders): SFT reads a fixed
+`[start, end)` range partition by partition (`read`), PPO reads forward from its checkpointed
+position (`seek`, `poll`). Either way the trainer owns its offsets: partitions are assigned by
+hand (no group rebalancing), reads are `read_committed` (never an aborted transaction), and
+offsets reach the consumer group only after a checkpoint holding them is on disk
+(docs/spa-sft.md#sampler), so the group's committed offsets are a convenience for tools, never
+the truth. Backpressure: block. One poll hands one record to the training loop, which asks for
+the next only when it wants it; librdkafka's own fetch queue is bounded.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from .data import BadRow, BadRowHandler, Offsets, SftRow, SourcedRow
+from .records import ConsumedRecord, Offsets
 
 try:
     import confluent_kafka as ck
@@ -24,84 +27,89 @@ except ImportError as err:  # pragma: no cover - depends on the machine
         "(or Debian's python3-confluent-kafka, which scripts/setup-python.mjs links into the venv)"
     ) from err
 
-SINGLE_OBJECT_MAGIC = b"\xc3\x01"
-
-
-def decode_value(value: bytes) -> dict[str, Any]:
-    """Avro single-object frame (via `avro_records`) or, for hand-made topics, a JSON object."""
-    if value.startswith(SINGLE_OBJECT_MAGIC):
-        from .avro_records import spa_schemas  # resolves older writer schemas too
-
-        return dict(spa_schemas().decode("SftRow", value))
-    parsed = json.loads(value)
-    if not isinstance(parsed, dict):
-        raise TypeError(f"record value is JSON but not an object: {value[:60]!r}")
-    return parsed
-
 
 def default_brokers(brokers: str | None) -> str:
     """Brokers from the argument, else `KAFKA_BROKERS`, else the local dev broker."""
     return brokers or os.environ.get("KAFKA_BROKERS", "127.0.0.1:9092")
 
 
-class KafkaRowSource:
-    """SftRows from one topic; partitions are read in ascending order, each up to its end offset."""
+def check_topic(client: Any, topic: str, address: str, hint: str = "create it first", timeout_s: float = 10.0) -> Any:
+    """The topic's metadata (partitions), failing fast and naming the address when the broker is
+    unreachable or `topic` is missing (a producer would otherwise wait out its delivery timeout)."""
+    try:
+        meta = client.list_topics(topic, timeout=timeout_s)
+    except ck.KafkaException as err:
+        raise ConnectionError(
+            f"cannot reach Kafka at {address} ({err.args[0]}); start a broker with `npm run kafka:start` "
+            "or point --brokers / KAFKA_BROKERS at one"
+        ) from err
+    found = meta.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise ValueError(f"kafka topic {topic!r} does not exist at {address} ({found and found.error}); {hint}")
+    return found
+
+
+class KafkaLog:
+    """One topic, every partition, assigned by hand and read `read_committed`."""
 
     def __init__(
         self,
         topic: str,
         brokers: str | None = None,
-        group_id: str = "spa-trainer-sft",
-        decode: Callable[[bytes], dict[str, Any]] = decode_value,
+        *,
+        group_id: str,
+        hint: str = "create it first",
+        connect_timeout_s: float = 10.0,
         idle_timeout_s: float = 30.0,
     ) -> None:
         self.topic = topic
-        self.decode = decode
-        self.on_bad_row: BadRowHandler | None = None
-        self.idle_timeout_s = idle_timeout_s
+        self.address = default_brokers(brokers)
+        self.idle_timeout_s = idle_timeout_s  # `read` gives up on a range that stops short of its end
+        self.last_error = ""  # the latest transient consumer error (broker away), for progress notes
         self.consumer = ck.Consumer(
             {
-                "bootstrap.servers": default_brokers(brokers),
+                "bootstrap.servers": self.address,
                 "group.id": group_id,
-                "enable.auto.commit": False,
+                "enable.auto.commit": False,  # offsets reach the group only after a checkpoint
                 "enable.partition.eof": True,
                 "isolation.level": "read_committed",  # never train on an aborted transaction
                 "auto.offset.reset": "earliest",
             }
         )
+        try:
+            self.partitions = sorted(
+                check_topic(self.consumer, topic, self.address, hint, connect_timeout_s).partitions
+            )
+        except (ConnectionError, ValueError):
+            self.consumer.close()
+            raise
 
     def describe(self) -> str:
         return f"kafka:{self.topic}"
 
-    def partitions(self) -> list[int]:
-        meta = self.consumer.list_topics(self.topic, timeout=10)
-        topic = meta.topics.get(self.topic)
-        if topic is None or topic.error is not None or not topic.partitions:
-            raise ValueError(f"kafka topic {self.topic!r} not found or has no partitions ({topic and topic.error})")
-        return sorted(topic.partitions)
+    def location(self, partition: int, offset: int) -> str:
+        return f"kafka {self.topic}[{partition}]@{offset}"
 
     def end_offsets(self) -> Offsets:
         ends: Offsets = {}
-        for p in self.partitions():
+        for p in self.partitions:
             _low, high = self.consumer.get_watermark_offsets(ck.TopicPartition(self.topic, p), timeout=10)
             ends[p] = int(high)
         return ends
 
-    def read(self, start: Offsets, end: Offsets) -> Iterator[SourcedRow]:
+    def read(self, start: Offsets, end: Offsets) -> Iterator[ConsumedRecord]:
         for p in sorted(end):
             first, stop = start.get(p, 0), end[p]
             if first < stop:
                 yield from self._read_partition(p, first, stop)
 
-    def _read_partition(self, partition: int, first: int, stop: int) -> Iterator[SourcedRow]:
-        # Backpressure: one poll yields one record to the training loop, which pulls the next
-        # only when it wants it (block policy); librdkafka's own fetch queue is bounded.
+    def _read_partition(self, partition: int, first: int, stop: int) -> Iterator[ConsumedRecord]:
         self.consumer.assign([ck.TopicPartition(self.topic, partition, first)])
         idle_since = time.monotonic()
         try:
             while True:
-                msg = self.consumer.poll(1.0)
-                if msg is None or msg.error():
+                record = self.poll(1.0)
+                if record is None:
                     if self._position(partition) >= stop:
                         return  # read_committed skips control records: the position says we are done
                     if time.monotonic() - idle_since > self.idle_timeout_s:
@@ -111,20 +119,10 @@ class KafkaRowSource:
                         )
                     continue
                 idle_since = time.monotonic()
-                if msg.offset() >= stop:
+                if record.offset >= stop:
                     return
-                try:
-                    row = SftRow.from_dict(self.decode(msg.value()))
-                except (ValueError, TypeError, KeyError) as err:
-                    key = msg.key().decode("utf-8", "replace") if msg.key() is not None else None
-                    bad = BadRow(f"kafka {self.topic}[{partition}]@{msg.offset()}", partition, msg.offset(), key,
-                                 msg.value() or b"", f"{type(err).__name__}: {err}")  # fmt: skip
-                    if self.on_bad_row is None:
-                        raise bad from err
-                    self.on_bad_row(bad)
-                else:
-                    yield SourcedRow(partition, msg.offset(), row)
-                if msg.offset() + 1 >= stop:
+                yield record
+                if record.offset + 1 >= stop:
                     return
         finally:
             self.consumer.unassign()
@@ -133,13 +131,69 @@ class KafkaRowSource:
         [tp] = self.consumer.position([ck.TopicPartition(self.topic, partition)])
         return int(tp.offset) if tp.offset >= 0 else -1
 
-    def commit(self, offsets: Offsets) -> None:
-        """Record `offsets` in the consumer group (called only after a checkpoint landed)."""
-        self.consumer.commit(
-            offsets=[ck.TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())],
-            asynchronous=False,
+    def seek(self, start: Offsets) -> None:
+        # OFFSET_STORED: a partition the checkpoint does not know starts at the group's committed
+        # offset, else (auto.offset.reset) at the earliest record.
+        self.consumer.assign(
+            [ck.TopicPartition(self.topic, p, start.get(p, ck.OFFSET_STORED)) for p in self.partitions]
         )
+
+    def poll(self, timeout_s: float) -> ConsumedRecord | None:
+        msg = self.consumer.poll(timeout_s)
+        if msg is None:
+            return None
+        error = msg.error()
+        if error:
+            if error.fatal():
+                raise RuntimeError(f"kafka {self.topic} at {self.address}: fatal consumer error {error}")
+            if error.code() != ck.KafkaError._PARTITION_EOF:
+                self.last_error = str(error)  # transient (broker away): librdkafka retries
+            return None
+        raw_key = msg.key()
+        key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
+        headers = {name: value or b"" for name, value in (msg.headers() or [])}
+        return ConsumedRecord(int(msg.partition()), int(msg.offset()), key, msg.value() or b"", headers)
+
+    def exhausted(self) -> bool:
+        return False
+
+    def commit(self, offsets: Offsets) -> None:
+        if offsets:
+            self.consumer.commit(
+                offsets=[ck.TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())], asynchronous=False
+            )
 
     def close(self) -> None:
         """Leave cleanly (no group membership was taken: partitions are assigned by hand)."""
         self.consumer.close()
+
+
+class KafkaSink:
+    """The trainer's producer to one topic (dead letters, PolicyUpdates): idempotent, acks=all,
+    the topic checked at open, and `flush` raising when a record did not reach the broker."""
+
+    def __init__(self, topic: str, brokers: str | None) -> None:
+        self.topic = topic
+        self.address = default_brokers(brokers)
+        self.producer = ck.Producer({"bootstrap.servers": self.address, "enable.idempotence": True, "acks": "all"})
+        check_topic(self.producer, topic, self.address)
+        self.errors: list[str] = []
+
+    def _delivered(self, err: object, _msg: object) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def produce(self, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]) -> None:
+        """Queue one record (delivery is confirmed by `flush`)."""
+        self.producer.produce(self.topic, key=key, value=value, headers=headers, on_delivery=self._delivered)
+
+    def flush(self, what: str) -> None:
+        """Block until every queued record is delivered; else ConnectionError naming `what`, the
+        topic and the address."""
+        remaining = self.producer.flush(30)
+        if remaining or self.errors:
+            errors, self.errors = self.errors, []
+            raise ConnectionError(
+                f"{what} not delivered to {self.topic} at {self.address} ({remaining} still queued): "
+                f"{errors or 'timeout (is the broker up?)'}"
+            )

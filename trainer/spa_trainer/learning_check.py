@@ -34,7 +34,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from .data import SftRow, open_source
+from .data import SftRow
 from .json_files import dumps
 from .masking import (
     IGNORE_INDEX,
@@ -47,6 +47,7 @@ from .masking import (
 )
 from .models import generate, load_policy, pad_token_id
 from .sft_metrics import next_state_exact_match
+from .sources import open_source
 from .tiny_model import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
 
 _SMALL = TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4)

@@ -12,13 +12,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-POLICY_KEY = b"policy"
+from .avro_records import spa_schemas
+from .records import POLICY_VERSION_HEADER, SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER
 
-# The TS side's header names (streams/kafka/headers.ts), so one reader handles every topic.
-POLICY_VERSION_HEADER = "spa-policy-version"
-SCHEMA_FINGERPRINT_HEADER = "spa-schema-fingerprint"
-TRACEPARENT_HEADER = "traceparent"
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")  # W3C Trace Context §3.2
+POLICY_KEY = b"policy"
+# W3C traceparent, checked as streams/kafka/headers.ts checks it
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 
 def policy_update_from_manifest(artifact: Path) -> dict[str, Any]:
@@ -38,8 +37,6 @@ def policy_update_from_manifest(artifact: Path) -> dict[str, Any]:
 
 def encode_policy_update(record: dict[str, Any]) -> bytes:
     """Single-object Avro frame of a PolicyUpdate record."""
-    from .avro_records import spa_schemas
-
     return spa_schemas().encode("PolicyUpdate", record)
 
 
@@ -47,8 +44,6 @@ def policy_update_headers(record: dict[str, Any], traceparent: str | None = None
     """`spa-policy-version` (decimal), `spa-schema-fingerprint` (CRC-64-AVRO of PolicyUpdate's
     canonical form, 16 lowercase hex in wire order, as TS `fingerprintHex`) and, when given, the
     W3C `traceparent` of the step that produced the policy."""
-    from .avro_records import spa_schemas
-
     version = int(record["version"])
     if version < 0:
         raise ValueError(f"PolicyUpdate version {version} must be a non-negative integer")
@@ -63,43 +58,12 @@ def policy_update_headers(record: dict[str, Any], traceparent: str | None = None
     return headers
 
 
-def check_topic(client: Any, topic: str, address: str, hint: str = "create it first", timeout_s: float = 10.0) -> Any:
-    """The topic's metadata (partitions), failing fast and naming the address when the broker is
-    unreachable or `topic` is missing (a producer would otherwise wait out its delivery timeout)."""
-    from .kafka_source import ck
-
-    try:
-        meta = client.list_topics(topic, timeout=timeout_s)
-    except ck.KafkaException as err:
-        raise ConnectionError(
-            f"cannot reach Kafka at {address} ({err.args[0]}); start a broker with `npm run kafka:start` "
-            "or point --brokers / KAFKA_BROKERS at one"
-        ) from err
-    found = meta.topics.get(topic)
-    if found is None or found.error is not None or not found.partitions:
-        raise ValueError(f"kafka topic {topic!r} does not exist at {address} ({found and found.error}); {hint}")
-    return found
-
-
 def publish_policy_update(
     record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None, traceparent: str | None = None
 ) -> None:
     """Produce the record (idempotent producer, acks=all) and wait until the broker has it."""
-    from .kafka_source import ck, default_brokers  # optional dependency: confluent-kafka
+    from .kafka_source import KafkaSink  # optional dependency: confluent-kafka
 
-    address = default_brokers(brokers)
-    producer = ck.Producer({"bootstrap.servers": address, "enable.idempotence": True, "acks": "all"})
-    check_topic(producer, topic, address)
-    errors: list[str] = []
-
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            errors.append(str(err))
-
-    headers = policy_update_headers(record, traceparent)
-    producer.produce(topic, key=POLICY_KEY, value=encode_policy_update(record), headers=headers, on_delivery=delivered)
-    remaining = producer.flush(30)
-    if remaining or errors:
-        raise ConnectionError(
-            f"PolicyUpdate v{record['version']} not delivered to {topic} at {address}: {errors or 'timeout (is the broker up?)'}"
-        )
+    sink = KafkaSink(topic, brokers)
+    sink.produce(POLICY_KEY, encode_policy_update(record), policy_update_headers(record, traceparent))
+    sink.flush(f"PolicyUpdate v{record['version']}")

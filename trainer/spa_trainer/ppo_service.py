@@ -35,11 +35,11 @@ from transformers.utils import logging as hf_logging
 
 from .checkpoint import latest_checkpoint
 from .cli_errors import exit_code
-from .data import Offsets
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
 from .json_files import dumps
 from .models import load_policy, resolve_model_dir
+from .otlp import OtlpJsonTracer, tracer_from_env
 from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
 from .ppo_checkpoint import (
     Progress,
@@ -50,9 +50,10 @@ from .ppo_checkpoint import (
     write_progress_file,
 )
 from .ppo_math import MaskMode
+from .records import Offsets
 from .rollout_groups import GroupBuffer
-from .rollout_source import RolloutSource, SourcedRollout, open_rollout_source
-from .sft import step_tracer
+from .rollout_source import RolloutSource, SourcedRollout
+from .sources import open_rollout_source
 
 
 @dataclass
@@ -118,7 +119,7 @@ class Service:
     buffer: GroupBuffer
     out: Path
     last_line_at: float = field(default_factory=time.monotonic)
-    tracer: Any = None  # spa_otlp.OtlpJsonTracer when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    tracer: OtlpJsonTracer | None = None  # when OTEL_EXPORTER_OTLP_ENDPOINT is set
 
     def log(self, line: str) -> None:
         """Progress and problems go to stderr (stdout stays free for a final summary)."""
@@ -159,8 +160,7 @@ def _open_io(cfg: ServiceConfig, out: Path, start: Offsets) -> tuple[RolloutSour
         default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
         dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
         if cfg.publish:
-            from .kafka_source import ck, default_brokers
-            from .policy_publish import check_topic
+            from .kafka_source import check_topic, ck, default_brokers
 
             address = default_brokers(cfg.brokers)
             check_topic(ck.Producer({"bootstrap.servers": address}), cfg.publish, address)
@@ -191,7 +191,9 @@ def prepare_service(cfg: ServiceConfig) -> Service:
         source.close()
         raise
     buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
-    svc = Service(cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=step_tracer())
+    svc = Service(
+        cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=tracer_from_env("spa-trainer")
+    )
     for item in read_pending(resume) if resume else []:
         for bad, reason, detail in buffer.add(item):  # only if --max-open-groups shrank
             svc.reject(bad, reason, detail)
@@ -224,7 +226,7 @@ def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
                 raise TimeoutError(f"no record from {svc.source.describe()} for {idle:.0f} s (--idle-timeout)")
             if time.monotonic() - last_note > 30:
                 last_note = time.monotonic()
-                note = getattr(svc.source, "last_error", "")
+                note = svc.source.last_error()
                 svc.log(f"waiting for data ({idle:.0f} s idle{'; ' + note if note else ''})")
             continue
         idle = 0.0

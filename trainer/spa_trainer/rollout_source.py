@@ -1,13 +1,11 @@
-"""PPO input: Rollout records from `kafka:<topic>` or `jsonl:<path>`, in offset order, with rejects.
+"""PPO input: Rollout records in offset order, with rejects (`RolloutSource` over a `records.RecordLog`).
 
 A source is a partitioned log read forward from a start position (next offset per partition).
 Every item it yields carries its (partition, offset) and is either a checked Rollout or a
 rejection (reason code + detail + the original bytes), so the caller can advance past a bad
 record, count it, and dead-letter it: an error at a boundary loses nothing.
-`dead_letters.py` writes those rejections as `Rejected` records to spa.dlq (or a JSONL file).
-
-Kafka is read `read_committed` (never an aborted transaction) with partitions assigned by hand:
-the trainer's checkpoint holds the truth about offsets, the consumer group only mirrors it.
+`dead_letters.py` writes those rejections as `Rejected` records to spa.dlq (or a JSONL file);
+`sources.open_rollout_source` picks the log (`kafka:<topic>` or `jsonl:<path>`).
 """
 
 from __future__ import annotations
@@ -17,15 +15,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from .avro_records import FrameDecodeError, spa_schemas
-from .data import Offsets
-from .policy_publish import POLICY_VERSION_HEADER, check_topic
-
-SINGLE_OBJECT_MAGIC = b"\xc3\x01"
-Headers = dict[str, bytes]
+from .avro_records import SINGLE_OBJECT_MAGIC, FrameDecodeError, spa_schemas
+from .records import POLICY_VERSION_HEADER, Headers, Offsets, RecordLog
 
 
 class RolloutRejected(ValueError):
@@ -141,146 +134,36 @@ def sourced(partition: int, offset: int, key: str | None, value: bytes, headers:
         return SourcedRollout(partition, offset, key, value, headers, reason=err.reason, detail=str(err))
 
 
-class RolloutSource(Protocol):
-    """A forward reader over a partitioned log of Rollout records."""
+class RolloutSource:
+    """Checked Rollout records (or rejections) of a partitioned log, read forward from `start`."""
+
+    def __init__(self, log: RecordLog, start: Offsets) -> None:
+        self.log = log
+        log.seek(start)
 
     def describe(self) -> str:
         """URI-like name (`kafka:spa.rollouts`, `jsonl:/path`)."""
-        ...
+        return self.log.describe()
 
     def poll(self, timeout_s: float) -> SourcedRollout | None:
         """The next record (per-partition offset order), or None when none came within `timeout_s`."""
-        ...
+        record = self.log.poll(timeout_s)
+        if record is None:
+            return None
+        return sourced(record.partition, record.offset, record.key, record.value, record.headers)
 
     def exhausted(self) -> bool:
         """True when no record can ever come again (end of a file); a topic never ends."""
-        ...
+        return self.log.exhausted()
+
+    def last_error(self) -> str:
+        """The log's latest transient error (a broker away), for the waiting note; "" if none."""
+        return getattr(self.log, "last_error", "")
 
     def commit(self, offsets: Offsets) -> None:
         """Mirror `offsets` (everything below is trained) to the consumer group, if any."""
-        ...
+        self.log.commit(offsets)
 
     def close(self) -> None:
         """Release the connection or file."""
-        ...
-
-
-class JsonlRolloutSource:
-    """Rollout JSON lines (as `spa generate --target rollouts --out f.jsonl` writes them): one
-    partition, offset = line index (blank lines count). Finite: `exhausted()` at end of file."""
-
-    def __init__(self, path: Path, start: Offsets) -> None:
-        if not path.is_file():
-            raise FileNotFoundError(f"PPO input {path} does not exist (expected a JSONL file of Rollout records)")
-        self.path = path
-        self._file = path.open("rb")
-        self._next = 0
-        self._done = False
-        for _ in range(start.get(0, 0)):  # skip what the checkpoint says was consumed
-            if not self._file.readline():
-                break
-            self._next += 1
-
-    def describe(self) -> str:
-        return f"jsonl:{self.path}"
-
-    def poll(self, timeout_s: float) -> SourcedRollout | None:
-        while not self._done:
-            line = self._file.readline()
-            if not line:
-                self._done = True
-                return None
-            offset, self._next = self._next, self._next + 1
-            if line.strip():
-                return sourced(0, offset, None, line.rstrip(b"\r\n"), {})
-        return None
-
-    def exhausted(self) -> bool:
-        return self._done
-
-    def commit(self, offsets: Offsets) -> None:
-        """Nothing to mirror: the checkpoint is the only record of a file's position."""
-
-    def close(self) -> None:
-        self._file.close()
-
-
-class KafkaRolloutSource:
-    """Rollout records from one topic, all partitions assigned by hand, `read_committed`.
-
-    Backpressure: block. One `poll` hands one record to the training loop, which asks for the
-    next only when it wants it; librdkafka's own fetch queue is bounded (`queued.max.messages.kbytes`).
-    """
-
-    def __init__(
-        self, topic: str, start: Offsets, *, brokers: str | None, group_id: str, connect_timeout_s: float = 10.0
-    ) -> None:
-        from .kafka_source import ck, default_brokers  # optional dependency: confluent-kafka
-
-        self.topic = topic
-        self.address = default_brokers(brokers)
-        self.last_error = ""
-        self.consumer = ck.Consumer(
-            {
-                "bootstrap.servers": self.address,
-                "group.id": group_id or "spa-ppo",
-                "enable.auto.commit": False,  # offsets reach the group only after a checkpoint
-                "isolation.level": "read_committed",  # never train on an aborted transaction
-                "auto.offset.reset": "earliest",
-            }
-        )
-        partitions = self._partitions(connect_timeout_s)
-        # OFFSET_STORED: a partition the checkpoint does not know starts at the group's committed
-        # offset, else (auto.offset.reset) at the earliest record.
-        self.consumer.assign([ck.TopicPartition(topic, p, start.get(p, ck.OFFSET_STORED)) for p in partitions])
-
-    def _partitions(self, timeout_s: float) -> list[int]:
-        hint = "create it (infra/kafka topics) or run a generator with --target rollouts --out kafka first"
-        try:
-            topic = check_topic(self.consumer, self.topic, self.address, hint, timeout_s)
-        except (ConnectionError, ValueError):
-            self.consumer.close()
-            raise
-        return sorted(topic.partitions)
-
-    def describe(self) -> str:
-        return f"kafka:{self.topic}"
-
-    def poll(self, timeout_s: float) -> SourcedRollout | None:
-        msg = self.consumer.poll(timeout_s)
-        if msg is None:
-            return None
-        if msg.error():
-            if msg.error().fatal():
-                raise RuntimeError(f"kafka {self.topic} at {self.address}: fatal consumer error {msg.error()}")
-            self.last_error = str(msg.error())  # transient (broker away): librdkafka retries
-            return None
-        raw_key = msg.key()
-        key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
-        headers = {name: value or b"" for name, value in (msg.headers() or [])}
-        return sourced(int(msg.partition()), int(msg.offset()), key, msg.value() or b"", headers)
-
-    def exhausted(self) -> bool:
-        return False
-
-    def commit(self, offsets: Offsets) -> None:
-        from .kafka_source import ck
-
-        if offsets:
-            self.consumer.commit(
-                offsets=[ck.TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())], asynchronous=False
-            )
-
-    def close(self) -> None:
-        self.consumer.close()
-
-
-def open_rollout_source(spec: str, start: Offsets, *, brokers: str | None = None, group_id: str = "") -> RolloutSource:
-    """`jsonl:<path>` or `kafka:<topic>`, positioned at `start` (partitions missing from it start
-    at the group's committed offset, else the earliest)."""
-    kind, _, target = spec.partition(":")
-    if kind == "jsonl" and target:
-        return JsonlRolloutSource(Path(target), start)
-    if kind == "kafka" and target:
-        return KafkaRolloutSource(target, start, brokers=brokers, group_id=group_id)
-    raise ValueError(f"input {spec!r}: expected kafka:<topic> or jsonl:<path>")
+        self.log.close()

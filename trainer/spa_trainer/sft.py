@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import math
-import os
 import random
 import sys
 import time
@@ -34,7 +32,7 @@ from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from .cli_errors import exit_code
-from .data import BadRow, RowSource, SftRow, SourcedRow, open_source
+from .data import BadRow, RowSource, SftRow, SourcedRow
 from .dead_letters import DeadLetters, open_dead_letters
 from .json_files import dumps, write_json
 from .masking import (
@@ -46,9 +44,10 @@ from .masking import (
     encode_released,
 )
 from .models import load_policy, pick_device
-from .rollout_source import SourcedRollout
+from .otlp import OtlpJsonTracer, tracer_from_env
 from .sft_data import read_range, remaining_batches
 from .sft_metrics import evaluate
+from .sources import open_source
 
 
 @dataclass
@@ -102,21 +101,6 @@ def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable
     if cfg.released_masking:
         return lambda row: encode_released(tokenizer, row, cfg.max_length)
     return lambda row: encode_faithful(tokenizer, row, cfg.max_length, mask=state_mask(cfg, row))
-
-
-def step_tracer() -> Any:
-    """The trainer's OTLP tracer (infra/otel/python/spa_otlp.py, stdlib only; infra/otel/README.md)
-    when OTEL_EXPORTER_OTLP_ENDPOINT is set, else None. Loaded from the repository by path: it is
-    shared with tools outside this package."""
-    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip():
-        return None
-    path = Path(__file__).resolve().parents[2] / "infra" / "otel" / "python" / "spa_otlp.py"
-    spec = importlib.util.spec_from_file_location("spa_otlp", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"OTEL_EXPORTER_OTLP_ENDPOINT is set but {path} cannot be loaded")
-    module = sys.modules.setdefault("spa_otlp", importlib.util.module_from_spec(spec))  # dataclasses look it up
-    spec.loader.exec_module(module)
-    return module.tracer_from_env("spa-trainer")
 
 
 def train_step(
@@ -183,8 +167,7 @@ def skip_bad_rows_of(cfg: SftConfig, source: RowSource, out: Path) -> DeadLetter
     dead_letters = open_dead_letters(target, brokers=cfg.brokers)
 
     def skip(bad: BadRow) -> None:
-        rejected = SourcedRollout(bad.partition, bad.offset, bad.key, bad.payload, reason="bad-row", detail=bad.detail)
-        dead_letters.reject(rejected, source.describe())
+        dead_letters.reject(bad, source.describe())
         print(f"[sft] skipped {bad.args[0].split(' (--skip-bad-rows')[0]} → {target}", file=sys.stderr, flush=True)
 
     source.on_bad_row = skip
@@ -241,19 +224,19 @@ def checkpoint(run: SftRun, out: Path) -> None:
     state = run.state
     state.offsets = dict(state.range_end) if state.epoch > 0 else {}
     save_checkpoint(out, run.model, run.tokenizer, run.optimizer, run.scheduler, state)
-    commit = getattr(run.source, "commit", None)
-    if commit is not None and state.offsets:
-        commit(state.offsets)
+    run.source.commit(state.offsets)
 
 
-def run_step(run: SftRun, rows: list[SourcedRow], cfg: SftConfig, tracer: Any, on_step: StepHook | None) -> None:
+def run_step(
+    run: SftRun, rows: list[SourcedRow], cfg: SftConfig, tracer: OtlpJsonTracer | None, on_step: StepHook | None
+) -> None:
     """One optimizer step on `rows`, traced and logged; advances the run's position."""
     state = run.state
     t0 = time.perf_counter()
     examples = [run.encode(r.row) for r in rows]
-    # A `train step N` span, linked to the rows' traceparents where the source keeps headers.
+    # A `train step N` span, linked to the rows' traceparents (infra/otel/README.md).
     topic = run.source.describe().split(":", 1)[-1]
-    records = [(topic, getattr(r, "headers", None)) for r in rows]
+    records = [(topic, r.headers) for r in rows]
     with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
         loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
     state.step += 1
@@ -278,7 +261,7 @@ def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> b
     Checkpoints every `checkpoint_every` steps, at the end of every epoch (SPA saves every epoch)
     and at the last step. Returns True when training reached its end step.
     """
-    state, tracer = run.state, step_tracer()
+    state, tracer = run.state, tracer_from_env("spa-trainer")
     stop_at = run.end_step if cfg.stop_after_steps is None else min(run.end_step, cfg.stop_after_steps)
     while state.step < stop_at:
         epoch = remaining_batches(run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size)

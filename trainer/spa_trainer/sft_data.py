@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .data import Offsets, RowSource, SftRow, SourcedRow
+from .data import RowSource, SftRow, SourcedRow
+from .records import Offsets
 
 
 def puzzle_key(row: SftRow) -> str:

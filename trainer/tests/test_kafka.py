@@ -17,9 +17,10 @@ ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv
 from spa_trainer.avro_records import spa_schemas
 from spa_trainer.checkpoint import latest_checkpoint
 from spa_trainer.export import export_policy
-from spa_trainer.kafka_source import KafkaRowSource, default_brokers
+from spa_trainer.kafka_source import default_brokers
 from spa_trainer.policy_publish import policy_update_from_manifest, publish_policy_update
 from spa_trainer.sft import SftConfig, run_sft
+from spa_trainer.sources import open_source
 
 from .kafka_topics import topic_factory
 from .synthetic import sokoban_rows
@@ -49,19 +50,20 @@ def _produce_sft_rows(topic: str, count: int) -> None:
     producer = ck.Producer({"bootstrap.servers": BROKERS, "enable.idempotence": True})
     for i, row in enumerate(sokoban_rows(count)):
         record = {**row, "env": "sokoban", "policy_version": 0, "annotation": "gt", "mask_transitions": False}
-        producer.produce(
-            topic, key=str(row["trajectory_id"]).encode(), value=spa_schemas().encode("SftRow", record), partition=i % 2
-        )
+        value = spa_schemas().encode("SftRow", record)
+        headers = [("traceparent", f"00-{i + 1:032x}-{i + 1:016x}-01".encode())]
+        producer.produce(topic, key=str(row["trajectory_id"]).encode(), value=value, headers=headers, partition=i % 2)
     assert producer.flush(30) == 0
 
 
 def test_sft_from_kafka_resumes_at_the_checkpointed_position(tmp_path: Path, new_topic: Callable[[int], str]) -> None:
     topic = new_topic(2)
     _produce_sft_rows(topic, 8)
-    source = KafkaRowSource(topic, BROKERS, group_id=f"g-{topic}")
+    source = open_source(f"kafka:{topic}", brokers=BROKERS)
     assert source.end_offsets() == {0: 4, 1: 4}
     rows = list(source.read({0: 1, 1: 0}, {0: 3, 1: 2}))
     assert [(r.partition, r.offset) for r in rows] == [(0, 1), (0, 2), (1, 0), (1, 1)]
+    assert rows[0].headers["traceparent"] == f"00-{3:032x}-{3:016x}-01".encode()  # kept for the step span
     source.close()
 
     seen: list[tuple[int, int]] = []

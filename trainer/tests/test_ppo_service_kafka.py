@@ -18,11 +18,11 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from spa_trainer.avro_records import spa_schemas
 from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.kafka_source import default_brokers
+from spa_trainer.kafka_source import KafkaLog, default_brokers
 from spa_trainer.ppo import PpoConfig
 from spa_trainer.ppo_service import ServiceConfig, run_service
 from spa_trainer.rollout_groups import pending_item
-from spa_trainer.rollout_source import KafkaRolloutSource, SourcedRollout
+from spa_trainer.rollout_source import SourcedRollout
 
 from .kafka_topics import topic_factory
 from .ppo_rollouts import rollout
@@ -168,4 +168,4 @@ def test_kafka_service_resumes_exactly_and_publishes(
 
 def test_no_broker_names_the_address() -> None:
     with pytest.raises(ConnectionError, match=r"cannot reach Kafka at 127\.0\.0\.1:1 .*npm run kafka:start"):
-        KafkaRolloutSource("spa.rollouts", {}, brokers="127.0.0.1:1", group_id="g", connect_timeout_s=2)
+        KafkaLog("spa.rollouts", "127.0.0.1:1", group_id="g", connect_timeout_s=2)

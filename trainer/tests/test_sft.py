@@ -12,10 +12,11 @@ import torch
 from safetensors.torch import load_file
 
 from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.data import SftRow, SourcedRow, open_source
+from spa_trainer.data import SftRow, SourcedRow
 from spa_trainer.masking import OBS_PLACEHOLDER
 from spa_trainer.sft import SftConfig, run_sft
 from spa_trainer.sft_data import epoch_order, is_held_out, read_range
+from spa_trainer.sources import open_source
 
 from .synthetic import sokoban_rows, write_jsonl
 

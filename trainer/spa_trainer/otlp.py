@@ -1,14 +1,14 @@
 """Trainer-side tracing: continue the generator's trace from Kafka ``traceparent`` headers.
 
+Both trainers use it (infra/otel/README.md); a no-op unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set.
 Why hand-written: the local wheel index has opentelemetry-sdk 1.45.0 and its OTLP/HTTP
 exporter, but not their pinned dependencies (opentelemetry-semantic-conventions 0.66b0,
 opentelemetry-exporter-otlp-common, opentelemetry-exporter-http-transport), so
 ``import opentelemetry.sdk.trace`` fails here. This module is the small part of the SDK the
-trainer needs, stdlib only: W3C Trace Context parsing (https://www.w3.org/TR/trace-context/
-§3.2), spans with parents and links, and export as OTLP/JSON over HTTP
-(https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding) to ``<endpoint>/v1/traces``.
-When the full SDK becomes installable, replace it by the SDK's tracer and the
-``opentelemetry.propagate`` TraceContext propagator; the spans stay the same.
+trainer needs, stdlib only: W3C Trace Context ``traceparent`` parsing (the format the TS side
+writes, streams/kafka/headers.ts), spans with parents and links, and export as OTLP/JSON over
+HTTP to ``<endpoint>/v1/traces``. When the full SDK becomes installable, replace it by the SDK's
+tracer and its TraceContext propagator; the spans stay the same.
 
 Span shape for one optimizer step (messaging semconv, batch processing; the attribute names are
 the generator's, ``messagingAttributes`` in streams/telemetry/kafka-spans.ts):
@@ -42,8 +42,9 @@ import secrets
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
+from typing import Any
 
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
@@ -65,7 +66,7 @@ class SpanContext:
 
 
 def parse_traceparent(value: str | bytes | None) -> SpanContext | None:
-    """The context a ``traceparent`` names, or None when absent or invalid (W3C §3.2.2)."""
+    """The context a ``traceparent`` names, or None when absent or invalid (version ff, all-zero ids)."""
     if value is None:
         return None
     text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
@@ -155,7 +156,9 @@ class OtlpJsonTracer:
         trace_id = parent.trace_id if parent else secrets.token_hex(16)
         sampled = parent.sampled if parent else True
         context = SpanContext(trace_id, secrets.token_hex(8), sampled)
-        return Span(name, context, parent.span_id if parent else "", kind, time.time_ns(), dict(attributes or {}), list(links))
+        return Span(
+            name, context, parent.span_id if parent else "", kind, time.time_ns(), dict(attributes or {}), list(links)
+        )
 
     def end_span(self, span: Span) -> None:
         if span.end_ns is not None:
@@ -165,9 +168,9 @@ class OtlpJsonTracer:
             self._finished.append(span)
 
     @contextlib.contextmanager
-    def span(self, name: str, **kwargs: object) -> Iterator[Span]:
+    def span(self, name: str, **kwargs: Any) -> Iterator[Span]:
         """Runs a block inside a span; an exception marks it failed and propagates."""
-        span = self.start_span(name, **kwargs)  # type: ignore[arg-type]
+        span = self.start_span(name, **kwargs)
         try:
             yield span
         except BaseException as error:
@@ -241,7 +244,7 @@ class OtlpJsonTracer:
                 "startTimeUnixNano": str(span.start_ns),
                 "endTimeUnixNano": str(span.end_ns),
                 "attributes": _attributes(span.attributes),
-                "links": [{"traceId": l.trace_id, "spanId": l.span_id} for l in span.links],
+                "links": [{"traceId": link.trace_id, "spanId": link.span_id} for link in span.links],
                 "status": {"code": span.status_code, "message": span.status_message},
             }
 
@@ -294,7 +297,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tracer.training_step(args.step, records) as step_span:
         pass
     exported = tracer.flush()
-    json.dump({"trace_id": step_span.context.trace_id, "span_id": step_span.context.span_id, "exported": exported}, sys.stdout)
+    json.dump(
+        {"trace_id": step_span.context.trace_id, "span_id": step_span.context.span_id, "exported": exported}, sys.stdout
+    )
     print()
     return 0
 
