@@ -5,6 +5,7 @@
  * is the default one.
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,6 +159,10 @@ describe('spa run (the main job)', () => {
   }, 1_200_000);
 
   it("spa eval --policy latest --run <id> follows that run's policy topic; an empty topic is named within seconds", async () => {
+    // Follows the policies the main job above published; without them it would wait its whole timeout.
+    expect(existsSync(join(runsDir, 'ci', 'summary.json')), 'the main job test above did not finish').toBe(
+      true,
+    );
     const latest = await spa([
       'eval',
       '--policy',
