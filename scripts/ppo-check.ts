@@ -21,6 +21,8 @@ import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { loopConfig } from '../cli/run/configs.js';
 import type { LoopSummary } from '../cli/run/spa-loop.js';
+import type { EvaluationResult } from '../streams/eval/evaluate.js';
+import { pairedDifference } from '../streams/eval/pass-at-k.js';
 
 interface CheckOptions {
   steps: number;
@@ -93,20 +95,29 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
 
 const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).toFixed(1)}`;
 
-/** One row per arm: Pass@1 ± SE at each export (PPO step), the change start → end, wall time. */
+/**
+ * One row per arm: Pass@1 ± SE at each export (PPO step), the change start → end and the end's lead
+ * over the control arm's end (both paired by puzzle, docs/spa-eval.md#paired), wall time.
+ */
 function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string {
   const steps = Array.from({ length: Math.floor(o.steps / o.exportEvery) + 1 }, (_, i) => i * o.exportEvery);
   const lines = [
-    `| arm | ${steps.map((s) => `step ${s}`).join(' | ')} | end − start | Pass@${o.evalK} start → end | minutes |`,
-    `| --- | ${steps.map(() => '---').join(' | ')} | --- | --- | --- |`,
+    `| arm | ${steps.map((s) => `step ${s}`).join(' | ')} | end − start | end − control's end | Pass@${o.evalK} start → end | minutes |`,
+    `| --- | ${steps.map(() => '---').join(' | ')} | --- | --- | --- | --- |`,
   ];
+  const curveOf = (summary: LoopSummary) => summary.evaluations.filter((e) => e.policy !== 'random');
+  const control = results.get('control');
+  const paired = (before: EvaluationResult, after: EvaluationResult) => {
+    const d = pairedDifference(before, after);
+    return pct(d.mean, d.stdErr);
+  };
   for (const [arm, summary] of results) {
-    const curve = summary.evaluations.filter((e) => e.policy !== 'random');
+    const curve = curveOf(summary);
     const [start, end] = [curve[0]!, curve.at(-1)!];
-    const delta = end.pass1 - start.pass1;
+    const overControl = control && arm !== 'control' ? paired(curveOf(control).at(-1)!, end) : '–';
     const minutes = Object.values(summary.seconds).reduce((a, s) => a + s, 0) / 60;
     lines.push(
-      `| ${arm} | ${curve.map((e) => pct(e.pass1, e.pass1StdErr)).join(' | ')} | ${pct(delta, Math.hypot(start.pass1StdErr, end.pass1StdErr))} | ${pct(start.passK, start.passKStdErr)} → ${pct(end.passK, end.passKStdErr)} | ${minutes.toFixed(1)} |`,
+      `| ${arm} | ${curve.map((e) => pct(e.pass1, e.pass1StdErr)).join(' | ')} | ${paired(start, end)} | ${overControl} | ${pct(start.passK, start.passKStdErr)} → ${pct(end.passK, end.passKStdErr)} | ${minutes.toFixed(1)} |`,
     );
   }
   const floor = [...results.values()][0]?.evaluations.find((e) => e.policy === 'random');

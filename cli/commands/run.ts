@@ -7,6 +7,7 @@ import type { DataStageSummary } from '../run/sft-data.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
+import { pairedDifference } from '../../streams/eval/pass-at-k.js';
 import { nonNegativeInt } from '../options.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
@@ -131,16 +132,18 @@ function printSummary(summary: LoopSummary): void {
   console.log(lines.join('\n'));
 }
 
-/** Whether the final policy's Pass@1 beat the random floor (the first evaluation) by more than a standard error. */
-function floorLine(evaluations: readonly EvaluationResult[]): string {
+/**
+ * Whether the final policy's Pass@1 beat the random floor (the first evaluation) by more than a
+ * standard error, paired by puzzle (docs/spa-eval.md#paired).
+ */
+export function floorLine(evaluations: readonly EvaluationResult[]): string {
   const [floor, final] = [evaluations[0], evaluations.at(-1)];
   if (!floor || !final || floor === final) return '';
-  const difference = final.pass1 - floor.pass1;
-  const error = Math.hypot(final.pass1StdErr, floor.pass1StdErr);
+  const { mean: difference, stdErr: error } = pairedDifference(floor, final);
   const verdict =
     difference > error ? 'beats' : difference < -error ? 'is below' : 'is within a standard error of';
   const signed = `${difference >= 0 ? '+' : '−'}${(100 * Math.abs(difference)).toFixed(1)} ± ${(100 * error).toFixed(1)}`;
-  return `  final policy v${final.policyVersion} ${verdict} the random floor (Pass@1 ${signed})`;
+  return `  final policy v${final.policyVersion} ${verdict} the random floor (Pass@1 ${signed}, paired by puzzle)`;
 }
 
 function dataStageLine(stage: DataStageSummary): string {

@@ -37,6 +37,8 @@ export interface PassReport {
   readonly k: number;
   /** Unbiased pass@k for k = 1, 2, 4, … up to the group size. */
   readonly curve: readonly { readonly k: number; readonly value: number }[];
+  /** Pass@1 of each puzzle (averaged over passes), keyed by puzzle: what `pairedDifference` pairs. */
+  readonly puzzlePass1: Readonly<Record<string, number>>;
 }
 
 /**
@@ -63,6 +65,7 @@ export function passReport(groups: readonly GroupOutcome[]): PassReport {
   for (let k = 1; k <= n; k *= 2) ks.push(k);
   if (ks.at(-1) !== n) ks.push(n);
   const pass1 = perPuzzle((c) => c / n);
+  const puzzleNames = [...byPuzzle.keys()];
   const passK = perPuzzle((c) => (c > 0 ? 1 : 0));
   return {
     episodes: groups.length * n,
@@ -74,7 +77,27 @@ export function passReport(groups: readonly GroupOutcome[]): PassReport {
     passKStdErr: standardError(passK),
     k: n,
     curve: ks.map((k) => ({ k, value: mean(perPuzzle((c) => passAtK(n, c, k))) })),
+    puzzlePass1: Object.fromEntries(puzzleNames.map((name, i) => [name, pass1[i]!])),
   };
+}
+
+/**
+ * Pass@1 of `after` minus `before`, paired by puzzle (docs/spa-eval.md#paired): both reports
+ * played the same puzzles, so the standard error is that of the per-puzzle differences, which
+ * leaves out how much harder one puzzle is than another (a shared term of both reports).
+ */
+export function pairedDifference(
+  before: Pick<PassReport, 'puzzlePass1'>,
+  after: Pick<PassReport, 'puzzlePass1'>,
+): { readonly mean: number; readonly stdErr: number; readonly puzzles: number } {
+  const puzzles = Object.keys(before.puzzlePass1);
+  const missing = puzzles.filter((p) => !(p in after.puzzlePass1));
+  if (missing.length > 0 || puzzles.length !== Object.keys(after.puzzlePass1).length)
+    throw new RangeError(
+      `paired difference needs the same puzzles in both reports (${missing.length} of ${puzzles.length} missing)`,
+    );
+  const differences = puzzles.map((p) => after.puzzlePass1[p]! - before.puzzlePass1[p]!);
+  return { mean: mean(differences), stdErr: standardError(differences), puzzles: puzzles.length };
 }
 
 function mean(values: readonly number[]): number {

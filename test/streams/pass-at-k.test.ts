@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy } from '../../streams/eval/evaluate.js';
-import { passAtK, passReport } from '../../streams/eval/pass-at-k.js';
+import { pairedDifference, passAtK, passReport } from '../../streams/eval/pass-at-k.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 
 describe('passAtK (unbiased estimator)', () => {
@@ -71,6 +71,38 @@ describe('passReport over several passes (SPA validates twice and averages)', ()
         { groupId: 'z', puzzle: 'b', successes: [true] },
       ]),
     ).toThrow(/same number of passes/);
+  });
+});
+
+describe('pairedDifference (docs/spa-eval.md#paired)', () => {
+  const report = (pass1ByPuzzle: readonly number[]) =>
+    passReport(
+      pass1ByPuzzle.map((p, i) => ({
+        groupId: `g${i}`,
+        puzzle: `seed${i}`,
+        successes: [0, 1, 2, 3].map((j) => j < p * 4),
+      })),
+    );
+
+  it('pairs by puzzle: a steady gain over puzzles of very different difficulty has a small standard error', () => {
+    const before = report([0, 0.25, 0.5, 0.75]);
+    const after = report([0.25, 0.5, 0.75, 1]);
+    expect(after.puzzlePass1).toEqual({ seed0: 0.25, seed1: 0.5, seed2: 0.75, seed3: 1 });
+    const d = pairedDifference(before, after);
+    expect(d).toEqual({ mean: 0.25, stdErr: 0, puzzles: 4 });
+    // Unpaired, the spread of difficulty swamps the same gain.
+    expect(Math.hypot(before.pass1StdErr, after.pass1StdErr)).toBeGreaterThan(0.2);
+  });
+
+  it('has the standard error of the per-puzzle differences', () => {
+    const d = pairedDifference(report([0, 0, 0.5, 0.5]), report([0.5, 0, 0.5, 1]));
+    // differences 0.5, 0, 0, 0.5: mean 0.25, sd √(4·0.0625/3) = 0.2887, / 2
+    expect(d.mean).toBeCloseTo(0.25, 12);
+    expect(d.stdErr).toBeCloseTo(Math.sqrt(0.25 / 3) / 2, 12);
+  });
+
+  it('refuses reports of different puzzles', () => {
+    expect(() => pairedDifference(report([0, 1]), report([0, 1, 1]))).toThrow(/same puzzles/);
   });
 });
 

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { floorLine } from '../../cli/commands/run.js';
+import type { EvaluationResult } from '../../streams/eval/evaluate.js';
+import { passReport } from '../../streams/eval/pass-at-k.js';
+
+/** An evaluation whose puzzle i is solved in `solved[i]` of its 4 episodes. */
+const evaluation = (policy: string, version: number, solved: readonly number[]): EvaluationResult => ({
+  ...passReport(
+    solved.map((n, i) => ({
+      groupId: `g${i}`,
+      puzzle: `${123 + i}`,
+      successes: [0, 1, 2, 3].map((j) => j < n),
+    })),
+  ),
+  env: 'sokoban',
+  policy,
+  policyVersion: version,
+});
+
+describe("the run summary's verdict on the random floor", () => {
+  it('pairs by puzzle: a one-episode gain on every puzzle beats a floor whose puzzles vary widely', () => {
+    const floor = evaluation('random', 0, [0, 3, 0, 3, 0, 3]);
+    const final = evaluation('onnx:v000003', 3, [1, 4, 1, 4, 0, 4]);
+    // Unpaired, the gain (+20.8 points) is within √(SE² + SE²) ≈ 24.6 points.
+    expect(final.pass1 - floor.pass1).toBeLessThan(Math.hypot(final.pass1StdErr, floor.pass1StdErr));
+    expect(floorLine([floor, final])).toBe(
+      '  final policy v3 beats the random floor (Pass@1 +20.8 ± 4.2, paired by puzzle)',
+    );
+  });
+
+  it('says below and within a standard error too', () => {
+    const floor = evaluation('random', 0, [2, 2, 2, 2]);
+    expect(floorLine([floor, evaluation('onnx', 2, [1, 1, 1, 2])])).toMatch(
+      /v2 is below the random floor \(Pass@1 −18\.8/,
+    );
+    expect(floorLine([floor, evaluation('onnx', 2, [2, 3, 2, 1])])).toMatch(/is within a standard error of/);
+  });
+});
