@@ -1,30 +1,38 @@
 /**
- * `npm run bench -- kafka [--trajectories n] [--keep]`: the pipeline's Kafka throughput beside
- * Kafka's own perf tools on the same broker in the same run.
+ * `npm run bench -- kafka [--trajectories n] [--repeat n] [--compression gzip|none] [--keep]`:
+ * the pipeline's Kafka throughput beside Kafka's own perf tools on the same broker in the same
+ * run.
  *
  * - ingest: random policy → annotate → filter → Avro → transactional Kafka writes (the whole
- *   generator, generatorPipeline + publishOutbound), vs ProducerPerformance with the same
- *   record count and mean record size (acks=all, idempotent, transactional, gzip);
+ *   generator, generatorPipeline + publishOutbound, with the DemandGate `spa generate` uses), vs
+ *   ProducerPerformance with the same record count and mean record size (acks=all, idempotent,
+ *   transactional, one transaction per 100 ms, the same codec);
  * - replay read: spa.trajectories read_committed through readTopic and Avro-decoded, vs
  *   ConsumerPerformance on the same topic (read_committed); plus a full `replay` (read →
  *   annotate → filter → SftRows → transactional writes) for scale.
  *
+ * `--repeat n` runs the whole round n times on fresh topics and ends with the median and range
+ * of every figure and ratio; every round prints the load average, since a shared box's load
+ * moves the absolute figures (the ratios of one round share it). `--compression none` makes
+ * both producers send uncompressed batches to topics that keep them as sent.
+ *
  * Broker: KAFKA_BROKERS' cluster, or a local instance "bench" on 19460 (reused when running,
- * stopped again when started here). Topics are per run (`bench-<id>.*`) and deleted afterwards.
+ * stopped again when started here). Topics are per round (`bench-<id>.*`) and deleted afterwards.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
 import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
 import { runKafkaTool } from '../infra/kafka/tools.js';
-import { applyTopicsTo, spaTopicNames, spaTopics } from '../infra/kafka/topics.js';
+import { applyTopicsTo, spaTopicNames, spaTopics, type TopicDefinition } from '../infra/kafka/topics.js';
+import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../streams/demand-gate.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
 import { readTopic, type KafkaConnection } from '../streams/kafka/consume-spa.js';
-import { kafkaConfigFromEnv } from '../streams/kafka/config.js';
+import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../streams/kafka/config.js';
 import { connectKafkajsAdmin, kafkajsTransport } from '../streams/kafka/kafkajs-adapter.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
@@ -42,40 +50,80 @@ interface Rate {
   readonly seconds: number;
 }
 
+/** What one round measured: ours beside Kafka's tool, twice, and the full replay. */
+interface Round {
+  readonly ingest: Rate;
+  readonly producer: Rate;
+  readonly read: Rate;
+  readonly consumer: Rate;
+  readonly replay: Rate;
+  /** Load average (1 min) at the round's start and end. */
+  readonly load: readonly [number, number];
+}
+
+type Compression = 'gzip' | 'none';
+
+interface Options {
+  readonly trajectories: number;
+  readonly repeat: number;
+  readonly compression: Compression;
+  readonly keep: boolean;
+}
+
 const perSecond = (n: number, seconds: number): number => n / Math.max(seconds, 1e-9);
 const mb = (bytes: number): number => bytes / (1024 * 1024);
+const recordsPerSecond = (r: Rate): number => perSecond(r.records, r.seconds);
 
-function parseArgs(args: string[]): { trajectories: number; keep: boolean } {
-  const at = args.indexOf('--trajectories');
-  const trajectories = at >= 0 ? Number(args[at + 1]) : 1024;
+function parseArgs(args: string[]): Options {
+  const value = (flag: string): string | undefined => {
+    const at = args.indexOf(flag);
+    return at >= 0 ? args[at + 1] : undefined;
+  };
+  const trajectories = Number(value('--trajectories') ?? 1024);
   if (!Number.isInteger(trajectories) || trajectories < 8 || trajectories % 8 !== 0)
-    throw new Error(`--trajectories ${args[at + 1]} must be a multiple of 8 (groups of 8), at least 8`);
-  return { trajectories, keep: args.includes('--keep') };
+    throw new Error(
+      `--trajectories ${value('--trajectories')} must be a multiple of 8 (groups of 8), at least 8`,
+    );
+  const repeat = Number(value('--repeat') ?? 1);
+  if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat ${value('--repeat')} must be ≥ 1`);
+  const compression = value('--compression') ?? 'gzip';
+  if (compression !== 'gzip' && compression !== 'none')
+    throw new Error(`--compression ${compression}: kafkajs writes gzip or none`);
+  return { trajectories, repeat, compression, keep: args.includes('--keep') };
 }
 
 async function ingest(
   kafka: KafkaConnection,
   topics: ReturnType<typeof spaTopicNames>,
-  trajectories: number,
-) {
+  options: Options,
+): Promise<Rate> {
   const config = episodeConfig({
     env: 'sokoban',
-    groups: trajectories / 8,
+    groups: options.trajectories / 8,
     groupSize: 8,
     batches: 1,
     runId: 'bench',
     mode: 'wm',
   });
+  // The gate `spa generate` uses: the episode loop blocks while Kafka is behind.
+  const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
   const outputs = generatorPipeline(
     config,
     envFactory({ name: 'sokoban', puzzles: 'generated' }),
     builtinPolicy('random', { mode: 'wm', seed: 1 }),
-    { target: 'sft' },
+    { target: 'sft', gate },
   );
-  const sink = await kafka.transport.sink({ transactionalId: `bench-ingest-${topics.sft}` });
+  const sink = await kafka.transport.sink({
+    transactionalId: `bench-ingest-${topics.sft}`,
+    compression: options.compression,
+  });
   const written: Outbound[] = [];
   const started = performance.now();
-  await publishOutbound(outputs, sink, { topics, onCommitted: (chunk) => void written.push(...chunk) });
+  await publishOutbound(outputs, sink, {
+    topics,
+    gate,
+    onCommitted: (chunk) => void written.push(...chunk),
+  });
   const seconds = (performance.now() - started) / 1000;
   await sink.close();
   // Sizes are measured after the clock stopped, so encoding them twice costs the run nothing.
@@ -86,7 +134,13 @@ async function ingest(
   return { what: 'ingest: generator → Avro → Kafka (tx)', records: written.length, bytes, seconds };
 }
 
-async function producerPerformance(brokers: readonly string[], topic: string, records: number, size: number) {
+async function producerPerformance(
+  brokers: readonly string[],
+  topic: string,
+  records: number,
+  size: number,
+  compression: Compression,
+): Promise<Rate> {
   const result = await runKafkaTool('producerPerf', [
     ...[
       '--topic',
@@ -101,7 +155,7 @@ async function producerPerformance(brokers: readonly string[], topic: string, re
     ...['--transactional-id', `bench-perf-${topic}`, '--transaction-duration-ms', '100'],
     '--producer-props',
     `bootstrap.servers=${brokers.join(',')}`,
-    ...['acks=all', 'enable.idempotence=true', 'compression.type=gzip'],
+    ...['acks=all', 'enable.idempotence=true', `compression.type=${compression}`],
   ]);
   // Last summary line: "N records sent, X records/sec (Y MB/sec), …"
   const line = result.stdout
@@ -121,8 +175,9 @@ async function producerPerformance(brokers: readonly string[], topic: string, re
 
 async function replayRead(kafka: KafkaConnection, topic: string): Promise<Rate> {
   const read = await readTopic(kafka, { topic, start: { kind: 'earliest' }, maxInFlight: 1024 });
-  const started = performance.now();
-  let last = started;
+  let joinedAt: number | undefined;
+  void read.joined.then(() => (joinedAt = performance.now()));
+  let last = 0;
   const sizes = await lastValueFrom(
     read.records.pipe(
       map(({ record, ack }) => {
@@ -136,8 +191,9 @@ async function replayRead(kafka: KafkaConnection, topic: string): Promise<Rate> 
     ),
   );
   await read.closed;
-  // Up to the last record: the quiet period that ends a read of a transactional topic is not reading.
-  const seconds = (last - started) / 1000;
+  // From joining the group to the last record, as ConsumerPerformance's fetch time leaves out
+  // joining; the quiet period that ends a read of a transactional topic is not reading either.
+  const seconds = (last - (joinedAt ?? last)) / 1000;
   return {
     what: 'replay read: readTopic + Avro decode',
     records: sizes.length,
@@ -207,39 +263,46 @@ function printTable(rows: readonly (Rate | string)[]): void {
   console.log([line(header), ...cells.map(line)].join('\n'));
 }
 
-const ratio = (ours: Rate, theirs: Rate): string =>
-  `  ratio ours/Kafka: ${(perSecond(ours.records, ours.seconds) / perSecond(theirs.records, theirs.seconds)).toFixed(2)}× records/s, ` +
+const ratio = (ours: Rate, theirs: Rate): number => recordsPerSecond(ours) / recordsPerSecond(theirs);
+
+const ratioLine = (ours: Rate, theirs: Rate): string =>
+  `  ratio ours/Kafka: ${ratio(ours, theirs).toFixed(2)}× records/s, ` +
   `${(perSecond(ours.bytes, ours.seconds) / perSecond(theirs.bytes, theirs.seconds)).toFixed(2)}× MB/s`;
 
-/** Runs the suite; see the module comment. */
-export async function run(args: string[]): Promise<void> {
-  const options = parseArgs(args);
-  const external = Boolean(process.env.KAFKA_BROKERS?.trim());
-  const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
-  const broker = await ensureBroker(BENCH_INSTANCE);
-  const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId: 'spa-bench' });
+const loadAverage = (): string =>
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(', ')}`;
+
+/** Topic definitions of one round; with `--compression none` the topics keep batches as sent. */
+function roundTopics(prefix: string, compression: Compression): TopicDefinition[] {
+  const definitions = spaTopics({ prefix });
+  const perf = { ...definitions.find((t) => t.role === 'trajectories')!, name: `${prefix}perf` };
+  return [...definitions, perf].map((t) =>
+    compression === 'gzip' || t.configs['compression.type'] !== 'gzip'
+      ? t
+      : { ...t, configs: { ...t.configs, 'compression.type': 'producer' } },
+  );
+}
+
+/** One round on fresh topics `bench-<id>.*`: ingest, ProducerPerformance, read, ConsumerPerformance, replay. */
+async function round(kafka: KafkaConnection, options: Options): Promise<Round> {
+  const { config } = kafka;
   const prefix = `bench-${Date.now().toString(36)}.`;
   const topics = spaTopicNames({ prefix });
-  const perfTopic = `${prefix}perf`;
-  await applyTopicsTo(
-    config.brokers,
-    [
-      ...spaTopics({ prefix }),
-      { ...spaTopics({ prefix }).find((t) => t.role === 'trajectories')!, name: perfTopic },
-    ],
-    config,
-  );
-  const kafka: KafkaConnection = { transport: kafkajsTransport(config), config };
+  const loadAtStart = loadavg()[0]!;
+  await applyTopicsTo(config.brokers, roundTopics(prefix, options.compression), config);
   try {
     console.error(
-      `[bench kafka] ${options.trajectories} trajectories on ${config.brokers.join(',')} (topics ${prefix}*)`,
+      `[bench kafka] ${options.trajectories} trajectories, ${options.compression}, on ${config.brokers.join(',')} (topics ${prefix}*); ${loadAverage()}`,
     );
-    const ours = await ingest(kafka, topics, options.trajectories);
-    const theirs = await producerPerformance(
+    const ingested = await ingest(kafka, topics, options);
+    const producer = await producerPerformance(
       config.brokers,
-      perfTopic,
-      ours.records,
-      Math.round(ours.bytes / ours.records),
+      `${prefix}perf`,
+      ingested.records,
+      Math.round(ingested.bytes / ingested.records),
+      options.compression,
     );
     const read = await replayRead(kafka, topics.trajectories);
     const consumer = await consumerPerformance(config.brokers, topics.trajectories, read.records);
@@ -252,30 +315,108 @@ export async function run(args: string[]): Promise<void> {
       annotation: 'gt',
       log: () => {},
     });
-    const replaySeconds = (performance.now() - replayStarted) / 1000;
-    printTable([
-      ours,
-      theirs,
-      ratio(ours, theirs),
+    const replayed: Rate = {
+      what: 'full replay → SftRows (tx), incl. setup',
+      records: replay.read,
+      bytes: read.bytes,
+      seconds: (performance.now() - replayStarted) / 1000,
+    };
+    return {
+      ingest: ingested,
+      producer,
       read,
       consumer,
-      ratio(read, consumer),
-      {
-        what: 'full replay → SftRows (tx), incl. setup',
-        records: replay.read,
-        bytes: read.bytes,
-        seconds: replaySeconds,
-      },
-    ]);
+      replay: replayed,
+      load: [loadAtStart, loadavg()[0]!],
+    };
+  } finally {
+    if (!options.keep) await deleteTopics(config, prefix);
+  }
+}
+
+function printRound(r: Round, index: number, of: number): void {
+  console.log(
+    `round ${index + 1}/${of}: load average (1 min) ${r.load[0].toFixed(2)} at start, ${r.load[1].toFixed(2)} at end`,
+  );
+  printTable([
+    r.ingest,
+    r.producer,
+    ratioLine(r.ingest, r.producer),
+    r.read,
+    r.consumer,
+    ratioLine(r.read, r.consumer),
+    r.replay,
+  ]);
+}
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+
+/** "median (min–max)" of a figure over the rounds. */
+function spread(values: readonly number[], digits: number): string {
+  const f = (x: number): string => x.toFixed(digits);
+  return `${f(median(values))} (${f(Math.min(...values))}–${f(Math.max(...values))})`;
+}
+
+function printSummary(rounds: readonly Round[]): void {
+  const rate = (pick: (r: Round) => Rate) =>
+    spread(
+      rounds.map((r) => recordsPerSecond(pick(r))),
+      0,
+    );
+  const times = (ours: (r: Round) => Rate, theirs: (r: Round) => Rate) =>
+    `${spread(
+      rounds.map((r) => ratio(ours(r), theirs(r))),
+      2,
+    )}×`;
+  const lines = [
+    `summary of ${rounds.length} rounds: median (min–max); load average (1 min) ${spread(
+      rounds.flatMap((r) => r.load),
+      2,
+    )}`,
+    `  ingest records/s                ${rate((r) => r.ingest)}`,
+    `  ProducerPerformance records/s   ${rate((r) => r.producer)}`,
+    `  ingest ÷ ProducerPerformance    ${times(
+      (r) => r.ingest,
+      (r) => r.producer,
+    )}`,
+    `  replay read records/s           ${rate((r) => r.read)}`,
+    `  ConsumerPerformance records/s   ${rate((r) => r.consumer)}`,
+    `  read ÷ ConsumerPerformance      ${times(
+      (r) => r.read,
+      (r) => r.consumer,
+    )}`,
+    `  full replay records/s           ${rate((r) => r.replay)}`,
+  ];
+  console.log(lines.join('\n'));
+}
+
+/** Runs the suite; see the module comment. */
+export async function run(args: string[]): Promise<void> {
+  const options = parseArgs(args);
+  const external = Boolean(process.env.KAFKA_BROKERS?.trim());
+  const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
+  const broker = await ensureBroker(BENCH_INSTANCE);
+  const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId: 'spa-bench' });
+  const kafka: KafkaConnection = { transport: kafkajsTransport(config), config };
+  try {
+    const rounds: Round[] = [];
+    for (let i = 0; i < options.repeat; i++) {
+      rounds.push(await round(kafka, options));
+      printRound(rounds[i]!, i, options.repeat);
+    }
+    if (rounds.length > 1) printSummary(rounds);
   } finally {
     await kafka.transport.close();
-    if (!options.keep) await deleteTopics(kafka, prefix);
     if (!external && !wasRunning) await stopBroker(BENCH_INSTANCE);
   }
 }
 
-async function deleteTopics(kafka: KafkaConnection, prefix: string): Promise<void> {
-  const admin = await connectKafkajsAdmin(kafka.config);
+async function deleteTopics(config: KafkaConnectionConfig, prefix: string): Promise<void> {
+  const admin = await connectKafkajsAdmin(config);
   try {
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
     if (mine.length > 0) await admin.deleteTopics({ topics: mine });

@@ -68,6 +68,11 @@ export interface TopicRead {
   readonly records: Observable<InFlightRecord>;
   /** Resolves once the consumer is closed and its group deleted (after the Observable ends). */
   readonly closed: Promise<void>;
+  /**
+   * Resolves once the consumer has joined its group and holds its partitions, before its first
+   * fetch (where a throughput measurement starts, as ConsumerPerformance's fetch time does).
+   */
+  readonly joined: Promise<void>;
 }
 
 /** What a read needs from a connection (a subset of SpaKafka). */
@@ -145,6 +150,8 @@ export async function readTopic(kafka: KafkaConnection, options: ReadTopicOption
           };
   let markClosed: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => (markClosed = resolve));
+  let markJoined: () => void = () => undefined;
+  const joined = new Promise<void>((resolve) => (markJoined = resolve));
   const records = boundedRecords(kafka, {
     groupId,
     topic: options.topic,
@@ -153,8 +160,9 @@ export async function readTopic(kafka: KafkaConnection, options: ReadTopicOption
     maxInFlight: options.maxInFlight ?? 256,
     quietMs: options.quietMs ?? 1500,
     onClosed: markClosed,
+    onJoined: markJoined,
   });
-  return { topic: options.topic, groupId, ranges, records, closed };
+  return { topic: options.topic, groupId, ranges, records, closed, joined };
 }
 
 interface BoundedOptions {
@@ -165,6 +173,7 @@ interface BoundedOptions {
   readonly maxInFlight: number;
   readonly quietMs: number;
   readonly onClosed: () => void;
+  readonly onJoined: () => void;
 }
 
 /**
@@ -235,7 +244,11 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       .source({ groupId: options.groupId, topics: [options.topic], start: options.start, ephemeral: true })
       .then(
         (source) => {
-          const joinedNow = () => ((joined = true), (lastActivity = Date.now()));
+          const joinedNow = () => {
+            joined = true;
+            lastActivity = Date.now();
+            options.onJoined();
+          };
           const tracked = instrumented(source, options.groupId, joinedNow, cleanup);
           if (subscriber.closed) return void tracked.close();
           inner = recordStream(tracked, { maxInFlight: options.maxInFlight }).subscribe({
