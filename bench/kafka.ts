@@ -19,7 +19,7 @@
  * Broker: KAFKA_BROKERS' cluster, or a local instance "bench" on 19460 (reused when running,
  * stopped again when started here). Topics are per round (`bench-<id>.*`) and deleted afterwards.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -48,6 +48,8 @@ interface Rate {
   readonly records: number;
   readonly bytes: number;
   readonly seconds: number;
+  /** CPU seconds spent meanwhile by this process (ours only) and by the local broker. */
+  readonly cpu?: { readonly node?: number; readonly broker?: number };
 }
 
 /** What one round measured: ours beside Kafka's tool, twice, and the full replay. */
@@ -68,6 +70,36 @@ interface Options {
   readonly repeat: number;
   readonly compression: Compression;
   readonly keep: boolean;
+}
+
+/**
+ * CPU seconds used so far by the local broker: utime + stime of /proc/<pid>/stat (Linux, in
+ * clock ticks of 1/100 s). Undefined for KAFKA_BROKERS' cluster or where /proc is missing. CPU
+ * time moves far less with the box's load than wall time does.
+ */
+function brokerCpuSeconds(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `measure` and adds the CPU seconds this process and the broker spent meanwhile. */
+async function withCpu(brokerPid: number | undefined, ours: boolean, measure: () => Promise<Rate>) {
+  const [node, broker] = [process.cpuUsage(), brokerCpuSeconds(brokerPid)];
+  const rate = await measure();
+  const used = process.cpuUsage(node);
+  const brokerAfter = brokerCpuSeconds(brokerPid);
+  return {
+    ...rate,
+    cpu: {
+      ...(ours ? { node: (used.user + used.system) / 1e6 } : {}),
+      ...(broker !== undefined && brokerAfter !== undefined ? { broker: brokerAfter - broker } : {}),
+    },
+  };
 }
 
 const perSecond = (n: number, seconds: number): number => n / Math.max(seconds, 1e-9);
@@ -242,7 +274,8 @@ async function consumerPerformance(
 }
 
 function printTable(rows: readonly (Rate | string)[]): void {
-  const header = ['', 'records', 'MB', 'seconds', 'records/s', 'MB/s'];
+  const header = ['', 'records', 'MB', 'seconds', 'records/s', 'MB/s', 'CPU s: node', 'broker'];
+  const cpu = (x: number | undefined): string => (x === undefined ? '' : x.toFixed(2));
   const cells = rows.map((r) =>
     typeof r === 'string'
       ? [r]
@@ -253,6 +286,8 @@ function printTable(rows: readonly (Rate | string)[]): void {
           r.seconds.toFixed(2),
           perSecond(r.records, r.seconds).toFixed(0),
           mb(perSecond(r.bytes, r.seconds)).toFixed(2),
+          cpu(r.cpu?.node),
+          cpu(r.cpu?.broker),
         ],
   );
   const widths = header.map((h, i) =>
@@ -288,7 +323,7 @@ function roundTopics(prefix: string, compression: Compression): TopicDefinition[
 }
 
 /** One round on fresh topics `bench-<id>.*`: ingest, ProducerPerformance, read, ConsumerPerformance, replay. */
-async function round(kafka: KafkaConnection, options: Options): Promise<Round> {
+async function round(kafka: KafkaConnection, options: Options, brokerPid?: number): Promise<Round> {
   const { config } = kafka;
   const prefix = `bench-${Date.now().toString(36)}.`;
   const topics = spaTopicNames({ prefix });
@@ -298,16 +333,20 @@ async function round(kafka: KafkaConnection, options: Options): Promise<Round> {
     console.error(
       `[bench kafka] ${options.trajectories} trajectories, ${options.compression}, on ${config.brokers.join(',')} (topics ${prefix}*); ${loadAverage()}`,
     );
-    const ingested = await ingest(kafka, topics, options);
-    const producer = await producerPerformance(
-      config.brokers,
-      `${prefix}perf`,
-      ingested.records,
-      Math.round(ingested.bytes / ingested.records),
-      options.compression,
+    const ingested = await withCpu(brokerPid, true, () => ingest(kafka, topics, options));
+    const producer = await withCpu(brokerPid, false, () =>
+      producerPerformance(
+        config.brokers,
+        `${prefix}perf`,
+        ingested.records,
+        Math.round(ingested.bytes / ingested.records),
+        options.compression,
+      ),
     );
-    const read = await replayRead(kafka, topics.trajectories);
-    const consumer = await consumerPerformance(config.brokers, topics.trajectories, read.records);
+    const read = await withCpu(brokerPid, true, () => replayRead(kafka, topics.trajectories));
+    const consumer = await withCpu(brokerPid, false, () =>
+      consumerPerformance(config.brokers, topics.trajectories, read.records),
+    );
     const replayStarted = performance.now();
     const replay = await replayTrajectories(kafka, {
       fromTopic: topics.trajectories,
@@ -407,7 +446,7 @@ export async function run(args: string[]): Promise<void> {
   try {
     const rounds: Round[] = [];
     for (let i = 0; i < options.repeat; i++) {
-      rounds.push(await round(kafka, options));
+      rounds.push(await round(kafka, options, broker.pid));
       printRound(rounds[i]!, i, options.repeat);
     }
     if (rounds.length > 1) printSummary(rounds);
