@@ -88,7 +88,11 @@ function brokerCpuSeconds(pid: number | undefined): number | undefined {
 }
 
 /** Runs `measure` and adds the CPU seconds this process and the broker spent meanwhile. */
-async function withCpu(brokerPid: number | undefined, ours: boolean, measure: () => Promise<Rate>) {
+async function withCpu<R extends Rate>(
+  brokerPid: number | undefined,
+  ours: boolean,
+  measure: () => Promise<R>,
+): Promise<R> {
   const [node, broker] = [process.cpuUsage(), brokerCpuSeconds(brokerPid)];
   const rate = await measure();
   const used = process.cpuUsage(node);
@@ -128,7 +132,7 @@ async function ingest(
   kafka: KafkaConnection,
   topics: ReturnType<typeof spaTopicNames>,
   options: Options,
-): Promise<Rate> {
+): Promise<Rate & { written: readonly Outbound[] }> {
   const config = episodeConfig({
     env: 'sokoban',
     groups: options.trajectories / 8,
@@ -159,13 +163,24 @@ async function ingest(
   });
   const seconds = (performance.now() - started) / 1000;
   await sink.close();
-  // Sizes are measured after the clock stopped, so encoding them twice costs the run nothing.
+  const what = `ingest: generator → Avro → Kafka (${transactions} tx)`;
+  return { what, records: written.length, bytes: 0, seconds, written };
+}
+
+/**
+ * The ingested records' key + value bytes, measured after the ingest's clock and CPU meters
+ * stopped, so encoding them twice costs the measurement nothing.
+ */
+function withBytes(
+  rate: Rate & { written: readonly Outbound[] },
+  topics: ReturnType<typeof spaTopicNames>,
+): Rate {
+  const { written, ...measured } = rate;
   const bytes = written.reduce((sum, o) => {
     const record = toKafkaRecord(o, topics[o.topic]);
     return sum + (record.value?.length ?? 0) + (record.key?.length ?? 0);
   }, 0);
-  const what = `ingest: generator → Avro → Kafka (${transactions} tx)`;
-  return { what, records: written.length, bytes, seconds };
+  return { ...measured, bytes };
 }
 
 async function producerPerformance(
@@ -333,7 +348,7 @@ async function round(kafka: KafkaConnection, options: Options, brokerPid?: numbe
     console.error(
       `[bench kafka] ${options.trajectories} trajectories, ${options.compression}, on ${config.brokers.join(',')} (topics ${prefix}*); ${loadAverage()}`,
     );
-    const ingested = await withCpu(brokerPid, true, () => ingest(kafka, topics, options));
+    const ingested = withBytes(await withCpu(brokerPid, true, () => ingest(kafka, topics, options)), topics);
     const producer = await withCpu(brokerPid, false, () =>
       producerPerformance(
         config.brokers,
