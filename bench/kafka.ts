@@ -48,8 +48,8 @@ interface Rate {
   readonly records: number;
   readonly bytes: number;
   readonly seconds: number;
-  /** CPU seconds spent meanwhile by this process (ours only) and by the local broker. */
-  readonly cpu?: { readonly node?: number; readonly broker?: number };
+  /** CPU seconds spent meanwhile by the client (ours: this process) and by the local broker. */
+  readonly cpu?: { readonly client: number | undefined; readonly broker: number | undefined };
 }
 
 /** What one round measured: ours beside Kafka's tool, twice, and the full replay. */
@@ -73,37 +73,39 @@ interface Options {
 }
 
 /**
- * CPU seconds used so far by the local broker: utime + stime of /proc/<pid>/stat (Linux, in
- * clock ticks of 1/100 s). Undefined for KAFKA_BROKERS' cluster or where /proc is missing. CPU
- * time moves far less with the box's load than wall time does.
+ * CPU seconds from /proc/<pid>/stat (Linux, clock ticks of 1/100 s): the process's own utime +
+ * stime, or with `children` what its exited children used (how Kafka's tools are counted).
+ * Undefined where /proc is missing. CPU time moves far less with the box's load than wall time.
  */
-function brokerCpuSeconds(pid: number | undefined): number | undefined {
-  if (pid === undefined) return undefined;
+function procCpuSeconds(pid: number | 'self', children = false): number | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    const at = children ? 13 : 11; // utime, stime are fields 14, 15; cutime, cstime 16, 17
+    return (Number(fields[at]) + Number(fields[at + 1])) / 100;
   } catch {
     return undefined;
   }
 }
 
-/** Runs `measure` and adds the CPU seconds this process and the broker spent meanwhile. */
+/**
+ * Runs `measure` and adds the CPU seconds spent meanwhile by the client (this process for ours,
+ * the Kafka tool otherwise) and by the local broker (none for KAFKA_BROKERS' cluster).
+ */
 async function withCpu<R extends Rate>(
   brokerPid: number | undefined,
   ours: boolean,
   measure: () => Promise<R>,
 ): Promise<R> {
-  const [node, broker] = [process.cpuUsage(), brokerCpuSeconds(brokerPid)];
+  const clientCpu = (): number | undefined =>
+    ours ? process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 : procCpuSeconds('self', true);
+  const brokerCpu = (): number | undefined =>
+    brokerPid === undefined ? undefined : procCpuSeconds(brokerPid);
+  const [client, broker] = [clientCpu(), brokerCpu()];
   const rate = await measure();
-  const used = process.cpuUsage(node);
-  const brokerAfter = brokerCpuSeconds(brokerPid);
-  return {
-    ...rate,
-    cpu: {
-      ...(ours ? { node: (used.user + used.system) / 1e6 } : {}),
-      ...(broker !== undefined && brokerAfter !== undefined ? { broker: brokerAfter - broker } : {}),
-    },
-  };
+  const [clientAfter, brokerAfter] = [clientCpu(), brokerCpu()];
+  const used = (before?: number, after?: number) =>
+    before === undefined || after === undefined ? undefined : after - before;
+  return { ...rate, cpu: { client: used(client, clientAfter), broker: used(broker, brokerAfter) } };
 }
 
 const perSecond = (n: number, seconds: number): number => n / Math.max(seconds, 1e-9);
@@ -289,7 +291,7 @@ async function consumerPerformance(
 }
 
 function printTable(rows: readonly (Rate | string)[]): void {
-  const header = ['', 'records', 'MB', 'seconds', 'records/s', 'MB/s', 'CPU s: node', 'broker'];
+  const header = ['', 'records', 'MB', 'seconds', 'records/s', 'MB/s', 'CPU s: client', 'broker'];
   const cpu = (x: number | undefined): string => (x === undefined ? '' : x.toFixed(2));
   const cells = rows.map((r) =>
     typeof r === 'string'
@@ -301,7 +303,7 @@ function printTable(rows: readonly (Rate | string)[]): void {
           r.seconds.toFixed(2),
           perSecond(r.records, r.seconds).toFixed(0),
           mb(perSecond(r.bytes, r.seconds)).toFixed(2),
-          cpu(r.cpu?.node),
+          cpu(r.cpu?.client),
           cpu(r.cpu?.broker),
         ],
   );
