@@ -90,26 +90,16 @@ class CommitOutcomeUnknown extends Error {
 }
 
 /**
- * First retry delay of a transactional producer's sends. Right after a commit the coordinator
- * is still writing the previous transaction's markers and answers the next transaction's
- * AddPartitionsToTxn with CONCURRENT_TRANSACTIONS for a few ms; kafkajs retries that with the
- * client's backoff (`retry.initialRetryTimeMs`, 300 ms by default), which capped a sink that
- * always had the next transaction ready at ~7 transactions/s (bench/kafka.ts; README of
+ * Retries of a producer's sends: kafkajs' own default for an idempotent producer (no limit on
+ * the count, so sequence numbers are never given up on; each wait capped at the client's
+ * `retry.maxRetryTimeMs`), with a 20 ms first wait instead of the client's
+ * `retry.initialRetryTimeMs` (300 ms by default). Right after a commit the coordinator is still
+ * writing the previous transaction's markers and answers the next transaction's
+ * AddPartitionsToTxn with CONCURRENT_TRANSACTIONS for a few ms; waiting 300 ms for that capped
+ * a sink that always had its next transaction ready at ~7 transactions/s (README of
  * infra/kafka, "Throughput").
  */
-const TRANSACTIONAL_FIRST_RETRY_MS = 20;
-
-/**
- * kafkajs retry options for a transactional producer's sends: first retry after
- * {@link TRANSACTIONAL_FIRST_RETRY_MS}, with as many more retries as doublings it takes to reach
- * the configured first delay, so the whole backoff still rides out as long an outage.
- */
-function transactionalSendRetry(config: KafkaConnectionConfig) {
-  const { retries, initialRetryTimeMs, maxRetryTimeMs } = config.retry;
-  const first = Math.min(TRANSACTIONAL_FIRST_RETRY_MS, initialRetryTimeMs);
-  const extra = Math.ceil(Math.log2(initialRetryTimeMs / first));
-  return { retries: retries + extra, initialRetryTime: first, maxRetryTime: maxRetryTimeMs };
-}
+const PRODUCER_SEND_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 20 };
 
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
 export async function createKafkajsSink(
@@ -128,9 +118,8 @@ export async function createKafkajsSink(
       // Idempotence needs ordered retries: one request in flight per connection.
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
-      ...(transactional
-        ? { transactionalId: options.transactionalId, retry: transactionalSendRetry(config) }
-        : {}),
+      retry: PRODUCER_SEND_RETRY,
+      ...(transactional ? { transactionalId: options.transactionalId } : {}),
     });
     try {
       await opened.connect();
