@@ -13,7 +13,9 @@
  *
  * `--repeat n` runs the whole round n times on fresh topics and ends with the median and range
  * of every figure and ratio; every round prints the load average, since a shared box's load
- * moves the absolute figures (the ratios of one round share it). `--compression none` makes
+ * moves the absolute figures (the ratios of one round share it). Beside each figure: the CPU
+ * seconds its client (this process, or the Kafka tool's JVM) and the local broker spent, which
+ * move far less with load. Levers and their measured effects: infra/kafka/README.md#throughput. `--compression none` makes
  * both producers send uncompressed batches to topics that keep them as sent.
  *
  * Broker: KAFKA_BROKERS' cluster, or a local instance "bench" on 19460 (reused when running,
