@@ -422,36 +422,36 @@ function spread(values: readonly number[], digits: number): string {
 }
 
 function printSummary(rounds: readonly Round[]): void {
-  const rate = (pick: (r: Round) => Rate) =>
+  type Figure = 'ingest' | 'producer' | 'read' | 'consumer' | 'replay';
+  const rate = (f: Figure) =>
     spread(
-      rounds.map((r) => recordsPerSecond(pick(r))),
+      rounds.map((r) => recordsPerSecond(r[f])),
       0,
     );
-  const times = (ours: (r: Round) => Rate, theirs: (r: Round) => Rate) =>
+  const times = (ours: Figure, theirs: Figure) =>
     `${spread(
-      rounds.map((r) => ratio(ours(r), theirs(r))),
+      rounds.map((r) => ratio(r[ours], r[theirs])),
       2,
     )}×`;
-  const lines = [
-    `summary of ${rounds.length} rounds: median (min–max); load average (1 min) ${spread(
-      rounds.flatMap((r) => r.load),
-      2,
-    )}`,
-    `  ingest records/s                ${rate((r) => r.ingest)}`,
-    `  ProducerPerformance records/s   ${rate((r) => r.producer)}`,
-    `  ingest ÷ ProducerPerformance    ${times(
-      (r) => r.ingest,
-      (r) => r.producer,
-    )}`,
-    `  replay read records/s           ${rate((r) => r.read)}`,
-    `  ConsumerPerformance records/s   ${rate((r) => r.consumer)}`,
-    `  read ÷ ConsumerPerformance      ${times(
-      (r) => r.read,
-      (r) => r.consumer,
-    )}`,
-    `  full replay records/s           ${rate((r) => r.replay)}`,
+  const rows: [string, string][] = [
+    ['ingest records/s', rate('ingest')],
+    ['ProducerPerformance records/s', rate('producer')],
+    ['ingest ÷ ProducerPerformance', times('ingest', 'producer')],
+    ['replay read records/s', rate('read')],
+    ['ConsumerPerformance records/s', rate('consumer')],
+    ['read ÷ ConsumerPerformance', times('read', 'consumer')],
+    ['full replay records/s', rate('replay')],
   ];
-  console.log(lines.join('\n'));
+  const load = spread(
+    rounds.flatMap((r) => r.load),
+    2,
+  );
+  console.log(
+    [
+      `summary of ${rounds.length} rounds: median (min–max); load average (1 min) ${load}`,
+      ...rows.map(([label, value]) => `  ${label.padEnd(32)}${value}`),
+    ].join('\n'),
+  );
 }
 
 /** Runs the suite; see the module comment. */
