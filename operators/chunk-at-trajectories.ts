@@ -1,34 +1,63 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import {
+  asyncScheduler,
+  Observable,
+  type OperatorFunction,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs';
 import type { Outbound } from '../schemas/outbound.js';
+
+/** When a chunk closes: at the first trajectory boundary once either bound is reached. */
+export interface ChunkBounds {
+  /** Records a chunk holds before it closes. */
+  readonly records: number;
+  /** How long a chunk stays open, from its first record, before it closes. Default: no bound. */
+  readonly ms?: number;
+}
 
 /**
  * Groups the generator's outbound records into chunks that never split one trajectory's records
  * (its raw trajectory, SFT rows or rollout, rejects): a chunk closes once it holds at least
- * `minRecords` — just before the next raw trajectory, or at the end of the current synchronous
- * burst (the generator pipeline emits all of a trajectory's records in one burst, so a burst ends
- * on a trajectory boundary). A chunk is one Kafka transaction, so a trajectory's outputs land
- * together or not at all. Buffer bound: `minRecords` plus one burst; it never waits for more input
- * once it has enough, so an upstream that blocks on the sink cannot deadlock it.
+ * `records`, or has been open `ms` — just before the next raw trajectory, at the end of the
+ * current synchronous burst, or when its time is up between bursts (the generator pipeline emits
+ * all of a trajectory's records in one burst, so a burst ends on a trajectory boundary). A chunk
+ * is one Kafka transaction, so a trajectory's outputs land together or not at all. Buffer bound:
+ * `records` plus one burst; it never waits for more input once it has enough, so an upstream
+ * that blocks on the sink cannot deadlock it. `scheduler` keeps the time (virtual in tests).
  */
-export function chunkAtTrajectories(minRecords: number): OperatorFunction<Outbound, Outbound[]> {
+export function chunkAtTrajectories(
+  bounds: number | ChunkBounds,
+  scheduler: SchedulerLike = asyncScheduler,
+): OperatorFunction<Outbound, Outbound[]> {
+  const { records, ms = Infinity } = typeof bounds === 'number' ? { records: bounds } : bounds;
   return (source) =>
     new Observable<Outbound[]>((subscriber) => {
       let chunk: Outbound[] = [];
+      let openedAt = 0;
+      let timer: Subscription | undefined;
       let flushScheduled = false;
+      const due = () => chunk.length >= records || scheduler.now() - openedAt >= ms;
       const flush = () => {
+        timer?.unsubscribe();
+        timer = undefined;
         if (chunk.length === 0) return;
         subscriber.next(chunk);
         chunk = [];
       };
       const subscription = source.subscribe({
         next(outbound) {
-          if (outbound.topic === 'trajectories' && chunk.length >= minRecords) flush();
+          if (outbound.topic === 'trajectories' && chunk.length > 0 && due()) flush();
+          if (chunk.length === 0) {
+            openedAt = scheduler.now();
+            // A timer fires between bursts, so on a trajectory boundary.
+            if (Number.isFinite(ms)) timer = scheduler.schedule(() => !subscriber.closed && flush(), ms);
+          }
           chunk.push(outbound);
           if (!flushScheduled) {
             flushScheduled = true;
             queueMicrotask(() => {
               flushScheduled = false;
-              if (chunk.length >= minRecords && !subscriber.closed) flush();
+              if (chunk.length > 0 && due() && !subscriber.closed) flush();
             });
           }
         },
@@ -38,6 +67,7 @@ export function chunkAtTrajectories(minRecords: number): OperatorFunction<Outbou
           subscriber.complete();
         },
       });
+      subscription.add(() => timer?.unsubscribe());
       return subscription;
     });
 }

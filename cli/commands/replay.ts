@@ -2,7 +2,11 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import type { ReadStart } from '../../streams/kafka/consume-spa.js';
-import { replayTrajectories, type ReplayCounts } from '../../streams/kafka/replay.js';
+import {
+  REPLAY_TRAJECTORIES_PER_TRANSACTION,
+  replayTrajectories,
+  type ReplayCounts,
+} from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { addMalformedFilterOptions, malformedFilterOf, oneOf, positiveInt } from '../options.js';
@@ -81,7 +85,12 @@ export function registerReplayCommand(program: Command): void {
       false,
     )
     .option('--follow', 'keep replaying new trajectories after the end (Ctrl-C stops)', false)
-    .option('--per-transaction <n>', 'trajectories per transaction', positiveInt('--per-transaction'), 32)
+    .option(
+      '--per-transaction <n>',
+      'trajectories per transaction',
+      positiveInt('--per-transaction'),
+      REPLAY_TRAJECTORIES_PER_TRANSACTION,
+    )
     .action(async (options: ReplayCliOptions) => {
       if (options.fromOffset && options.fromTime)
         throw new InvalidArgumentError('give --from-offset or --from-time, not both');

@@ -90,6 +90,18 @@ class CommitOutcomeUnknown extends Error {
   }
 }
 
+/**
+ * Retries of a producer's sends: kafkajs' own default for an idempotent producer (no limit on
+ * the count, so sequence numbers are never given up on; each wait capped at the client's
+ * `retry.maxRetryTimeMs`), with a 20 ms first wait instead of the client's
+ * `retry.initialRetryTimeMs` (300 ms by default). Right after a commit the coordinator is still
+ * writing the previous transaction's markers and answers the next transaction's
+ * AddPartitionsToTxn with CONCURRENT_TRANSACTIONS for a few ms; waiting 300 ms for that capped
+ * a sink that always had its next transaction ready at ~7 transactions/s (README of
+ * infra/kafka, "Throughput").
+ */
+const PRODUCER_SEND_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 20 };
+
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
 export async function createKafkajsSink(
   kafka: Kafka,
@@ -107,6 +119,7 @@ export async function createKafkajsSink(
       // Idempotence needs ordered retries: one request in flight per connection.
       maxInFlightRequests: 1,
       allowAutoTopicCreation: false,
+      retry: PRODUCER_SEND_RETRY,
       ...(transactional ? { transactionalId: options.transactionalId } : {}),
     });
     try {

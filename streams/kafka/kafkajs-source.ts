@@ -114,6 +114,9 @@ export async function createKafkajsSource(
     allowAutoTopicCreation: false,
     maxBytesPerPartition: options.maxBytesPerPartition ?? 1 << 20,
     maxWaitTimeInMs: 250,
+    // A request's total (kafkajs' default is 10 MB): room for every partition's
+    // maxBytesPerPartition of a 6-partition topic read at 4 MiB (consume-spa.ts).
+    maxBytes: 32 << 20,
   });
   try {
     await retryWhileRetriable(() => applyStart(kafka, options, start), 10_000);

@@ -8,22 +8,39 @@ import type { RecordSink } from './transport.js';
 export interface PublishOptions {
   /** Topic name per logical topic. */
   readonly topics: Readonly<Record<OutboundTopic, string>>;
-  /** Smallest transaction, in records (a trajectory is never split). Default 64. */
-  readonly minRecordsPerTransaction?: number;
+  /**
+   * A transaction closes at the first trajectory boundary (a trajectory is never split) once it
+   * holds this many records or has been open `transactionMs`. Default {@link TRANSACTION_RECORDS}.
+   */
+  readonly transactionRecords?: number;
+  /** How long a transaction stays open, in ms (see `transactionRecords`). Default {@link TRANSACTION_MS}. */
+  readonly transactionMs?: number;
   /** Called after each committed transaction with its records. */
   readonly onCommitted?: (records: readonly Outbound[]) => void;
   /**
    * Backpressure to the episode loop: records count as in flight from arrival until their
-   * transaction commits. Its limit must be at least `minRecordsPerTransaction`.
+   * transaction commits. A limit below `transactionRecords` closes transactions on time only.
    */
   readonly gate?: DemandGate;
   /**
-   * The `traceparent` header of each record (design: Topics, headers carry traceparent); the
+   * The `traceparent` header of each record (headers carry the episode's trace context); the
    * compositions pass its episode's, `outboundTraceparent` (streams/telemetry/episode-key.ts).
    * Default: no header.
    */
   readonly traceparent?: (outbound: Outbound) => string | undefined;
 }
+
+/**
+ * Records at which a transaction closes. Fewer, larger transactions amortise each one's fixed
+ * round trips (AddPartitionsToTxn, EndTxn, the markers); the bound keeps what a retried
+ * transaction resends, and what waits in memory, to a few MB.
+ */
+export const TRANSACTION_RECORDS = 1024;
+/**
+ * How long a transaction stays open: records are visible to read_committed consumers within
+ * about this much of being produced (bench/kafka.ts runs ProducerPerformance with the same 100 ms).
+ */
+export const TRANSACTION_MS = 100;
 
 /**
  * Publishes the generator's records to Kafka, one transaction per chunk (chunkAtTrajectories):
@@ -38,14 +55,16 @@ export async function publishOutbound(
   options: PublishOptions,
 ): Promise<Record<OutboundTopic, number>> {
   const counts: Record<OutboundTopic, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
-  const minRecords = options.minRecordsPerTransaction ?? 64;
-  if (options.gate && options.gate.limit < minRecords) {
-    throw new RangeError(`gate limit ${options.gate.limit} must be ≥ minRecordsPerTransaction ${minRecords}`);
-  }
+  const bounds = {
+    records: options.transactionRecords ?? TRANSACTION_RECORDS,
+    ms: options.transactionMs ?? TRANSACTION_MS,
+  };
+  if (!(bounds.ms > 0 && Number.isFinite(bounds.ms)))
+    throw new RangeError(`transactionMs ${bounds.ms} must be a finite number of ms > 0`);
   await lastValueFrom(
     source.pipe(
       tap(() => options.gate?.add()),
-      chunkAtTrajectories(minRecords),
+      chunkAtTrajectories(bounds),
       concatMap(async (chunk) => {
         const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic], options.traceparent?.(o)));
         await sink.transaction((tx) => tx.send(records));

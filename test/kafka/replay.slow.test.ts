@@ -55,7 +55,7 @@ beforeAll(async () => {
     { target: 'sft' },
   );
   const sink = await kafka.transport.sink({ transactionalId: 'replay-test-generator' });
-  generated = await publishOutbound(outputs, sink, { topics, minRecordsPerTransaction: 16 });
+  generated = await publishOutbound(outputs, sink, { topics, transactionRecords: 16 });
   await sink.close();
 });
 

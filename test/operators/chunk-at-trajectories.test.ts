@@ -25,4 +25,24 @@ describe('chunkAtTrajectories', () => {
       });
     });
   });
+
+  it('closes a chunk that has been open `ms` between bursts, on virtual time', () => {
+    new TestScheduler((a, e) => expect(a).toEqual(e)).run(({ cold, expectObservable }) => {
+      const t1 = rec('trajectories', 'a');
+      const r1 = rec('sft', 'a');
+      const t2 = rec('trajectories', 'b');
+      const source = cold('ab 198ms c|', { a: t1, b: r1, c: t2 });
+      expectObservable(source.pipe(chunkAtTrajectories({ records: 10, ms: 100 }))).toBe(
+        '100ms x 100ms (y|)',
+        {
+          x: [t1, r1],
+          y: [t2],
+        },
+      );
+      // Without a time bound a chunk short of `records` waits for more (here: the end).
+      expectObservable(source.pipe(chunkAtTrajectories({ records: 10 }))).toBe('201ms (x|)', {
+        x: [t1, r1, t2],
+      });
+    });
+  });
 });
