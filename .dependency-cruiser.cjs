@@ -65,6 +65,14 @@ module.exports = {
       ),
     ),
     {
+      name: 'envs-internal-stays-in-envs',
+      comment:
+        'envs/internal/ holds what only the envs use; code outside envs/ (tests included) imports the public files (envs/rng.ts, envs/registry.ts, envs/protocol/index.ts, …).',
+      severity: 'error',
+      from: { pathNot: '^envs/' },
+      to: { path: '^envs/internal/' },
+    },
+    {
       name: 'streams-subfolders-not-compositions',
       comment: "streams/ subfolders do not import the generator's compositions at the root of streams/.",
       severity: 'error',

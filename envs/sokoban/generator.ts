@@ -1,4 +1,4 @@
-import { Rng } from '../internal/rng.js';
+import { Rng } from '../rng.js';
 import { ReversePlay } from './reverse-play.js';
 import { Cell, DIRECTIONS, type SokobanRoom } from './room.js';
 import { solveSokoban } from './solver.js';
