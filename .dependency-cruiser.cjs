@@ -23,7 +23,7 @@ const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
 const streamsOrder = ['telemetry', 'kafka', 'policies', 'episodes', 'eval', 'files', 'web'];
 
 /** The generator's compositions at the root of streams/; nothing inside a subfolder imports them. */
-const streamsCompositions = ['generator-pipeline', 'generate-to-kafka'];
+const streamsCompositions = ['generator-pipeline', 'generator-sinks'];
 
 /** A rule forbidding imports from `from` into any of the `to` folders. */
 function forbid(name, comment, from, to) {

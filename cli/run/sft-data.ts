@@ -2,7 +2,7 @@ import { envFactory } from '../../envs/registry.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
-import { generateToKafka } from '../../streams/generate-to-kafka.js';
+import { generateToKafka } from '../../streams/generator-sinks.js';
 import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
@@ -52,12 +52,11 @@ export async function generateSftData(
     value: episodes.groups * episodes.groupSize * episodes.batches,
   });
   const rejectsByReason: Record<string, number> = {};
-  const counts = await generateToKafka(kafka, {
+  const counts = await generateToKafka(kafka, options.transactionalId, {
     episodes,
     makeEnv: envFactory({ name: episodes.env }),
     policy: options.policy,
     pipeline: { target: 'sft', malformedFilter: options.malformedFilter },
-    transactionalId: options.transactionalId,
     onRecord: (o) => {
       progress.add(o.topic);
       if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;

@@ -4,7 +4,7 @@ import { envFactory } from '../../envs/registry.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
-import { generateToKafka } from '../../streams/generate-to-kafka.js';
+import { generateToKafka } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
@@ -457,12 +457,11 @@ async function selfPlayAndPpo(
       key: 'trajectories',
       value: config.ppoGroups * config.ppoGroupSize * (config.ppoSteps - done),
     });
-    const selfPlay = await generateToKafka(kafka, {
+    const selfPlay = await generateToKafka(kafka, `spa-run-${runId}-rl`, {
       episodes,
       makeEnv: envFactory({ name: config.env }),
       policy: latest.source,
       pipeline: { target: 'rollouts' },
-      transactionalId: `spa-run-${runId}-rl`,
       onRecord: (o) => progress.add(o.topic),
     });
     progress.done();

@@ -10,7 +10,6 @@ import type { Observable } from 'rxjs';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
-import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../../operators/filter-malformed.js';
 import type { Trajectory } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { spaTopics } from '../../schemas/topics.js';
@@ -22,7 +21,7 @@ import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
 import type { OutgoingRecord } from './transport.js';
 
 /** Options of {@link replayTrajectories}. */
-export interface ReplayOptions {
+export interface ReplayOptions extends SftDataOptions {
   /** Topic holding Trajectory records (usually spa.trajectories). */
   readonly fromTopic: string;
   /** Topic the SftRows go to; created with spa.sft's config when missing. */
@@ -32,10 +31,8 @@ export interface ReplayOptions {
   readonly start: ReadStart;
   /** Keep replaying records written after the start (until `stop` emits). Default false. */
   readonly follow?: boolean;
+  /** Required here: the replay's point is the annotation (docs/spa-data.md#ablations). */
   readonly annotation: Annotation;
-  readonly maskTransitions?: boolean;
-  /** Which rows are judged and how; default SPA's (docs/spa-data.md#filter). */
-  readonly malformedFilter?: MalformedFilter;
   /** Trajectories per transaction at most. Default 32. */
   readonly trajectoriesPerTransaction?: number;
   /** Ends the replay after the current transaction (e.g. on SIGINT while following). */
@@ -90,11 +87,7 @@ function outputsOf(consumed: InFlightRecord['record'], options: ReplayOptions): 
   const decoded = decodeKafkaRecord('Trajectory', consumed);
   if (!decoded.ok) return [{ topic: 'dlq', key: decoded.rejected.key ?? '', record: decoded.rejected }];
   try {
-    return replayTrajectory(decoded.record, {
-      annotation: options.annotation,
-      maskTransitions: options.maskTransitions ?? false,
-      malformedFilter: options.malformedFilter ?? SPA_MALFORMED_FILTER,
-    });
+    return replayTrajectory(decoded.record, options);
   } catch (error) {
     // annotateGroundTruth throws on a trajectory without a state per turn: dead-letter it, carry on.
     const detail = error instanceof Error ? error.message : String(error);
