@@ -1,6 +1,10 @@
 import { map, type OperatorFunction } from 'rxjs';
 import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
-import { filterMalformedRows, SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
+import {
+  filterMalformedRows,
+  SPA_MALFORMED_FILTER,
+  type MalformedFilter,
+} from '../operators/filter-malformed.js';
 import type { Rejection } from '../operators/verdict.js';
 import type { Rejected, Trajectory } from '../schemas/index.js';
 import type { Outbound } from '../schemas/outbound.js';
