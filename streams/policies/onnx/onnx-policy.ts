@@ -49,9 +49,9 @@ export interface OnnxPolicyOptions {
   readonly maxBatchSize?: number;
   /** Logits of the last position only (see `SessionSettings`); default true. */
   readonly lastPositionLogits?: boolean;
-  /** See `GenerateOptions.prefillLogitsBudget`. */
+  /** See `DecodeOptions.prefillLogitsBudget`. */
   readonly prefillLogitsBudget?: number;
-  /** See `GenerateOptions.prefillTokenBudget`. */
+  /** See `DecodeOptions.prefillTokenBudget`. */
   readonly prefillTokenBudget?: number;
 }
 
