@@ -20,7 +20,7 @@ import {
   positiveInt,
   probability,
 } from '../options.js';
-import { Progress } from '../progress.js';
+import { trajectoryProgress } from '../progress.js';
 
 /** `spa generate`'s flags as commander parses them. */
 interface GenerateFlags {
@@ -175,8 +175,7 @@ async function generate(options: GenerateFlags): Promise<void> {
       : undefined;
   const policy = await generatorPolicy(options, mode, kafka);
   try {
-    const total = config.groups * config.groupSize * config.batches;
-    const progress = new Progress('generate', { key: 'trajectories', value: total });
+    const progress = trajectoryProgress('generate', config);
     const run: GeneratorRun = {
       episodes: config,
       makeEnv: envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),

@@ -6,7 +6,7 @@ import { generateToKafka } from '../../streams/generator-sinks.js';
 import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
-import { Progress } from '../progress.js';
+import { trajectoryProgress } from '../progress.js';
 
 /** What one data stage produced, as `summary.json` records it per stage. */
 export interface DataStageSummary {
@@ -47,10 +47,7 @@ export async function generateSftData(
       `[${options.stage}] removed ${purged} offsets an interrupted earlier attempt left\n`,
     );
   }
-  const progress = new Progress(options.stage, {
-    key: 'trajectories',
-    value: episodes.groups * episodes.groupSize * episodes.batches,
-  });
+  const progress = trajectoryProgress(options.stage, episodes);
   const rejectsByReason: Record<string, number> = {};
   const counts = await generateToKafka(kafka, options.transactionalId, {
     episodes,
