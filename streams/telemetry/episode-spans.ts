@@ -213,27 +213,6 @@ function recordingEpisode(span: Span): EpisodeSpan {
   };
 }
 
-/**
- * Plays a whole episode inside its span: `play` receives the span (for turns) and returns the
- * outcome. A thrown error marks the span failed and is rethrown.
- */
-export async function withEpisodeSpan<T extends EpisodeOutcome>(
-  attributes: EpisodeAttributes,
-  play: (episode: EpisodeSpan) => T | Promise<T>,
-  registry: EpisodeTraceRegistry = episodeTraces,
-): Promise<T> {
-  const episode = startEpisodeSpan(attributes, registry);
-  let outcome: T;
-  try {
-    outcome = await play(episode);
-  } catch (error) {
-    episode.fail(error);
-    throw error;
-  }
-  episode.end(outcome);
-  return outcome;
-}
-
 function episodeSpanAttributes(a: EpisodeAttributes) {
   return {
     'spa.trajectory_id': a.trajectoryId,
