@@ -12,7 +12,7 @@ import { SudokuEnv } from '../../envs/sudoku/sudoku-env.js';
 import type { EnvAction, EnvName, Environment } from '../../envs/types.js';
 
 /** One validated input line. */
-export interface StepRequest {
+interface StepRequest {
   readonly env: EnvName;
   /** The state's grid/board text, any trailing coordinate sentence already stripped. */
   readonly render: string;
@@ -62,7 +62,7 @@ export function stripDescription(text: string): string {
 }
 
 /** Validates one parsed JSON value; errors name the bad field and what would be right. */
-export function readStepRequest(value: unknown): StepRequest {
+function readStepRequest(value: unknown): StepRequest {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new Error('line is not a JSON object; expected {"env","render","actions",…}');
   }
@@ -106,7 +106,7 @@ export function readStepRequest(value: unknown): StepRequest {
 }
 
 /** Loads the request's state into a fresh env (counters at 0); bad renders throw, naming the problem. */
-export function loadEnv(request: StepRequest): Environment {
+function loadEnv(request: StepRequest): Environment {
   switch (request.env) {
     case 'sokoban':
       return SokobanEnv.fromRender(request.render);
@@ -135,7 +135,7 @@ function solvedBeforeAnyStep(env: Environment): boolean {
  * done. Like gym, a state that is already terminal is still stepped (docs/spa-testvectors.md#sokoban
  * pushes a box off a solved board). With no executed action, `done`/`success` describe the given state.
  */
-export function runStepRequest(request: StepRequest): StepReport {
+function runStepRequest(request: StepRequest): StepReport {
   const env = loadEnv(request);
   const dropped: string[] = [];
   const ids: EnvAction[] = [];

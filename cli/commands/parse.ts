@@ -48,7 +48,7 @@ function readRequest(line: string): ParseRequest {
 }
 
 /** The output object for one input line (snake_case like the input). */
-export function parseLine(line: string): Record<string, unknown> {
+function parseLine(line: string): Record<string, unknown> {
   try {
     const request = readRequest(line);
     const result = parseResponse(request.continuation, {
@@ -71,7 +71,7 @@ export function parseLine(line: string): Record<string, unknown> {
 }
 
 /** Streams JSON Lines from `input` to `output`, one line out per line in; bad lines yield `{"error"}`. */
-export async function runParse(input: Readable, output: Writable): Promise<void> {
+async function runParse(input: Readable, output: Writable): Promise<void> {
   const lines = createInterface({ input, crlfDelay: Infinity });
   for await (const line of lines) {
     // Respect backpressure: wait for the pipe to drain instead of buffering unboundedly.

@@ -10,7 +10,7 @@ import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { nonNegativeInt } from '../options.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
-export interface RunOptions {
+interface RunOptions {
   config: string;
   full?: boolean;
   runsDir: string;

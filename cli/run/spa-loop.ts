@@ -496,7 +496,7 @@ function ppoStepsDone(outDir: string): number {
 }
 
 /** One evaluation of the run, with the `spa eval` command that reproduces it. */
-export interface LoopEvaluation extends EvaluationResult {
+interface LoopEvaluation extends EvaluationResult {
   readonly command: string;
 }
 

@@ -8,7 +8,7 @@ import { Rng } from '../../envs/rng.js';
 import type { SftRow } from '../../schemas/index.js';
 
 /** One prompt message in SPA's released key order: content first, then role (docs/spa-data.md#released). */
-export interface SpaPromptMessage {
+interface SpaPromptMessage {
   readonly content: string;
   readonly role: string;
 }

@@ -70,11 +70,7 @@ export interface ReplaySummary extends ReplayCounts {
  * One trajectory through the generator's SFT branch (`toSftOutputs`): its accepted SftRows and a
  * dead letter per rejected row. The operators are synchronous, so subscribing collects every output.
  */
-export function replayTrajectory(
-  trajectory: Trajectory,
-  options: SftDataOptions,
-  now = Date.now(),
-): Outbound[] {
+function replayTrajectory(trajectory: Trajectory, options: SftDataOptions, now = Date.now()): Outbound[] {
   const outputs: Outbound[] = [];
   of(trajectory)
     .pipe(toSftOutputs(options, () => now))
@@ -115,7 +111,7 @@ function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
 }
 
 /** Creates `topic` with spa.sft's definition when it does not exist; true when it was created. */
-export async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
+async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
   const admin = await connectKafkajsAdmin(kafka.config);
   try {
     if ((await admin.listTopics()).includes(topic)) return false;

@@ -22,7 +22,7 @@ export interface EpisodeAttributes {
 }
 
 /** How an episode ended, recorded on its span. */
-export interface EpisodeOutcome {
+interface EpisodeOutcome {
   readonly success: boolean;
   readonly turns?: number;
   readonly envSteps?: number;

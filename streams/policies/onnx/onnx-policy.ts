@@ -17,7 +17,7 @@ import { PolicyTokenizer } from './tokenizer.js';
 import { spaMetrics } from '../../telemetry/metrics.js';
 
 /** SPA's response budget (`max_tokens = response_length = 400`, docs/spa-generation.md#stop). */
-export const SPA_MAX_NEW_TOKENS = 400;
+const SPA_MAX_NEW_TOKENS = 400;
 
 /** Options of `onnxPolicy`. */
 export interface OnnxPolicyOptions {
@@ -71,7 +71,7 @@ export interface OnnxPolicy extends Policy {
  * Prompt tokens a turn keeps (the rightmost ones) so prompt and answer fit `contextWindow`; all of
  * them without a window.
  */
-export function promptTokenBudget(contextWindow: number | undefined, maxNewTokens: number): number {
+function promptTokenBudget(contextWindow: number | undefined, maxNewTokens: number): number {
   if (contextWindow === undefined) return Infinity;
   if (!Number.isInteger(contextWindow) || contextWindow <= maxNewTokens)
     throw new Error(
