@@ -51,6 +51,37 @@ const RESUMABLE_STAGES: ReadonlySet<string> = new Set([
 /** `redo`: an earlier attempt of this run started the stage and did not finish it. */
 type Timed = <T>(stage: string, work: (attempt: { redo: boolean }) => Promise<T>) => Promise<T>;
 
+/**
+ * Runs each stage with a log line and its seconds in `seconds`. A resumable stage that finished
+ * in an earlier, interrupted attempt of this run is not redone: its outputs are committed
+ * (topics, checkpoints, artifacts) and its result is on disk (the run folder's stages/<stage>.json).
+ */
+function stageTimer(runDir: string, seconds: Record<string, number>): Timed {
+  return async (stage, work) => {
+    const resumable = RESUMABLE_STAGES.has(stage);
+    const marker = join(runDir, 'stages', `${stage.replace(/[^\w.-]+/g, '-')}.json`);
+    if (resumable && existsSync(marker)) {
+      log(`── ${stage}: done in an earlier attempt, kept`);
+      return (JSON.parse(readFileSync(marker, 'utf8')) as { result: never }).result;
+    }
+    const startedMarker = marker.replace(/\.json$/, '.started');
+    const redo = resumable && existsSync(startedMarker);
+    if (resumable) {
+      mkdirSync(dirname(marker), { recursive: true });
+      writeFileSync(startedMarker, `${new Date().toISOString()}\n`);
+    }
+    const started = Date.now();
+    log(`── ${stage}${redo ? ' (again: an earlier attempt was cut off)' : ''}`);
+    try {
+      const result = await work({ redo });
+      if (resumable) writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
+      return result;
+    } finally {
+      seconds[stage] = (Date.now() - started) / 1000;
+    }
+  };
+}
+
 /** Where the run's stages meet: its Kafka topics, trainer Python, run folder and stage timer. */
 interface LoopContext {
   readonly config: LoopConfig;
@@ -82,30 +113,7 @@ export async function runSpaLoop(
   const fresh = !existsSync(join(runDir, 'stages'));
   mkdirSync(runDir, { recursive: true });
   const seconds: Record<string, number> = {};
-  const timed: Timed = async (stage, work) => {
-    // A stage that finished in an earlier, interrupted attempt of this run is not redone: its
-    // outputs are committed (topics, checkpoints, artifacts) and its result is on disk.
-    const marker = join(runDir, 'stages', `${stage.replace(/[^\w.-]+/g, '-')}.json`);
-    if (RESUMABLE_STAGES.has(stage) && existsSync(marker)) {
-      log(`── ${stage}: done in an earlier attempt, kept`);
-      return (JSON.parse(readFileSync(marker, 'utf8')) as { result: never }).result;
-    }
-    const startedMarker = marker.replace(/\.json$/, '.started');
-    const redo = RESUMABLE_STAGES.has(stage) && existsSync(startedMarker);
-    if (RESUMABLE_STAGES.has(stage)) {
-      mkdirSync(dirname(marker), { recursive: true });
-      writeFileSync(startedMarker, `${new Date().toISOString()}\n`);
-    }
-    const started = Date.now();
-    log(`── ${stage}${redo ? ' (again: an earlier attempt was cut off)' : ''}`);
-    try {
-      const result = await work({ redo });
-      if (RESUMABLE_STAGES.has(stage)) writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
-      return result;
-    } finally {
-      seconds[stage] = (Date.now() - started) / 1000;
-    }
-  };
+  const timed = stageTimer(runDir, seconds);
 
   const python = trainerPython();
   const kafka = await timed('kafka', () =>
