@@ -2,14 +2,13 @@
  * `spa env step`: replay actions on a given environment state, one JSON line out per JSON line in.
  * The contract the env cross-check fixtures (test/fixtures/env-transitions) are written against.
  */
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { FrozenLakeEnv } from '../../envs/frozenlake/frozenlake-env.js';
 import { parseEnvName } from '../../envs/registry.js';
 import { SokobanEnv } from '../../envs/sokoban/sokoban-env.js';
 import { SudokuEnv } from '../../envs/sudoku/sudoku-env.js';
 import type { EnvAction, EnvName, Environment } from '../../envs/types.js';
+import { mapJsonLines, parseJsonLine } from '../json-lines.js';
 
 /** One validated input line. */
 interface StepRequest {
@@ -166,24 +165,13 @@ function runStepRequest(request: StepRequest): StepReport {
 /** The output object for one input line: a report, or `{"error"}` naming the problem. */
 export function stepLine(line: string): StepReport | { error: string } {
   try {
-    if (line.trim() === '') throw new Error('empty line; expected one JSON object per line');
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      throw new Error('line is not JSON; expected {"env","render","actions",…}');
-    }
-    return runStepRequest(readStepRequest(value));
+    return runStepRequest(readStepRequest(parseJsonLine(line, '{"env","render","actions",…}')));
   } catch (error) {
     return { error: error instanceof Error ? error.message : String(error) };
   }
 }
 
-/** Streams JSON Lines from `input` to `output`, one line out per line in, written as soon as computed. */
-export async function runEnvStep(input: Readable, output: Writable): Promise<void> {
-  const lines = createInterface({ input, crlfDelay: Infinity });
-  for await (const line of lines) {
-    // Backpressure: wait for the pipe to drain rather than buffer without bound.
-    if (!output.write(`${JSON.stringify(stepLine(line))}\n`)) await once(output, 'drain');
-  }
+/** `spa env step`: one JSON line out per request line in (cli/json-lines.ts). */
+export function runEnvStep(input: Readable, output: Writable): Promise<void> {
+  return mapJsonLines(input, output, stepLine);
 }
