@@ -23,7 +23,7 @@ const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
 const streamsOrder = ['telemetry', 'kafka', 'policies', 'episodes', 'eval', 'files', 'web'];
 
 /** The generator's compositions at the root of streams/; nothing inside a subfolder imports them. */
-const streamsCompositions = ['generator-pipeline', 'generate-to-kafka'];
+const streamsCompositions = ['generator-pipeline', 'generator-sinks'];
 
 /** A rule forbidding imports from `from` into any of the `to` folders. */
 function forbid(name, comment, from, to) {
@@ -64,6 +64,14 @@ module.exports = {
         streamsOrder.slice(i + 1).map((above) => `streams/${above}`),
       ),
     ),
+    {
+      name: 'envs-internal-stays-in-envs',
+      comment:
+        'envs/internal/ holds what only the envs use; code outside envs/ (tests included) imports the public files (envs/rng.ts, envs/registry.ts, envs/protocol/index.ts, …).',
+      severity: 'error',
+      from: { pathNot: '^envs/' },
+      to: { path: '^envs/internal/' },
+    },
     {
       name: 'streams-subfolders-not-compositions',
       comment: "streams/ subfolders do not import the generator's compositions at the root of streams/.",

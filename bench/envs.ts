@@ -11,7 +11,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Rng } from '../envs/internal/rng.js';
+import { Rng } from '../envs/rng.js';
 import { spaPuzzles } from '../envs/puzzles.js';
 import { spaEnv } from '../envs/registry.js';
 import { generateRoom } from '../envs/sokoban/generator.js';

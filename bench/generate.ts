@@ -24,7 +24,7 @@
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Rng } from '../envs/internal/rng.js';
+import { Rng } from '../envs/rng.js';
 import { loadPolicyArtifact } from '../streams/policies/onnx/artifact.js';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { OnnxCausalLm } from '../streams/policies/onnx/causal-lm.js';

@@ -1,6 +1,7 @@
 /** `npm run bench -- <suite>`: each suite lives in bench/<suite>.ts and exports `run()`. */
 const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> }>> = {
   envs: () => import('./envs.js'),
+  'envs-sokoban': () => import('./envs-sokoban.js'),
   kafka: () => import('./kafka.js'),
   pipeline: () => import('./pipeline.js'),
   generate: () => import('./generate.js'),

@@ -1,3 +1,5 @@
+import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
+
 /**
  * A one-line progress meter on stderr with counts and rates: redrawn in place on a terminal,
  * printed at most every `intervalMs` otherwise (logs, CI).
@@ -36,4 +38,12 @@ export class Progress {
     if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K${line}${final ? '\n' : ''}`);
     else process.stderr.write(line + '\n');
   }
+}
+
+/** A progress line over the trajectories `episodes` plays (groups × group size × batches). */
+export function trajectoryProgress(label: string, episodes: EpisodeConfig): Progress {
+  return new Progress(label, {
+    key: 'trajectories',
+    value: episodes.groups * episodes.groupSize * episodes.batches,
+  });
 }

@@ -18,9 +18,6 @@ export interface SpaPuzzle {
   readonly solution?: string;
 }
 
-/** The paper's validation seeds (docs/spa-eval.md#validation): 128 groups starting at 123. */
-export const SPA_VAL_SEEDS: readonly number[] = Array.from({ length: 128 }, (_, i) => 123 + i);
-
 const PUZZLE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'puzzles');
 const FILES: Readonly<Record<EnvName, string>> = {
   sokoban: 'sokoban-6x6-1box.jsonl',

@@ -2,19 +2,12 @@ import { FrozenLakeEnv } from './frozenlake/frozenlake-env.js';
 import { FROZENLAKE_VARIANTS } from './frozenlake/variants.js';
 import { spaPuzzle } from './puzzles.js';
 import { SokobanEnv } from './sokoban/sokoban-env.js';
-import { SOKOBAN_VARIANTS, sokobanVariant } from './sokoban/variants.js';
+import { sokobanVariant } from './sokoban/variants.js';
 import { SudokuEnv } from './sudoku/sudoku-env.js';
 import { SUDOKU_VARIANTS } from './sudoku/variants.js';
 import type { EnvName, Environment } from './types.js';
 
 export const ENV_NAMES: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];
-
-/** Variant names per env; the first is SPA's. */
-export const ENV_VARIANTS: Readonly<Record<EnvName, readonly string[]>> = {
-  sokoban: Object.keys(SOKOBAN_VARIANTS),
-  frozenlake: Object.keys(FROZENLAKE_VARIANTS),
-  sudoku: Object.keys(SUDOKU_VARIANTS),
-};
 
 /** SPA's variant of each env (docs/spa-envs.md). */
 export const SPA_VARIANT: Readonly<Record<EnvName, string>> = {

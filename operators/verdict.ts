@@ -18,15 +18,3 @@ export interface Rejection<T> {
   readonly detail: string;
   readonly value: T;
 }
-
-export function isAccepted<T>(
-  verdict: Verdict<T>,
-): verdict is { readonly accepted: true; readonly value: T } {
-  return verdict.accepted;
-}
-
-export function isRejected<T>(
-  verdict: Verdict<T>,
-): verdict is { readonly accepted: false; readonly rejection: Rejection<T> } {
-  return !verdict.accepted;
-}

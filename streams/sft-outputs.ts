@@ -1,17 +1,26 @@
 import { map, type OperatorFunction } from 'rxjs';
 import { annotateGroundTruth, type Annotation } from '../operators/annotate-ground-truth.js';
-import { filterMalformedRows, type MalformedFilter } from '../operators/filter-malformed.js';
+import {
+  filterMalformedRows,
+  SPA_MALFORMED_FILTER,
+  type MalformedFilter,
+} from '../operators/filter-malformed.js';
 import type { Rejection } from '../operators/verdict.js';
 import type { Rejected, Trajectory } from '../schemas/index.js';
 import type { Outbound } from '../schemas/outbound.js';
-import { traceStage } from './telemetry/trace-stage.js';
+import { tracedStages } from './telemetry/trace-stage.js';
 
 /** How raw trajectories become SFT rows: annotation, row flags and the malformed filter. */
 export interface SftDataOptions {
-  readonly annotation: Annotation;
-  readonly maskTransitions: boolean;
-  readonly malformedFilter: MalformedFilter;
+  /** Default `gt`: ground-truth states (docs/spa-data.md#ablations for the others). */
+  readonly annotation?: Annotation;
+  /** Default false. */
+  readonly maskTransitions?: boolean;
+  /** Which rows are judged and how; default SPA's (docs/spa-data.md#filter). */
+  readonly malformedFilter?: MalformedFilter;
 }
+
+const stage = tracedStages({ annotateGroundTruth, filterMalformed: filterMalformedRows });
 
 /**
  * The SFT branch, shared by the generator and replay (docs/spa-data.md):
@@ -23,13 +32,11 @@ export function toSftOutputs(
   options: SftDataOptions,
   now: () => number,
 ): OperatorFunction<Trajectory, Outbound> {
+  const { annotation = 'gt', maskTransitions = false, malformedFilter = SPA_MALFORMED_FILTER } = options;
   return (trajectories) =>
     trajectories.pipe(
-      traceStage('annotateGroundTruth', annotateGroundTruth({ annotation: options.annotation })),
-      traceStage(
-        'filterMalformed',
-        filterMalformedRows(options.malformedFilter, { maskTransitions: options.maskTransitions }),
-      ),
+      stage.annotateGroundTruth({ annotation }),
+      stage.filterMalformed(malformedFilter, { maskTransitions }),
       map((verdict): Outbound =>
         verdict.accepted
           ? { topic: 'sft', key: verdict.value.trajectory_id, record: verdict.value }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../envs/internal/rng.js';
+import { Rng } from '../envs/rng.js';
 
 describe('Rng', () => {
   it('is deterministic per seed and differs across seeds', () => {

@@ -22,7 +22,7 @@ export interface DoctorCheck {
 
 const repoRoot = join(kafkaInfraDir, '..', '..');
 /** Where scripts/setup-python.mjs puts the trainer's interpreter. */
-export const trainerPython = join(repoRoot, 'trainer', '.venv', 'bin', 'python');
+const trainerPython = join(repoRoot, 'trainer', '.venv', 'bin', 'python');
 const CHROMIUM = '/usr/bin/chromium';
 
 /** Runs a program; resolves with its exit code and output (never rejects: ENOENT is code null). */
@@ -161,7 +161,7 @@ function checkChromium(): DoctorCheck {
 }
 
 /** Runs every check; `env` supplies KAFKA_BROKERS. */
-export async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
+async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
   const remote = Boolean(env.KAFKA_BROKERS?.trim());
   const brokers = remote ? parseBrokerList(env.KAFKA_BROKERS!) : ['127.0.0.1:9092'];
   const [java, maven, broker, trainer, onnx] = await Promise.all([

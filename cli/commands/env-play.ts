@@ -54,7 +54,7 @@ function playLine(env: Environment, line: string, write: (text: string) => void)
  * For a Sudoku move not written as `row,col,value` (e.g. `(1,3):4`), how to write it; the move
  * itself is still played as SPA plays it (invalid). Empty for a move in that form.
  */
-export function sudokuHint(piece: string): string {
+function sudokuHint(piece: string): string {
   if (/^\d+\s*,\s*\d+\s*,\s*\d+$/.test(piece)) return '';
   const numbers = piece.match(/\d+/g);
   const guess = numbers?.length === 3 ? `; did you mean ${numbers.join(',')}?` : '';

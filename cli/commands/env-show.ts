@@ -48,7 +48,7 @@ export function loadEnvState(name: string, options: EnvStateOptions): Environmen
  * A one-line shortest-solution hint, or null when none is cheap to get. FrozenLake's is the
  * shortest path if no move slipped (the real game is stochastic).
  */
-export function solutionHint(env: Environment): string | null {
+function solutionHint(env: Environment): string | null {
   if (env instanceof SokobanEnv) {
     const path = solveSokoban(env.snapshot(), { maxDepth: 30 });
     return path === null ? null : `Shortest solution: ${plural(path.length, 'action')} (${path.join(', ')})`;

@@ -2,17 +2,16 @@
  * `spa env step`: replay actions on a given environment state, one JSON line out per JSON line in.
  * The contract the env cross-check fixtures (test/fixtures/env-transitions) are written against.
  */
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { FrozenLakeEnv } from '../../envs/frozenlake/frozenlake-env.js';
 import { parseEnvName } from '../../envs/registry.js';
 import { SokobanEnv } from '../../envs/sokoban/sokoban-env.js';
 import { SudokuEnv } from '../../envs/sudoku/sudoku-env.js';
 import type { EnvAction, EnvName, Environment } from '../../envs/types.js';
+import { mapJsonLines, parseJsonLine } from '../json-lines.js';
 
 /** One validated input line. */
-export interface StepRequest {
+interface StepRequest {
   readonly env: EnvName;
   /** The state's grid/board text, any trailing coordinate sentence already stripped. */
   readonly render: string;
@@ -62,7 +61,7 @@ export function stripDescription(text: string): string {
 }
 
 /** Validates one parsed JSON value; errors name the bad field and what would be right. */
-export function readStepRequest(value: unknown): StepRequest {
+function readStepRequest(value: unknown): StepRequest {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new Error('line is not a JSON object; expected {"env","render","actions",…}');
   }
@@ -106,7 +105,7 @@ export function readStepRequest(value: unknown): StepRequest {
 }
 
 /** Loads the request's state into a fresh env (counters at 0); bad renders throw, naming the problem. */
-export function loadEnv(request: StepRequest): Environment {
+function loadEnv(request: StepRequest): Environment {
   switch (request.env) {
     case 'sokoban':
       return SokobanEnv.fromRender(request.render);
@@ -135,7 +134,7 @@ function solvedBeforeAnyStep(env: Environment): boolean {
  * done. Like gym, a state that is already terminal is still stepped (docs/spa-testvectors.md#sokoban
  * pushes a box off a solved board). With no executed action, `done`/`success` describe the given state.
  */
-export function runStepRequest(request: StepRequest): StepReport {
+function runStepRequest(request: StepRequest): StepReport {
   const env = loadEnv(request);
   const dropped: string[] = [];
   const ids: EnvAction[] = [];
@@ -166,24 +165,13 @@ export function runStepRequest(request: StepRequest): StepReport {
 /** The output object for one input line: a report, or `{"error"}` naming the problem. */
 export function stepLine(line: string): StepReport | { error: string } {
   try {
-    if (line.trim() === '') throw new Error('empty line; expected one JSON object per line');
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      throw new Error('line is not JSON; expected {"env","render","actions",…}');
-    }
-    return runStepRequest(readStepRequest(value));
+    return runStepRequest(readStepRequest(parseJsonLine(line, '{"env","render","actions",…}')));
   } catch (error) {
     return { error: error instanceof Error ? error.message : String(error) };
   }
 }
 
-/** Streams JSON Lines from `input` to `output`, one line out per line in, written as soon as computed. */
-export async function runEnvStep(input: Readable, output: Writable): Promise<void> {
-  const lines = createInterface({ input, crlfDelay: Infinity });
-  for await (const line of lines) {
-    // Backpressure: wait for the pipe to drain rather than buffer without bound.
-    if (!output.write(`${JSON.stringify(stepLine(line))}\n`)) await once(output, 'drain');
-  }
+/** `spa env step`: one JSON line out per request line in (cli/json-lines.ts). */
+export function runEnvStep(input: Readable, output: Writable): Promise<void> {
+  return mapJsonLines(input, output, stepLine);
 }

@@ -33,7 +33,7 @@ function stateOptions(opts: StateFlags): EnvStateOptions {
 }
 
 /** The env named by the argument or `--env` (one of them; both only when they agree). */
-export function envNameOf(argument: string | undefined, option: string | undefined): string {
+function envNameOf(argument: string | undefined, option: string | undefined): string {
   if (argument !== undefined && option !== undefined && argument !== option)
     throw new InvalidArgumentError(`the env is given twice and differs: "${argument}" and --env "${option}"`);
   const name = argument ?? option;

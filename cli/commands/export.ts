@@ -20,7 +20,7 @@ import { nonNegativeInt, oneOf } from '../options.js';
 import { Progress } from '../progress.js';
 
 /** Output formats of `spa export`. */
-export const EXPORT_FORMATS = ['spa-jsonl', 'parquet', 'verl', 'trl'] as const;
+const EXPORT_FORMATS = ['spa-jsonl', 'parquet', 'verl', 'trl'] as const;
 /**
  * `spa-jsonl`: SPA's columns as JSON Lines; `parquet`: SPA's `wm_train.parquet` layout; `verl`:
  * SPA's columns as Parquet with `reward_model` and `extra_info` as structs; `trl`: TRL's

@@ -1,19 +1,14 @@
 import type { Command } from 'commander';
-import { tap } from 'rxjs';
 import type { PromptMode } from '../../envs/protocol/index.js';
 import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
-import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../../streams/demand-gate.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
-import { jsonlPathsBeside, writeJsonl } from '../../streams/files/jsonl-sink.js';
-import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { tracedSink } from '../../streams/kafka/kafka-spans.js';
-import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
+import { jsonlPathsBeside } from '../../streams/files/jsonl-sink.js';
+import { generateToJsonl, generateToKafka, type GeneratorRun } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../streams/policies/resolve.js';
-import { outboundTraceparent } from '../../streams/telemetry/episode-key.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';
 import {
@@ -25,9 +20,10 @@ import {
   positiveInt,
   probability,
 } from '../options.js';
-import { Progress } from '../progress.js';
+import { trajectoryProgress } from '../progress.js';
 
-interface GenerateOptions {
+/** `spa generate`'s flags as commander parses them. */
+interface GenerateFlags {
   env: string;
   variant?: string;
   policy: string;
@@ -141,7 +137,7 @@ export function registerGenerateCommand(program: Command): void {
       nonNegativeInt('--metrics-port'),
     )
     .option('--otlp-endpoint <url>', 'send traces and metrics over OTLP/HTTP, e.g. http://127.0.0.1:4318')
-    .action((options: GenerateOptions) =>
+    .action((options: GenerateFlags) =>
       withTelemetry(
         {
           serviceName: 'spa-generator',
@@ -156,7 +152,7 @@ export function registerGenerateCommand(program: Command): void {
   withConfigFile(command);
 }
 
-async function generate(options: GenerateOptions): Promise<void> {
+async function generate(options: GenerateFlags): Promise<void> {
   const env = parseEnvName(options.env);
   const mode = options.target === 'sft' ? 'wm' : 'base';
   const config = episodeConfig({
@@ -179,32 +175,21 @@ async function generate(options: GenerateOptions): Promise<void> {
       : undefined;
   const policy = await generatorPolicy(options, mode, kafka);
   try {
-    const total = config.groups * config.groupSize * config.batches;
-    const progress = new Progress('generate', { key: 'trajectories', value: total });
-    // Records in flight to the sink before the episode loop waits (DemandGate: blocks).
-    const gate = new DemandGate(SINK_IN_FLIGHT_LIMIT);
-    const outputs = generatorPipeline(
-      config,
-      envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
-      policy.source,
-      {
+    const progress = trajectoryProgress('generate', config);
+    const run: GeneratorRun = {
+      episodes: config,
+      makeEnv: envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
+      policy: policy.source,
+      pipeline: {
         target: options.target,
         annotation: options.annotation,
         maskTransitions: options.maskTransitions,
         malformedFilter: malformedFilterOf(options),
-        gate,
       },
-    ).pipe(tap((o) => progress.add(o.topic)));
+      onRecord: (o) => progress.add(o.topic),
+    };
     if (kafka && options.out === 'kafka') {
-      const sink = tracedSink(
-        await kafka.transport.sink({ transactionalId: `spa-generate-${options.runId}` }),
-        { brokers: kafka.config.brokers },
-      );
-      const counts = await publishOutbound(outputs, sink, {
-        topics: kafka.topics,
-        gate,
-        traceparent: outboundTraceparent,
-      });
+      const counts = await generateToKafka(kafka, `spa-generate-${options.runId}`, run);
       progress.done();
       console.log(
         JSON.stringify({
@@ -218,7 +203,7 @@ async function generate(options: GenerateOptions): Promise<void> {
       return;
     }
     const paths = jsonlPathsBeside(options.out, options.target);
-    const counts = await writeJsonl(outputs, paths, gate);
+    const counts = await generateToJsonl(paths, run);
     progress.done();
     console.log(JSON.stringify({ out: options.out, files: paths, counts, ...versions(policy) }));
   } finally {
@@ -229,7 +214,7 @@ async function generate(options: GenerateOptions): Promise<void> {
 
 /** `--policy`, with `--oracle-actions-per-turn` / `--oracle-explore` applied (oracle only). */
 async function generatorPolicy(
-  options: GenerateOptions,
+  options: GenerateFlags,
   mode: PromptMode,
   kafka: SpaKafka | undefined,
 ): Promise<ResolvedPolicy> {

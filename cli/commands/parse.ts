@@ -1,11 +1,9 @@
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import type { Readable, Writable } from 'node:stream';
 import type { Command } from 'commander';
 import type { EnvName } from '../../envs/types.js';
 import { SPA_ENV_PROMPT_SPECS } from '../../envs/protocol/action-vocabularies.js';
 import { parseResponse } from '../../envs/protocol/parser.js';
 import type { PromptMode } from '../../envs/protocol/types.js';
+import { mapJsonLines, parseJsonLine } from '../json-lines.js';
 
 const MODES: readonly PromptMode[] = ['wm', 'base'];
 const ENVS: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];
@@ -20,13 +18,7 @@ interface ParseRequest {
 
 /** Validates one JSON line; the error names the bad field and what would be right. */
 function readRequest(line: string): ParseRequest {
-  if (line.trim() === '') throw new Error('empty line; expected one JSON object per line');
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    throw new Error(`line is not JSON; expected {"mode","env","continuation","spa_fallback_bug"?}`);
-  }
+  const value = parseJsonLine(line, '{"mode","env","continuation","spa_fallback_bug"?}');
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new Error('line is not a JSON object; expected {"mode","env","continuation","spa_fallback_bug"?}');
   }
@@ -48,7 +40,7 @@ function readRequest(line: string): ParseRequest {
 }
 
 /** The output object for one input line (snake_case like the input). */
-export function parseLine(line: string): Record<string, unknown> {
+function parseLine(line: string): Record<string, unknown> {
   try {
     const request = readRequest(line);
     const result = parseResponse(request.continuation, {
@@ -70,15 +62,6 @@ export function parseLine(line: string): Record<string, unknown> {
   }
 }
 
-/** Streams JSON Lines from `input` to `output`, one line out per line in; bad lines yield `{"error"}`. */
-export async function runParse(input: Readable, output: Writable): Promise<void> {
-  const lines = createInterface({ input, crlfDelay: Infinity });
-  for await (const line of lines) {
-    // Respect backpressure: wait for the pipe to drain instead of buffering unboundedly.
-    if (!output.write(`${JSON.stringify(parseLine(line))}\n`)) await once(output, 'drain');
-  }
-}
-
 /** `spa parse`: SPA's response parser (docs/spa-protocol.md#parser) over JSON Lines on stdin. */
 export function registerParseCommand(program: Command): void {
   program
@@ -88,6 +71,6 @@ export function registerParseCommand(program: Command): void {
         '"continuation":"…","spa_fallback_bug"?:bool} → {"matched","ok","actions","valid_ids","penalty","canonical","reason"}',
     )
     .action(async () => {
-      await runParse(process.stdin, process.stdout);
+      await mapJsonLines(process.stdin, process.stdout, parseLine); // a bad line yields {"error"}
     });
 }

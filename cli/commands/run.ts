@@ -11,7 +11,7 @@ import { pairedDifference } from '../../streams/eval/pass-at-k.js';
 import { nonNegativeInt } from '../options.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
-export interface RunOptions {
+interface RunOptions {
   config: string;
   full?: boolean;
   runsDir: string;

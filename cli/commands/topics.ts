@@ -78,10 +78,7 @@ async function lagRows(admin: Admin, topics: readonly TopicRow[]): Promise<LagRo
 }
 
 /** Left-aligned columns separated by two spaces; numbers right-aligned. */
-export function formatTable(
-  header: readonly string[],
-  rows: readonly (readonly (string | number)[])[],
-): string {
+function formatTable(header: readonly string[], rows: readonly (readonly (string | number)[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? '').length)));
   const line = (cells: readonly (string | number)[]): string =>
     cells

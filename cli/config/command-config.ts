@@ -14,13 +14,13 @@ const keyOf = (option: Option): string => (option.long ?? option.flags).replace(
 /** A spec that checks a YAML value with the option's own command-line parser. */
 function optionSpec(option: Option): Spec<unknown> {
   if (option.isBoolean()) {
-    return scalar('true or false', (value) => {
+    return scalar((value) => {
       if (typeof value !== 'boolean') throw new Error(`must be true or false, got ${shown(value)}`);
       return option.negate ? !value : value;
     });
   }
   const choices = option.argChoices;
-  return scalar(option.description || 'a value', (value) => {
+  return scalar((value) => {
     if (value === null || typeof value === 'object')
       throw new Error(`must be a single value (text, a number or true/false), got ${shown(value)}`);
     const textValue = String(value);
@@ -43,7 +43,7 @@ export function configSchemaOf(command: Command): Spec<Record<string, unknown>> 
       .filter((o) => o.long !== undefined && o.long !== '--help' && keyOf(o) !== CONFIG_OPTION)
       .map((o) => [keyOf(o), optionSpec(o)]),
   );
-  return object(fields) as Spec<Record<string, unknown>>;
+  return object(fields);
 }
 
 /**

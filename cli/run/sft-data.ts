@@ -2,11 +2,11 @@ import { envFactory } from '../../envs/registry.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
-import { generateToKafka } from '../../streams/generate-to-kafka.js';
+import { generateToKafka } from '../../streams/generator-sinks.js';
 import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
-import { Progress } from '../progress.js';
+import { trajectoryProgress } from '../progress.js';
 
 /** What one data stage produced, as `summary.json` records it per stage. */
 export interface DataStageSummary {
@@ -47,17 +47,13 @@ export async function generateSftData(
       `[${options.stage}] removed ${purged} offsets an interrupted earlier attempt left\n`,
     );
   }
-  const progress = new Progress(options.stage, {
-    key: 'trajectories',
-    value: episodes.groups * episodes.groupSize * episodes.batches,
-  });
+  const progress = trajectoryProgress(options.stage, episodes);
   const rejectsByReason: Record<string, number> = {};
-  const counts = await generateToKafka(kafka, {
+  const counts = await generateToKafka(kafka, options.transactionalId, {
     episodes,
     makeEnv: envFactory({ name: episodes.env }),
     policy: options.policy,
     pipeline: { target: 'sft', malformedFilter: options.malformedFilter },
-    transactionalId: options.transactionalId,
     onRecord: (o) => {
       progress.add(o.topic);
       if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;

@@ -4,12 +4,13 @@ import { envFactory } from '../../envs/registry.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
-import { generateToKafka } from '../../streams/generate-to-kafka.js';
+import { generateToKafka } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
+import type { PolicySource } from '../../streams/policies/policy.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
-import { Progress } from '../progress.js';
+import { Progress, trajectoryProgress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
 import { generateSftData, offsetsUnder, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
@@ -50,6 +51,37 @@ const RESUMABLE_STAGES: ReadonlySet<string> = new Set([
 /** `redo`: an earlier attempt of this run started the stage and did not finish it. */
 type Timed = <T>(stage: string, work: (attempt: { redo: boolean }) => Promise<T>) => Promise<T>;
 
+/**
+ * Runs each stage with a log line and its seconds in `seconds`. A resumable stage that finished
+ * in an earlier, interrupted attempt of this run is not redone: its outputs are committed
+ * (topics, checkpoints, artifacts) and its result is on disk (the run folder's stages/<stage>.json).
+ */
+function stageTimer(runDir: string, seconds: Record<string, number>): Timed {
+  return async (stage, work) => {
+    const resumable = RESUMABLE_STAGES.has(stage);
+    const marker = join(runDir, 'stages', `${stage.replace(/[^\w.-]+/g, '-')}.json`);
+    if (resumable && existsSync(marker)) {
+      log(`── ${stage}: done in an earlier attempt, kept`);
+      return (JSON.parse(readFileSync(marker, 'utf8')) as { result: never }).result;
+    }
+    const startedMarker = marker.replace(/\.json$/, '.started');
+    const redo = resumable && existsSync(startedMarker);
+    if (resumable) {
+      mkdirSync(dirname(marker), { recursive: true });
+      writeFileSync(startedMarker, `${new Date().toISOString()}\n`);
+    }
+    const started = Date.now();
+    log(`── ${stage}${redo ? ' (again: an earlier attempt was cut off)' : ''}`);
+    try {
+      const result = await work({ redo });
+      if (resumable) writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
+      return result;
+    } finally {
+      seconds[stage] = (Date.now() - started) / 1000;
+    }
+  };
+}
+
 /** Where the run's stages meet: its Kafka topics, trainer Python, run folder and stage timer. */
 interface LoopContext {
   readonly config: LoopConfig;
@@ -81,30 +113,7 @@ export async function runSpaLoop(
   const fresh = !existsSync(join(runDir, 'stages'));
   mkdirSync(runDir, { recursive: true });
   const seconds: Record<string, number> = {};
-  const timed: Timed = async (stage, work) => {
-    // A stage that finished in an earlier, interrupted attempt of this run is not redone: its
-    // outputs are committed (topics, checkpoints, artifacts) and its result is on disk.
-    const marker = join(runDir, 'stages', `${stage.replace(/[^\w.-]+/g, '-')}.json`);
-    if (RESUMABLE_STAGES.has(stage) && existsSync(marker)) {
-      log(`── ${stage}: done in an earlier attempt, kept`);
-      return (JSON.parse(readFileSync(marker, 'utf8')) as { result: never }).result;
-    }
-    const startedMarker = marker.replace(/\.json$/, '.started');
-    const redo = RESUMABLE_STAGES.has(stage) && existsSync(startedMarker);
-    if (RESUMABLE_STAGES.has(stage)) {
-      mkdirSync(dirname(marker), { recursive: true });
-      writeFileSync(startedMarker, `${new Date().toISOString()}\n`);
-    }
-    const started = Date.now();
-    log(`── ${stage}${redo ? ' (again: an earlier attempt was cut off)' : ''}`);
-    try {
-      const result = await work({ redo });
-      if (RESUMABLE_STAGES.has(stage)) writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
-      return result;
-    } finally {
-      seconds[stage] = (Date.now() - started) / 1000;
-    }
-  };
+  const timed = stageTimer(runDir, seconds);
 
   const python = trainerPython();
   const kafka = await timed('kafka', () =>
@@ -152,13 +161,7 @@ async function withWorldModelSft(ctx: LoopContext) {
  * tiny model's format warm-up) is exported and published as v1 and PPO starts from it.
  */
 async function withoutWorldModelSft(ctx: LoopContext) {
-  const dataStages: DataStageSummary[] = [];
-  let model = ctx.config.model;
-  if (ctx.config.warmupTrajectories > 0) {
-    const warmup = await formatWarmup(ctx);
-    dataStages.push(...warmup.data);
-    model = warmup.model;
-  }
+  const { data: dataStages, model } = await formatWarmup(ctx);
   await ctx.timed('export v1', () => exportPolicy(ctx, model, { stage: 'init', version: 1, publish: true }));
   return { dataStages, sft: { skipped: true }, ppoStartModel: model };
 }
@@ -179,61 +182,59 @@ async function sftDataStages(
     groupSize: config.sftGroupSize,
     batches: config.sftBatches,
   });
-  const generator = config.generator;
-  if (generator !== 'self-play') {
-    const data = await ctx.timed('sft data', ({ redo }) =>
+  // Either branch writes the run's sft topic, under one transactional id; `label` names it in
+  // the progress line and summary.json.
+  const sftData = (
+    stage: string,
+    label: string,
+    policy: PolicySource,
+    describePolicy: DataStageSummary['policy'],
+  ) =>
+    ctx.timed(stage, ({ redo }) =>
       generateSftData(ctx.kafka, {
         purgeFirst: redo,
-        stage: `sft data (${generator})`,
+        stage: label,
         episodes,
-        policy: builtinPolicy(generator, { mode: 'wm', seed: 0 }),
-        describePolicy: { name: generator, version: null },
+        policy,
+        describePolicy,
         transactionalId: `spa-run-${runId}-sft`,
         malformedFilter: malformedFilterOf(config),
       }),
     );
+  const generator = config.generator;
+  if (generator !== 'self-play') {
+    const policy = builtinPolicy(generator, { mode: 'wm', seed: 0 });
+    const data = await sftData('sft data', `sft data (${generator})`, policy, {
+      name: generator,
+      version: null,
+    });
     return { dataStages: [data], sftStartModel: config.model };
   }
-  const dataStages: DataStageSummary[] = [];
-  let startModel = config.model;
-  if (config.warmupTrajectories > 0) {
-    const warmup = await formatWarmup(ctx);
-    dataStages.push(...warmup.data);
-    startModel = warmup.model;
-  }
+  const warmup = await formatWarmup(ctx);
   const v0 = await ctx.timed('export v0', () =>
-    exportPolicy(ctx, startModel, { stage: 'init', version: 0, publish: false }),
+    exportPolicy(ctx, warmup.model, { stage: 'init', version: 0, publish: false }),
   );
   const policy = await onnxPolicy({
     folder: v0,
     seed: 0,
     ...generationOptions(config),
   });
+  let selfPlay: DataStageSummary;
   try {
-    dataStages.push(
-      await ctx.timed('self-play sft data', ({ redo }) =>
-        generateSftData(ctx.kafka, {
-          purgeFirst: redo,
-          stage: 'self-play sft data',
-          episodes,
-          policy,
-          describePolicy: { name: policy.name, version: policy.version },
-          transactionalId: `spa-run-${runId}-sft`,
-          malformedFilter: malformedFilterOf(config),
-        }),
-      ),
-    );
+    selfPlay = await sftData('self-play sft data', 'self-play sft data', policy, {
+      name: policy.name,
+      version: policy.version,
+    });
   } finally {
     await policy.close?.();
   }
-  const selfPlay = dataStages[dataStages.length - 1]!;
   if (selfPlay.rowsAccepted === 0)
     throw new Error(
       `self-play with ${selfPlay.policy.name} v${selfPlay.policy.version} produced no accepted SFT rows ` +
         `(rejected: ${JSON.stringify(selfPlay.rejectsByReason)}): nothing to finetune on; a larger ` +
         `format warm-up (warmupTrajectories, warmupEpochs) or --generator oracle would give data`,
     );
-  return { dataStages, sftStartModel: startModel };
+  return { dataStages: [...warmup.data, selfPlay], sftStartModel: warmup.model };
 }
 
 /**
@@ -241,10 +242,12 @@ async function sftDataStages(
  * `spa.<run>.warmup.*`, puzzles disjoint from the self-play ones) in each of `warmupModes`, so
  * that v0 can write `<observation>…<prediction>…<answer>` turns for the world-model prompts and
  * `<think>…</think><answer>` turns for the PPO prompts at all (docs/spa-loop.md#warm-up).
- * Returns the warmed-up run folder.
+ * Returns its data stages and the warmed-up run folder; without warm-up (`warmupTrajectories` 0),
+ * none and the configured model.
  */
 async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[]; model: string }> {
   const { config, runId } = ctx;
+  if (config.warmupTrajectories <= 0) return { data: [], model: config.model };
   const warm = await connectSpaKafka({
     clientId: 'spa-run-warmup',
     topics: { prefix: `spa.${runId}.warmup.` },
@@ -280,24 +283,13 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[
       return stages;
     });
     const out = join(ctx.runDir, 'warmup');
-    await ctx.timed(
-      'warm-up sft',
-      () =>
-        runTrainerModule(
-          ctx.python,
-          'spa_trainer.sft',
-          [
-            ['--model', config.model],
-            ['--input', `kafka:${warm.topics.sft}`],
-            ['--epochs', String(config.warmupEpochs)],
-            ['--lr', String(config.sftLr)],
-            ['--batch-size', String(config.sftBatchSize)],
-            ['--max-length', String(config.sftMaxLength)],
-            ['--out', out],
-            ['--brokers', ctx.brokers],
-          ].flat(),
-          { label: 'warm-up', env: trainerDeviceEnv(config) },
-        ).done,
+    await ctx.timed('warm-up sft', () =>
+      runSft(ctx, 'warm-up', {
+        model: config.model,
+        topic: warm.topics.sft,
+        epochs: config.warmupEpochs,
+        out,
+      }),
     );
     return { data, model: out };
   } finally {
@@ -372,26 +364,42 @@ const SFT_EXACT_MATCH_ROWS = 96;
 
 /** Stage 2: world-model SFT from `startModel` on the run's `sft` topic, exported and published as v1. */
 async function trainSft(ctx: LoopContext, startModel: string) {
-  const { config, kafka, python, runDir, brokers } = ctx;
-  await runTrainerModule(
-    python,
-    'spa_trainer.sft',
-    [
-      ['--model', startModel],
-      ['--input', `kafka:${kafka.topics.sft}`],
-      ['--epochs', String(config.sftEpochs)],
-      ['--lr', String(config.sftLr)],
-      ['--batch-size', String(config.sftBatchSize)],
-      ['--max-length', String(config.sftMaxLength)],
-      ['--eval-rows', String(SFT_EXACT_MATCH_ROWS)],
-      ['--out', join(runDir, 'sft')],
-      ['--export', join(runDir, 'policies')],
-      ['--publish', kafka.topics.policy],
-      ['--brokers', brokers],
-    ].flat(),
-    { label: 'sft', env: trainerDeviceEnv(config) },
-  ).done;
-  return readSftMetrics(join(runDir, 'sft'));
+  const { config, kafka, runDir } = ctx;
+  const out = join(runDir, 'sft');
+  await runSft(ctx, 'sft', { model: startModel, topic: kafka.topics.sft, epochs: config.sftEpochs, out }, [
+    ['--eval-rows', String(SFT_EXACT_MATCH_ROWS)],
+    ['--export', join(runDir, 'policies')],
+    ['--publish', kafka.topics.policy],
+  ]);
+  return readSftMetrics(out);
+}
+
+/**
+ * The Python SFT trainer on a Kafka topic with the run's learning rate, batch size and window;
+ * `extra` adds flags (evaluation rows, export, publishing).
+ */
+async function runSft(
+  ctx: LoopContext,
+  label: string,
+  run: { model: string; topic: string; epochs: number; out: string },
+  extra: string[][] = [],
+): Promise<void> {
+  const { config } = ctx;
+  const args = [
+    ['--model', run.model],
+    ['--input', `kafka:${run.topic}`],
+    ['--epochs', String(run.epochs)],
+    ['--lr', String(config.sftLr)],
+    ['--batch-size', String(config.sftBatchSize)],
+    ['--max-length', String(config.sftMaxLength)],
+    ['--out', run.out],
+    ['--brokers', ctx.brokers],
+    ...extra,
+  ];
+  await runTrainerModule(ctx.python, 'spa_trainer.sft', args.flat(), {
+    label,
+    env: trainerDeviceEnv(config),
+  }).done;
 }
 
 async function selfPlayAndPpo(
@@ -453,16 +461,12 @@ async function selfPlayAndPpo(
       batches: config.ppoSteps - done,
       seedBase: PPO_SEED_BASE + done * config.ppoGroups,
     });
-    const progress = new Progress('self-play', {
-      key: 'trajectories',
-      value: config.ppoGroups * config.ppoGroupSize * (config.ppoSteps - done),
-    });
-    const selfPlay = await generateToKafka(kafka, {
+    const progress = trajectoryProgress('self-play', episodes);
+    const selfPlay = await generateToKafka(kafka, `spa-run-${runId}-rl`, {
       episodes,
       makeEnv: envFactory({ name: config.env }),
       policy: latest.source,
       pipeline: { target: 'rollouts' },
-      transactionalId: `spa-run-${runId}-rl`,
       onRecord: (o) => progress.add(o.topic),
     });
     progress.done();
@@ -500,7 +504,7 @@ function ppoStepsDone(outDir: string): number {
 }
 
 /** One evaluation of the run, with the `spa eval` command that reproduces it. */
-export interface LoopEvaluation extends EvaluationResult {
+interface LoopEvaluation extends EvaluationResult {
   readonly command: string;
 }
 

@@ -1,4 +1,4 @@
-import { Rng } from '../internal/rng.js';
+import { Rng } from '../rng.js';
 import { FROZENLAKE_ACTION_NAMES } from '../protocol/action-vocabularies.js';
 import type { EnvAction, Environment, GridSize, Position, StepOutcome } from '../types.js';
 import { generateLakeMap } from './generator.js';

@@ -1,4 +1,4 @@
-import { Rng } from '../internal/rng.js';
+import { Rng } from '../rng.js';
 import { isGoalReachable, type LakeMap, type LakeTile } from './lake-map.js';
 
 /** Map-generation parameters (RAGEN `FrozenLakeEnvConfig`, docs/spa-envs.md#frozenlake). */

@@ -72,7 +72,7 @@ export function lakeOutcomes(
 }
 
 /** The slippery outcome probabilities in gymnasium's order `(a−1)%4, a, (a+1)%4`. */
-export const SLIP_PROBABILITIES: readonly [number, number, number] = [FAIL_RATE, SUCCESS_RATE, FAIL_RATE];
+const SLIP_PROBABILITIES: readonly [number, number, number] = [FAIL_RATE, SUCCESS_RATE, FAIL_RATE];
 
 /**
  * The direction actually moved for intended `action` and uniform draw `u`, without building the

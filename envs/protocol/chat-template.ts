@@ -7,7 +7,7 @@ import { Template } from '@huggingface/jinja';
 import type { ChatMessage } from './conversation.js';
 
 /** What SPA appends to the generation prompt: the model continues inside its thoughts. */
-export const THINK_OPEN = '<think>';
+const THINK_OPEN = '<think>';
 
 /** Options of {@link ChatTemplate.render}. */
 export interface RenderOptions {

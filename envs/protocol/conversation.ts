@@ -6,7 +6,7 @@
 import type { HistoryEntry, PromptMode } from './types.js';
 
 /** Chat roles SPA uses. */
-export type ChatRole = 'system' | 'user' | 'assistant';
+type ChatRole = 'system' | 'user' | 'assistant';
 
 /** One chat message, as passed to `tokenizer.apply_chat_template`. */
 export interface ChatMessage {
@@ -15,13 +15,13 @@ export interface ChatMessage {
 }
 
 /** SPA's system message; the trailing space is SPA's (docs/spa-prompts.md#conversation). */
-export const SYSTEM_PROMPT = "You're a helpful assistant. ";
+const SYSTEM_PROMPT = "You're a helpful assistant. ";
 
 /**
  * The per-turn format reminder (`FORMAT_PROMPT`, `enable_think=True`) of each mode
  * (docs/spa-prompts.md#conversation).
  */
-export const FORMAT_PROMPT: Readonly<Record<PromptMode, string>> = {
+const FORMAT_PROMPT: Readonly<Record<PromptMode, string>> = {
   wm: '<think> <observation> [current state] </observation> [Your thoughts] <prediction> [next state]</prediction> </think> <answer> [your answer] </answer>',
   base: '<think> [Your thoughts] </think> <answer> [your answer] </answer>',
 };
@@ -30,7 +30,7 @@ export const FORMAT_PROMPT: Readonly<Record<PromptMode, string>> = {
  * SPA's `max_tokens` for all three envs: only printed in the prompt, never enforced
  * (docs/spa-prompts.md#conversation).
  */
-export const SPA_MAX_RESPONSE_TOKENS = 100;
+const SPA_MAX_RESPONSE_TOKENS = 100;
 
 /** Options of `buildMessages`. */
 export interface ConversationOptions {

@@ -60,7 +60,7 @@ export interface ParseOptions {
 }
 
 /** SPA's `max_actions_per_turn` (`config/base.yaml`). */
-export const SPA_MAX_ACTIONS_PER_TURN = 5;
+const SPA_MAX_ACTIONS_PER_TURN = 5;
 
 const ACTION_SEPARATOR = '||';
 

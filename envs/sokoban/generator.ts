@@ -1,4 +1,4 @@
-import { Rng } from '../internal/rng.js';
+import { Rng } from '../rng.js';
 import { ReversePlay } from './reverse-play.js';
 import { Cell, DIRECTIONS, type SokobanRoom } from './room.js';
 import { solveSokoban } from './solver.js';
@@ -11,7 +11,7 @@ import type { SokobanVariant } from './variants.js';
  */
 
 /** Options for {@link generateRoom}. */
-export interface GenerateOptions {
+export interface SokobanRoomOptions {
   /**
    * Reject rooms whose BFS shortest solution is longer (retry with the next derived seed),
    * since an episode cannot solve them within the per-trajectory budget. Default: the
@@ -153,7 +153,7 @@ function generateOnce(rng: Rng, variant: SokobanVariant): SokobanRoom | null {
 export function generateRoom(
   seed: number,
   variant: SokobanVariant,
-  options: GenerateOptions = {},
+  options: SokobanRoomOptions = {},
 ): GeneratedRoom {
   const maxSolutionLength =
     options.maxSolutionLength === undefined ? variant.maxActionsPerTraj : options.maxSolutionLength;

@@ -4,7 +4,7 @@ import { Cell, DIRECTIONS } from './room.js';
  * RAGEN `depth_first_search` stops once this many distinct states were explored
  * (docs/spa-envs.md#sokoban-generator).
  */
-export const MAX_EXPLORED_STATES = 300_000;
+const MAX_EXPLORED_STATES = 300_000;
 
 /** The best reverse-played state: room codes in gym's game encoding, box i's cell, score. */
 export interface ReversePlayResult {

@@ -16,7 +16,7 @@ export const Cell = {
 } as const;
 
 /** `SokobanEnvConfig.grid_lookup`, indexed by cell code (docs/spa-envs.md#sokoban). */
-export const GRID_CHARS: readonly string[] = ['#', '_', 'O', '√', 'X', 'P', 'S'];
+const GRID_CHARS: readonly string[] = ['#', '_', 'O', '√', 'X', 'P', 'S'];
 
 /**
  * The legend line of the instruction prefix (docs/spa-prompts.md#prefix); one definition, shared with the

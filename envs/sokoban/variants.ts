@@ -25,7 +25,7 @@ export interface SokobanVariant {
 export type SokobanVariantName = '6x6-1box' | '8x8-2box' | '10x10-2box';
 
 /** gym_sokoban's default walk length for a `rows × cols` room. */
-export function defaultNumGenSteps(rows: number, cols: number): number {
+function defaultNumGenSteps(rows: number, cols: number): number {
   // Python int() truncates toward zero; the float product is computed exactly as in Python.
   return Math.trunc(1.7 * (rows + cols));
 }

@@ -1,4 +1,4 @@
-import { Rng } from '../internal/rng.js';
+import { Rng } from '../rng.js';
 import { countSolutions } from './solver.js';
 import { boxSize, cellAt, copyGrid, type SudokuGrid } from './sudoku-grid.js';
 

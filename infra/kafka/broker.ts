@@ -15,7 +15,7 @@ import { kafkaClasspath } from './jars.js';
 import { brokerAnswers, waitUntilAnswering } from './probe.js';
 import { javaExecutable, jvmFlags, runKafkaTool } from './tools.js';
 
-export type { BrokerInstance, BrokerInstanceOptions, ScramUser } from './broker-config.js';
+export type { BrokerInstanceOptions } from './broker-config.js';
 
 /** Options for starting a local instance. */
 export interface BrokerStartOptions extends BrokerInstanceOptions {

@@ -4,14 +4,14 @@
  */
 
 /** SASL credentials (SCRAM for the SASL_PLAINTEXT listener of infra/kafka). */
-export interface SaslSettings {
+interface SaslSettings {
   readonly mechanism: 'scram-sha-256' | 'scram-sha-512' | 'plain';
   readonly username: string;
   readonly password: string;
 }
 
 /** Client-side retries of retriable errors (exponential backoff). */
-export interface RetrySettings {
+interface RetrySettings {
   readonly retries: number;
   readonly initialRetryTimeMs: number;
   readonly maxRetryTimeMs: number;
@@ -30,10 +30,10 @@ export interface KafkaConnectionConfig {
 }
 
 /** The local broker of infra/kafka. */
-export const defaultBrokers: readonly string[] = ['127.0.0.1:9092'];
+const defaultBrokers: readonly string[] = ['127.0.0.1:9092'];
 
 /** Defaults chosen to ride out a broker restart (~10 s of retries) without giving up. */
-export const defaultRetry: RetrySettings = { retries: 8, initialRetryTimeMs: 300, maxRetryTimeMs: 5000 };
+const defaultRetry: RetrySettings = { retries: 8, initialRetryTimeMs: 300, maxRetryTimeMs: 5000 };
 
 /** Splits "host:port,host:port", naming `field` and the bad entry when malformed. */
 export function parseBrokerList(value: string, field = 'KAFKA_BROKERS'): string[] {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { kafkaClasspath, kafkaInfraDir } from './jars.js';
 
 /** Main classes of the tools in Apache Kafka 3.9 (what bin/kafka-*.sh would run). */
-export const kafkaToolClasses = {
+const kafkaToolClasses = {
   /** kafka-storage.sh */
   storage: 'kafka.tools.StorageTool',
   /** kafka-topics.sh */

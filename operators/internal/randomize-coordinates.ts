@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 
 /**
  * The random-coordinates ablation: keeps the grid lines of a `text_with_coordinates` state and

@@ -1,6 +1,7 @@
 import { Observable, concatMap, range } from 'rxjs';
 import {
   buildMessages,
+  historyText,
   instructionPrefix,
   parseResponse,
   turnRewardText,
@@ -154,7 +155,7 @@ function playTurn(
   }
   slot.numActions += executed.length;
   const rewardText = turnRewardText(rewards, slot.env.rewardIsFloat);
-  const llmResponse = parse.canonical ?? parse.raw;
+  const llmResponse = historyText(parse);
   const current = slot.history[slot.history.length - 1]!;
   current.llmResponse = llmResponse;
   current.rewardText = rewardText;

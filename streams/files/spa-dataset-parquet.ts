@@ -17,7 +17,7 @@ import { SPA_DATASET_COLUMNS, type SpaDatasetSink } from './spa-dataset.js';
 export type ParquetSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema'];
 
 /** Rows buffered per row group: bounds memory for big exports (block: the reader waits on us). */
-export const SPA_PARQUET_ROW_GROUP = 10_000;
+const SPA_PARQUET_ROW_GROUP = 10_000;
 
 // Columns and struct fields are OPTIONAL like the ones pandas/pyarrow write for SPA's DataFrame;
 // we never write nulls.

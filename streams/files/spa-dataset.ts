@@ -4,11 +4,11 @@
  * Readers of these rows live in spa-dataset-source.ts, writers in spa-dataset-jsonl.ts and
  * spa-dataset-parquet.ts.
  */
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 import type { SftRow } from '../../schemas/index.js';
 
 /** One prompt message in SPA's released key order: content first, then role (docs/spa-data.md#released). */
-export interface SpaPromptMessage {
+interface SpaPromptMessage {
   readonly content: string;
   readonly role: string;
 }

@@ -26,13 +26,13 @@ import {
 import { SPA_DATASET_COLUMNS, toSpaDatasetRow, type SpaDatasetSink } from './spa-dataset.js';
 
 /** `reward_model` as verl reads it (SPA's constant: numbers [0, 0], target 0, style "rule"). */
-export interface VerlRewardModel {
+interface VerlRewardModel {
   readonly ground_truth: { readonly numbers: readonly bigint[]; readonly target: bigint };
   readonly style: string;
 }
 
 /** `extra_info` as verl reads it: the puzzle seed as `index`, and the split. */
-export interface VerlExtraInfo {
+interface VerlExtraInfo {
   readonly index: bigint;
   readonly split: string;
 }
@@ -48,7 +48,7 @@ export interface VerlRow {
 }
 
 /** SPA's released column names, in SPA's order: only two columns' types differ. */
-export const VERL_COLUMNS = SPA_DATASET_COLUMNS satisfies readonly (keyof VerlRow)[];
+const VERL_COLUMNS = SPA_DATASET_COLUMNS satisfies readonly (keyof VerlRow)[];
 
 export const VERL_PARQUET_SCHEMA: ParquetSchema = parquetTable(
   utf8('data_source'),
@@ -121,7 +121,7 @@ export function verlParquetSink(path: string): SpaDatasetSink<VerlRow> {
 }
 
 /** A chat message in TRL's key order. */
-export interface TrlMessage {
+interface TrlMessage {
   readonly role: string;
   readonly content: string;
 }
@@ -132,7 +132,7 @@ export interface TrlRow {
   readonly completion: readonly TrlMessage[];
 }
 
-export const TRL_COLUMNS = ['prompt', 'completion'] as const satisfies readonly (keyof TrlRow)[];
+const TRL_COLUMNS = ['prompt', 'completion'] as const satisfies readonly (keyof TrlRow)[];
 
 export const TRL_PARQUET_SCHEMA: ParquetSchema = parquetTable(
   messageList('prompt', ['role', 'content']),

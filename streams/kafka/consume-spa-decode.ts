@@ -9,7 +9,7 @@ import type { ConsumedRecord, RecordHeaders } from './transport.js';
 import type { Rejected } from '../../schemas/index.js';
 
 /** A decoded SPA record tagged with its record name. */
-export type AnySpaRecord = {
+type AnySpaRecord = {
   [N in SpaRecordName]: { readonly type: N; readonly record: SpaRecordTypes[N] };
 }[SpaRecordName];
 

@@ -39,7 +39,7 @@ export type ReadStart =
  * infra/kafka, "Throughput"). What waits in memory stays bounded: a fetch holds at most this per
  * partition, and records past `maxInFlight` are left in Kafka.
  */
-export const READ_BYTES_PER_PARTITION = 4 << 20;
+const READ_BYTES_PER_PARTITION = 4 << 20;
 
 /** What a read covers in one partition: [start, end), `end` absent when following. */
 export interface PartitionRange {

@@ -104,7 +104,7 @@ export function serverAttributes(brokers: readonly string[] | undefined): Attrib
 }
 
 /** Attributes of a send span for one outgoing record. */
-export function sendAttributes(record: OutgoingRecord, server: Attributes = {}): Attributes {
+function sendAttributes(record: OutgoingRecord, server: Attributes = {}): Attributes {
   return {
     [messagingAttributes.system]: KAFKA,
     [messagingAttributes.destination]: record.topic,
@@ -118,11 +118,7 @@ export function sendAttributes(record: OutgoingRecord, server: Attributes = {}):
 }
 
 /** Attributes of a process span for one consumed record. */
-export function receiveAttributes(
-  record: ConsumedRecord,
-  groupId?: string,
-  server: Attributes = {},
-): Attributes {
+function receiveAttributes(record: ConsumedRecord, groupId?: string, server: Attributes = {}): Attributes {
   return {
     [messagingAttributes.system]: KAFKA,
     [messagingAttributes.destination]: record.topic,
@@ -138,11 +134,7 @@ export function receiveAttributes(
 }
 
 /** Key + value + header bytes: what a record costs on the wire, for spa_topic_bytes_total. */
-export function recordBytes(record: {
-  key: Buffer | null;
-  value: Buffer | null;
-  headers?: RecordHeaders;
-}): number {
+function recordBytes(record: { key: Buffer | null; value: Buffer | null; headers?: RecordHeaders }): number {
   let bytes = (record.key?.length ?? 0) + (record.value?.length ?? 0);
   for (const [name, value] of Object.entries(record.headers ?? {})) bytes += name.length + value.length;
   return bytes;
@@ -152,7 +144,7 @@ export function recordBytes(record: {
  * Starts a PRODUCER span for `record` (child of the record's own `traceparent`, else of the
  * active context) and returns it with the record re-stamped with the span's `traceparent`.
  */
-export function startSendSpan(
+function startSendSpan(
   record: OutgoingRecord,
   server: Attributes = {},
 ): { span: Span; record: OutgoingRecord } {
@@ -172,7 +164,7 @@ export function startSendSpan(
  * not drawn for tracing, so a send or process span would be dropped anyway; skipping it keeps
  * the record's header (flags 00) and saves the span machinery per record.
  */
-export function isUnsampledRecord(headers: RecordHeaders | undefined): boolean {
+function isUnsampledRecord(headers: RecordHeaders | undefined): boolean {
   const traceparent = headers?.['traceparent'];
   if (traceparent === undefined || traceparent.length !== 55) return false;
   return (parseInt(traceparent.toString('latin1', 53, 55), 16) & 1) === 0;

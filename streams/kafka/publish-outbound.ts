@@ -35,7 +35,7 @@ export interface PublishOptions {
  * round trips (AddPartitionsToTxn, EndTxn, the markers); the bound keeps what a retried
  * transaction resends, and what waits in memory, to a few MB.
  */
-export const TRANSACTION_RECORDS = 1024;
+const TRANSACTION_RECORDS = 1024;
 /**
  * How long a transaction stays open: records are visible to read_committed consumers within
  * about this much of being produced (bench/kafka.ts runs ProducerPerformance with the same 100 ms).

@@ -10,7 +10,6 @@ import type { Observable } from 'rxjs';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
-import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../../operators/filter-malformed.js';
 import type { Trajectory } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { spaTopics } from '../../schemas/topics.js';
@@ -23,7 +22,7 @@ import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
 import type { OutgoingRecord } from './transport.js';
 
 /** Options of {@link replayTrajectories}. */
-export interface ReplayOptions {
+export interface ReplayOptions extends SftDataOptions {
   /** Topic holding Trajectory records (usually spa.trajectories). */
   readonly fromTopic: string;
   /** Topic the SftRows go to; created with spa.sft's config when missing. */
@@ -33,10 +32,8 @@ export interface ReplayOptions {
   readonly start: ReadStart;
   /** Keep replaying records written after the start (until `stop` emits). Default false. */
   readonly follow?: boolean;
+  /** Required here: the replay's point is the annotation (docs/spa-data.md#ablations). */
   readonly annotation: Annotation;
-  readonly maskTransitions?: boolean;
-  /** Which rows are judged and how; default SPA's (docs/spa-data.md#filter). */
-  readonly malformedFilter?: MalformedFilter;
   /** Trajectories per transaction at most. Default {@link REPLAY_TRAJECTORIES_PER_TRANSACTION}. */
   readonly trajectoriesPerTransaction?: number;
   /** Ends the replay after the current transaction (e.g. on SIGINT while following). */
@@ -81,11 +78,7 @@ export interface ReplaySummary extends ReplayCounts {
  * One trajectory through the generator's SFT branch (`toSftOutputs`): its accepted SftRows and a
  * dead letter per rejected row. The operators are synchronous, so subscribing collects every output.
  */
-export function replayTrajectory(
-  trajectory: Trajectory,
-  options: SftDataOptions,
-  now = Date.now(),
-): Outbound[] {
+function replayTrajectory(trajectory: Trajectory, options: SftDataOptions, now = Date.now()): Outbound[] {
   const outputs: Outbound[] = [];
   of(trajectory)
     .pipe(toSftOutputs(options, () => now))
@@ -98,11 +91,7 @@ function outputsOf(consumed: InFlightRecord['record'], options: ReplayOptions): 
   const decoded = decodeKafkaRecord('Trajectory', consumed);
   if (!decoded.ok) return [{ topic: 'dlq', key: decoded.rejected.key ?? '', record: decoded.rejected }];
   try {
-    return replayTrajectory(decoded.record, {
-      annotation: options.annotation,
-      maskTransitions: options.maskTransitions ?? false,
-      malformedFilter: options.malformedFilter ?? SPA_MALFORMED_FILTER,
-    });
+    return replayTrajectory(decoded.record, options);
   } catch (error) {
     // annotateGroundTruth throws on a trajectory without a state per turn: dead-letter it, carry on.
     const detail = error instanceof Error ? error.message : String(error);
@@ -130,7 +119,7 @@ function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
 }
 
 /** Creates `topic` with spa.sft's definition when it does not exist; true when it was created. */
-export async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
+async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
   const admin = await connectKafkajsAdmin(kafka.config);
   try {
     if ((await admin.listTopics()).includes(topic)) return false;

@@ -11,7 +11,7 @@ import { decodeSpaHeaders, encodeSpaHeaders } from './headers.js';
 import type { ConsumedRecord, OutgoingRecord, RecordHeaders } from './transport.js';
 
 /** The Avro record written to each logical topic. */
-export const RECORD_OF_TOPIC = {
+const RECORD_OF_TOPIC = {
   trajectories: 'Trajectory',
   sft: 'SftRow',
   rollouts: 'Rollout',

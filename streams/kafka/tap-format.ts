@@ -109,7 +109,7 @@ function formatPolicyUpdate(p: PolicyUpdate): string {
 }
 
 /** A record's headers as text (SPA's are UTF-8: traceparent, schema fingerprint, policy version). */
-export function headersAsText(source: ConsumedRecord): Record<string, string> {
+function headersAsText(source: ConsumedRecord): Record<string, string> {
   return Object.fromEntries(
     Object.entries(source.headers).map(([name, value]) => [name, value.toString('utf8')]),
   );

@@ -57,7 +57,7 @@ export interface ConsumedBatch extends TopicPartition {
  * records, and the rest are delivered again once the partition is resumed or re-fetched —
  * the way to stop mid-batch after pausing the partition (backpressure without buffering).
  */
-export type BatchOutcome = void | { readonly taken: number };
+type BatchOutcome = void | { readonly taken: number };
 
 /** Consumes batches; the source does not fetch more for the partition until it resolves. */
 export type BatchHandler = (batch: ConsumedBatch) => Promise<BatchOutcome>;

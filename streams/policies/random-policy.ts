@@ -1,9 +1,9 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 import type { Policy, PolicyRequest } from './policy.js';
 
 /** SPA's fixed thought for the random generator (`RandomActionWrapperWg`, docs/spa-data.md#ablations). */
-export const RANDOM_POLICY_THOUGHT = 'I will push the box to the target.';
+const RANDOM_POLICY_THOUGHT = 'I will push the box to the target.';
 
 /**
  * SPA's random-action generator (the paper's random-generator ablation, docs/spa-data.md#ablations): three

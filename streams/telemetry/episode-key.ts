@@ -4,7 +4,6 @@
  * `trajectory_id`; a DLQ entry its original key (the trajectory id); Outbound and Verdict
  * wrap one of those.
  */
-import type { Context } from '@opentelemetry/api';
 import type { Outbound } from '../../schemas/outbound.js';
 import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
 
@@ -30,16 +29,6 @@ export function episodeKeyOf(value: unknown): string | undefined {
     return typeof key === 'string' ? key : undefined;
   }
   return undefined;
-}
-
-/** The episode context of an element, if its episode is traced and still registered. */
-export function episodeContextOf(
-  value: unknown,
-  registry: EpisodeTraceRegistry = episodeTraces,
-): Context | undefined {
-  if (registry.size === 0) return undefined;
-  const key = episodeKeyOf(value);
-  return key === undefined ? undefined : registry.get(key);
 }
 
 /**

@@ -22,7 +22,7 @@ export interface EpisodeAttributes {
 }
 
 /** How an episode ended, recorded on its span. */
-export interface EpisodeOutcome {
+interface EpisodeOutcome {
   readonly success: boolean;
   readonly turns?: number;
   readonly envSteps?: number;
@@ -211,27 +211,6 @@ function recordingEpisode(span: Span): EpisodeSpan {
       span.end();
     },
   };
-}
-
-/**
- * Plays a whole episode inside its span: `play` receives the span (for turns) and returns the
- * outcome. A thrown error marks the span failed and is rethrown.
- */
-export async function withEpisodeSpan<T extends EpisodeOutcome>(
-  attributes: EpisodeAttributes,
-  play: (episode: EpisodeSpan) => T | Promise<T>,
-  registry: EpisodeTraceRegistry = episodeTraces,
-): Promise<T> {
-  const episode = startEpisodeSpan(attributes, registry);
-  let outcome: T;
-  try {
-    outcome = await play(episode);
-  } catch (error) {
-    episode.fail(error);
-    throw error;
-  }
-  episode.end(outcome);
-  return outcome;
 }
 
 function episodeSpanAttributes(a: EpisodeAttributes) {

@@ -15,7 +15,7 @@
 import { metrics, type Attributes, type Histogram, type Meter } from '@opentelemetry/api';
 
 /** Name of the meter (instrumentation scope) every spa_* instrument belongs to. */
-export const SPA_METER_NAME = 'spa';
+const SPA_METER_NAME = 'spa';
 
 /** Current lag of one consumed partition, as reported to the `spa_consumer_lag` gauge. */
 export interface PartitionLag {

@@ -71,7 +71,7 @@ import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic
 import { resetSpaMetrics, type SpaMetrics } from './metrics.js';
 
 /** Name and version of the tracer (instrumentation scope) of every SPA span. */
-export const SPA_TRACER_NAME = 'spa';
+const SPA_TRACER_NAME = 'spa';
 
 /**
  * Fraction of episodes traced when nothing is configured. 1 in 20 keeps the random-policy

@@ -88,3 +88,19 @@ function stageSpanner(stage: string, registry: EpisodeTraceRegistry) {
       .end(origin + left);
   };
 }
+
+/** An operator factory: any parameters, one operator. */
+type OperatorFactory = (...args: never[]) => OperatorFunction<never, unknown>;
+
+/**
+ * Decorates operator factories with {@link traceStage}, each under its key as the stage name:
+ * `tracedStages({ toTrajectory }).toTrajectory(now)` is `traceStage('toTrajectory', toTrajectory(now))`.
+ * The compositions decorate their operators once, so each stage line names only its operator.
+ */
+export function tracedStages<F extends Record<string, OperatorFactory>>(factories: F): F {
+  const traced = Object.entries(factories).map(([stage, factory]) => [
+    stage,
+    (...args: never[]) => traceStage(stage, factory(...args)),
+  ]);
+  return Object.fromEntries(traced) as F;
+}

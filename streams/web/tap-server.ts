@@ -18,10 +18,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Unsent bytes a slow page may hold before it is dropped (it reconnects and catches up). */
-export const CLIENT_BUFFER_LIMIT = 8 * 1024 * 1024;
+const CLIENT_BUFFER_LIMIT = 8 * 1024 * 1024;
 
 /** The page's files. */
-export const webAssetsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
+const webAssetsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
 
 const ASSETS: Readonly<Record<string, { file: string; type: string }>> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },

@@ -12,7 +12,7 @@ export const SERIES_SECONDS = 120;
 const OPEN_GROUPS_PER_ENV = 5000;
 
 /** One env's outcome numbers. */
-export interface EnvStats {
+interface EnvStats {
   readonly env: string;
   readonly episodes: number;
   readonly successes: number;

@@ -9,12 +9,12 @@ import type { DecodedAnyRecord } from '../kafka/consume-spa-decode.js';
 import { boardGrid, differingCells, firstSpan, type BoardGrid } from './board-grid.js';
 
 /** A board to draw; `differs` lists the cells that differ from the true board it is shown beside. */
-export interface WebBoard extends BoardGrid {
+interface WebBoard extends BoardGrid {
   readonly differs: readonly (readonly [number, number])[];
 }
 
 /** One turn: the true boards before/after, and what the model believed they were. */
-export interface WebTurn {
+interface WebTurn {
   readonly turn: number;
   readonly parse: Turn['parse'];
   readonly executed: readonly string[];
@@ -29,7 +29,7 @@ export interface WebTurn {
 }
 
 /** A trajectory as the page shows it. */
-export interface WebTrajectory {
+interface WebTrajectory {
   readonly trajectoryId: string;
   readonly groupId: string;
   readonly env: string;
@@ -46,13 +46,13 @@ export interface WebTrajectory {
 
 /** Where a record was read. */
 /** A rejected SFT row: which turn, and the response the filter refused. */
-export interface WebRejectedRow {
+interface WebRejectedRow {
   readonly env: string;
   readonly turn: number;
   readonly response: string;
 }
 
-export interface WebSource {
+interface WebSource {
   readonly topic: string;
   readonly partition: number;
   readonly offset: string;
@@ -116,7 +116,7 @@ function webTurn(turn: Turn): WebTurn {
 }
 
 /** A trajectory with its boards split and the model's beliefs compared. */
-export function webTrajectory(t: Trajectory): WebTrajectory {
+function webTrajectory(t: Trajectory): WebTrajectory {
   return {
     trajectoryId: t.trajectory_id,
     groupId: t.group_id,

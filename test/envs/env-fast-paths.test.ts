@@ -10,7 +10,7 @@ import { findTiles, lakeDesc, parseLakeDesc, type LakeMap } from '../../envs/fro
 import { describeLake, renderLake } from '../../envs/frozenlake/lake-render.js';
 import { LakeView } from '../../envs/frozenlake/lake-view.js';
 import { sampleOutcomeIndex, type LakeOutcome } from '../../envs/frozenlake/transitions.js';
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 import { spaPuzzles } from '../../envs/puzzles.js';
 import { Cell, describeRoom, renderRoom, type SokobanRoom } from '../../envs/sokoban/room.js';
 import { SokobanEnv } from '../../envs/sokoban/sokoban-env.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 import { deriveSeed, generateRoom, roomTopology } from '../../envs/sokoban/generator.js';
 import { Cell, parseRender, renderRoom, type SokobanRoom } from '../../envs/sokoban/room.js';
 import { SokobanEnv } from '../../envs/sokoban/sokoban-env.js';

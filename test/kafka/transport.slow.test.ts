@@ -4,7 +4,6 @@ import type { Admin } from 'kafkajs';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { applyTopics, waitForLeaders } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';
-import { batchingWriter } from '../../streams/kafka/batching-writer.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { recordStream } from '../../streams/kafka/rx-source.js';
@@ -204,8 +203,7 @@ describe('kafkajs transport round trip', () => {
 
   it('recordStream keeps in-flight records within maxInFlight by pausing partitions', async () => {
     await createTopic('rx', 2);
-    const writer = batchingWriter(await transport.sink(), { maxBatchRecords: 16, lingerMs: 5 });
-    await Promise.all(Array.from({ length: 60 }, (_, id) => writer.write(record('rx', id))));
+    await (await transport.sink()).send(Array.from({ length: 60 }, (_, id) => record('rx', id)));
     const source = await transport.source({ groupId: 'rx-g', topics: ['rx'], start: { kind: 'earliest' } });
     let inFlight = 0;
     let peak = 0;

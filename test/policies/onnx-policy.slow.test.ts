@@ -13,7 +13,7 @@ import {
   spaPrompts,
   type ReferenceFixture,
 } from '../../bench/python/generate-reference.js';
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 import { spaEnv } from '../../envs/registry.js';
 import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
 import type { PolicyRequest } from '../../streams/policies/policy.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Tensor } from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../envs/internal/rng.js';
+import { Rng } from '../../envs/rng.js';
 import { loadPolicyArtifact, parseManifest } from '../../streams/policies/onnx/artifact.js';
 import { KvCache } from '../../streams/policies/onnx/kv-cache.js';
 import {

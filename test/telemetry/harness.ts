@@ -8,7 +8,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@o
 import { startTelemetry, type Telemetry, type TelemetryOptions } from '../../streams/telemetry/telemetry.js';
 
 /** A pull reader: `collect()` returns what the SDK has aggregated so far. */
-export class TestMetricReader extends MetricReader {
+class TestMetricReader extends MetricReader {
   constructor() {
     super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
   }
@@ -69,7 +69,7 @@ export async function startInMemoryTelemetry(
 }
 
 /** One span as an OTLP/JSON receiver sees it. */
-export interface ReceivedSpan {
+interface ReceivedSpan {
   readonly service: string;
   readonly name: string;
   readonly traceId: string;
@@ -102,7 +102,7 @@ function attributeMap(list: readonly OtlpKeyValue[] | undefined): Record<string,
 }
 
 /** Flattens an OTLP/JSON ExportTraceServiceRequest (ids are hex strings in OTLP/JSON). */
-export function spansOfRequest(body: unknown): ReceivedSpan[] {
+function spansOfRequest(body: unknown): ReceivedSpan[] {
   const request = body as {
     resourceSpans?: {
       resource?: { attributes?: OtlpKeyValue[] };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 
 /** Where Debian's chromium package puts the browser. */
-export const CHROMIUM_PATH = '/usr/bin/chromium';
+const CHROMIUM_PATH = '/usr/bin/chromium';
 
 function apt(args: string[]): void {
   execFileSync('apt-get', args, {
@@ -21,7 +21,7 @@ function apt(args: string[]): void {
 }
 
 /** Installs Debian's chromium when it is missing; throws saying what failed and what to run. */
-export function ensureChromium(): string {
+function ensureChromium(): string {
   if (existsSync(CHROMIUM_PATH)) return CHROMIUM_PATH;
   try {
     // Wait for another apt/dpkg run (up to 5 min) instead of failing on its lock.

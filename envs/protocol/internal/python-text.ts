@@ -20,7 +20,7 @@ export const PY_WS = `[${PY_WHITESPACE_SOURCE}]`;
 const ONE_PY_WS = new RegExp(`^${PY_WS}$`);
 
 /** Whether the single UTF-16 code unit `ch` is Python whitespace. */
-export function isPyWhitespace(ch: string): boolean {
+function isPyWhitespace(ch: string): boolean {
   return ONE_PY_WS.test(ch);
 }
 

@@ -69,7 +69,7 @@ export function parseManifest(value: unknown, where: string): PolicyManifest {
 }
 
 /** Streamed lower-case hex SHA-256 of a file (the same digest as export.py's `sha256_file`). */
-export async function sha256File(path: string): Promise<string> {
+async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex');

@@ -5,7 +5,7 @@
  * dropped from the batch: its cache rows are sliced out, and so are leading columns that every
  * remaining row has as padding — so a long finished prompt stops costing attention.
  */
-import type { Rng } from '../../../envs/internal/rng.js';
+import type { Rng } from '../../../envs/rng.js';
 import type { ForwardOutput, OnnxCausalLm } from './causal-lm.js';
 import type { KvCache } from './kv-cache.js';
 import { sampleToken, type SamplingSettings } from './sampler.js';
@@ -32,8 +32,8 @@ export interface Generation {
   readonly forwardCalls: number;
 }
 
-/** Options of `generateBatch`. */
-export interface GenerateOptions {
+/** How `generateBatch` decodes: sampling, stop rule and prefill budgets. */
+export interface DecodeOptions {
   readonly sampling: SamplingSettings;
   readonly stop: StopRule;
   /**
@@ -76,7 +76,7 @@ async function prefill(
   rows: readonly Row[],
   prompts: readonly (readonly number[])[],
   cache: KvCache,
-  options: GenerateOptions,
+  options: DecodeOptions,
 ): Promise<ForwardOutput & { calls: number }> {
   const batch = rows.length;
   const width = Math.max(...prompts.map((p) => p.length));
@@ -117,7 +117,7 @@ function advance(
   rows: readonly Row[],
   step: { logits: Float32Array; seq: number },
   vocab: number,
-  options: GenerateOptions,
+  options: DecodeOptions,
   done: (Generation | undefined)[],
   calls: number,
 ): { kept: number[]; next: number[] } {
@@ -157,7 +157,7 @@ function decodeStep(lm: OnnxCausalLm, rows: readonly Row[], next: readonly numbe
 export async function generateBatch(
   lm: OnnxCausalLm,
   requests: readonly GenerationRequest[],
-  options: GenerateOptions,
+  options: DecodeOptions,
 ): Promise<Generation[]> {
   if (requests.length === 0) return [];
   requests.forEach((r, i) => {

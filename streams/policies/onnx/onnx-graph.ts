@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 
 // The subset of onnx.proto's messages the edits touch (protobufjs camelCases field names).
-export interface AttributeProto {
+interface AttributeProto {
   name: string;
   type?: number;
   i?: number | { toNumber(): number };
@@ -20,7 +20,7 @@ export interface NodeProto {
   name?: string;
   attribute: AttributeProto[];
 }
-export interface ValueInfoProto {
+interface ValueInfoProto {
   name: string;
   type?: { tensorType?: { shape?: { dim: unknown[] } } };
 }

@@ -6,7 +6,7 @@
  * `</answer>` with `stopAtAnswer`).
  */
 import { basename, resolve } from 'node:path';
-import { Rng } from '../../../envs/internal/rng.js';
+import { Rng } from '../../../envs/rng.js';
 import type { Policy, PolicyRequest } from '../policy.js';
 import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
 import { OnnxCausalLm, type CacheLayout, type ExecutionProvider } from './causal-lm.js';
@@ -17,7 +17,7 @@ import { PolicyTokenizer } from './tokenizer.js';
 import { spaMetrics } from '../../telemetry/metrics.js';
 
 /** SPA's response budget (`max_tokens = response_length = 400`, docs/spa-generation.md#stop). */
-export const SPA_MAX_NEW_TOKENS = 400;
+const SPA_MAX_NEW_TOKENS = 400;
 
 /** Options of `onnxPolicy`. */
 export interface OnnxPolicyOptions {
@@ -49,9 +49,9 @@ export interface OnnxPolicyOptions {
   readonly maxBatchSize?: number;
   /** Logits of the last position only (see `SessionSettings`); default true. */
   readonly lastPositionLogits?: boolean;
-  /** See `GenerateOptions.prefillLogitsBudget`. */
+  /** See `DecodeOptions.prefillLogitsBudget`. */
   readonly prefillLogitsBudget?: number;
-  /** See `GenerateOptions.prefillTokenBudget`. */
+  /** See `DecodeOptions.prefillTokenBudget`. */
   readonly prefillTokenBudget?: number;
 }
 
@@ -71,7 +71,7 @@ export interface OnnxPolicy extends Policy {
  * Prompt tokens a turn keeps (the rightmost ones) so prompt and answer fit `contextWindow`; all of
  * them without a window.
  */
-export function promptTokenBudget(contextWindow: number | undefined, maxNewTokens: number): number {
+function promptTokenBudget(contextWindow: number | undefined, maxNewTokens: number): number {
   if (contextWindow === undefined) return Infinity;
   if (!Number.isInteger(contextWindow) || contextWindow <= maxNewTokens)
     throw new Error(

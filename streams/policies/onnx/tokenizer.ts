@@ -9,7 +9,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import type { PolicyArtifact } from './artifact.js';
 
 /** Qwen2.5-Instruct's end-of-turn token: generation stops there (docs/spa-prompts.md#conversation). */
-export const IM_END = '<|im_end|>';
+const IM_END = '<|im_end|>';
 
 /** Encode/decode for one artifact, plus the ids that end a generation. */
 export class PolicyTokenizer {
