@@ -1,7 +1,10 @@
 import { spaMetrics } from '../telemetry/metrics.js';
 import type { Policy, PolicySource } from './policy.js';
 
-/** `policy` with every `act` timed into spa_wait_for_policy_seconds. */
+/**
+ * `policy` with every `act` timed into spa_wait_for_policy_seconds, and the tokens it decoded
+ * (its `tokensDecoded` total, when it keeps one) added to spa_generation_tokens_total{policy}.
+ */
 export function meteredPolicy(policy: Policy): Policy {
   return {
     get name() {
@@ -10,7 +13,17 @@ export function meteredPolicy(policy: Policy): Policy {
     get version() {
       return policy.version;
     },
-    act: (requests) => spaMetrics().timeWait(spaMetrics().waitForPolicy, () => policy.act(requests)),
+    get tokensDecoded() {
+      return policy.tokensDecoded;
+    },
+    act: async (requests) => {
+      const metrics = spaMetrics();
+      const before = policy.tokensDecoded;
+      const texts = await metrics.timeWait(metrics.waitForPolicy, () => policy.act(requests));
+      if (before !== undefined && policy.tokensDecoded !== undefined)
+        metrics.generationTokens.add(policy.tokensDecoded - before, { policy: policy.name });
+      return texts;
+    },
     close: async () => policy.close?.(),
   };
 }

@@ -26,6 +26,11 @@ export interface Policy {
   /** The policy version recorded on every record; a policy swap changes it between episodes. */
   readonly version: number;
   act(requests: readonly PolicyRequest[]): Promise<string[]>;
+  /**
+   * Tokens decoded so far by `act` (an LLM policy counts them; others leave it out). A running
+   * total, read by decorators such as `meteredPolicy`, so the policy itself never calls telemetry.
+   */
+  readonly tokensDecoded?: number;
   /** Release resources (sessions, consumers). */
   close?(): Promise<void>;
 }

@@ -45,6 +45,35 @@ describe('meteredPolicy', () => {
     expect(await waits(running)).toBe(2);
   });
 
+  it("adds the tokens the policy decoded in each act to spa_generation_tokens_total{policy}", async () => {
+    running = await startInMemoryTelemetry();
+    let decoded = 10; // a total carried over from before metering began: not counted
+    const inner: Policy = {
+      name: 'llm',
+      version: 1,
+      get tokensDecoded() {
+        return decoded;
+      },
+      async act(requests) {
+        decoded += 4 * requests.length;
+        return requests.map(() => 'x');
+      },
+    };
+    const policy = meteredPolicy(inner);
+    const request = {} as Parameters<Policy['act']>[0][number];
+    await policy.act([request, request]);
+    await policy.act([request]);
+    const points = await running.points('spa_generation_tokens_total');
+    expect(points.map((p) => [p.attributes, p.value])).toEqual([[{ policy: 'llm' }, 12]]);
+    expect(policy.tokensDecoded).toBe(22);
+  });
+
+  it('counts no tokens for a policy that keeps no total', async () => {
+    running = await startInMemoryTelemetry();
+    await meteredPolicy(countingPolicy()).act([]);
+    expect(await running.points('spa_generation_tokens_total')).toEqual([]);
+  });
+
   it('times resolving a policy source function as well as acting', async () => {
     running = await startInMemoryTelemetry();
     const source = meteredPolicySource(async () => countingPolicy(7));

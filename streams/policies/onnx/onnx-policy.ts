@@ -14,7 +14,6 @@ import { generateBatch, type Generation, type GenerationRequest } from './genera
 import { checkSampling } from './sampler.js';
 import { ANSWER_END } from './stop-detector.js';
 import { PolicyTokenizer } from './tokenizer.js';
-import { spaMetrics } from '../../telemetry/metrics.js';
 
 /** SPA's response budget (`max_tokens = response_length = 400`, docs/spa-generation.md#stop). */
 const SPA_MAX_NEW_TOKENS = 400;
@@ -130,9 +129,9 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
     return result;
   };
 
-  const name = `onnx:${basename(folder)}`;
+  let tokensDecoded = 0;
   return {
-    name,
+    name: `onnx:${basename(folder)}`,
     version: artifact.manifest.version,
     manifest: artifact.manifest,
     tokenizer,
@@ -141,10 +140,11 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
       const generations = await generate(
         requests.map((r) => artifact.chatTemplate.generationPrompt(r.messages)),
       );
-      // spa_generation_tokens_total{policy}: tokens decoded for the self-play episodes.
-      const tokens = generations.reduce((sum, g) => sum + g.ids.length, 0);
-      spaMetrics().generationTokens.add(tokens, { policy: name });
+      tokensDecoded += generations.reduce((sum, g) => sum + g.ids.length, 0);
       return generations.map((g) => g.text);
+    },
+    get tokensDecoded() {
+      return tokensDecoded;
     },
     close: () => lm.release(),
   };
