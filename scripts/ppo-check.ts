@@ -29,6 +29,9 @@ interface CheckOptions {
   groups: number;
   groupSize: number;
   exportEvery: number;
+  maxStaleness: number;
+  evalEvery: number;
+  lossAgg: string;
   evalPuzzles: number;
   evalK: number;
   actorLr: string;
@@ -49,10 +52,18 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--steps <n>', 'PPO steps per arm', Number, 80)
     .option('--groups <n>', 'puzzles per PPO step', Number, 16)
     .option('--group-size <n>', 'episodes per puzzle', Number, 4)
-    .option('--export-every <n>', 'PPO steps between exports (= evaluation points)', Number, 20)
+    .option('--export-every <n>', 'PPO steps between exports (1: every step, as SPA)', Number, 1)
+    .option(
+      '--max-staleness <n>',
+      'policy versions a trained batch may lag (0: on-policy, as SPA)',
+      Number,
+      0,
+    )
+    .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 20)
+    .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
-    .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '3e-4')
+    .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
     .option('--critic-lr <x>', 'PPO critic learning rate of the learning arms', '1e-3')
     .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
     .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 4)
@@ -83,7 +94,8 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
       '--ppo-group-size',
       String(o.groupSize),
     ],
-    ...['--export-every', String(o.exportEvery), '--eval-curve'],
+    ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
+    ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
   ];
@@ -100,7 +112,8 @@ const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).
  * over the control arm's end (both paired by puzzle, docs/spa-eval.md#paired), wall time.
  */
 function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string {
-  const steps = Array.from({ length: Math.floor(o.steps / o.exportEvery) + 1 }, (_, i) => i * o.exportEvery);
+  const steps = Array.from({ length: Math.floor(o.steps / o.evalEvery) + 1 }, (_, i) => i * o.evalEvery);
+  if (o.steps % o.evalEvery !== 0) steps.push(o.steps);
   const lines = [
     `| arm | ${steps.map((s) => `step ${s}`).join(' | ')} | end − start | end − control's end | Pass@${o.evalK} start → end | minutes |`,
     `| --- | ${steps.map(() => '---').join(' | ')} | --- | --- | --- | --- |`,
@@ -128,6 +141,8 @@ function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string 
 function main(): void {
   const o = parseOptions(process.argv.slice(2));
   const arms = o.arms.split(',').map((a) => a.trim()) as Arm[];
+  if (o.evalEvery % o.exportEvery !== 0)
+    throw new Error(`--eval-every ${o.evalEvery}: must be a multiple of --export-every ${o.exportEvery}`);
   for (const arm of arms)
     if (!(ARMS as readonly string[]).includes(arm))
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);

@@ -24,6 +24,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from .models import pick_device
 from .ppo_batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
 from .ppo_math import (
+    LossAgg,
     MaskMode,
     entropy_from_logits,
     gae_advantages_returns,
@@ -55,10 +56,11 @@ class PpoConfig:
     grad_clip: float = 1.0
     ppo_epochs: int = 1
     mini_batch_size: int = 64  # trajectories per optimizer step (64 = one step per update)
-    # Sequences per forward pass: memory and speed only. verl computes the token-mean per
-    # micro-batch and divides by the number of micro-batches, so SPA's micro-batch of 1 makes the
-    # loss a mean over sequences of per-sequence token means; the losses here compute exactly
-    # that for any micro-batch size (docs/spa-ppo.md#aggregation).
+    # How the losses average over a mini-batch: SPA's configured token-mean, or the mean of
+    # per-sequence token means its released run computes (docs/spa-ppo.md#aggregation).
+    loss_agg: LossAgg = "token-mean"
+    # Sequences per forward pass: memory and speed only; either aggregation is computed exactly
+    # for any micro-batch size (docs/spa-ppo.md#aggregation).
     micro_batch_size: int = 1
     temperature: float = 1.0  # log-probs at the sampling temperature (docs/spa-ppo.md#losses)
 
@@ -178,11 +180,13 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
     with_entropy = config.entropy_coeff != 0.0
     log_probs, entropy = token_log_probs(state.actor, micro, config.temperature, with_entropy)
     mask = micro.response_mask
+    per_sequence = config.loss_agg == "seq-mean-token-mean"
     pg = policy_loss(
         log_probs, micro.extras["old_log_probs"], micro.extras["advantages"], mask,
-        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, per_sequence=True,
+        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, per_sequence=per_sequence,
     )  # fmt: skip
-    entropy_mean = seq_mean_token_mean(entropy, mask) if entropy is not None else torch.zeros(())
+    aggregate = seq_mean_token_mean if per_sequence else masked_mean
+    entropy_mean = aggregate(entropy, mask) if entropy is not None else torch.zeros(())
     loss = pg.loss - config.entropy_coeff * entropy_mean
     stats = {
         "actor/pg_loss": pg.loss.item(),
@@ -202,7 +206,7 @@ def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -
         )
     loss, clipfrac = value_loss(
         values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask,
-        config.cliprange_value, per_sequence=True,
+        config.cliprange_value, per_sequence=config.loss_agg == "seq-mean-token-mean",
     )  # fmt: skip
     return loss, {
         "critic/vf_loss": loss.item(),
@@ -221,7 +225,9 @@ def _optimizer_step(params: Sequence[torch.nn.Parameter], optimizer: torch.optim
 
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
     """`ppo_epochs` passes over the batch in minibatches; one actor and one critic optimizer step
-    per minibatch, gradients accumulated over micro-batches weighted by their share of rows."""
+    per minibatch, gradients accumulated over micro-batches weighted by their share of the
+    minibatch: of its rows (`seq-mean-token-mean`) or of its trained tokens (`token-mean`), so the
+    sum is the minibatch's loss for any micro-batch size (docs/spa-ppo.md#aggregation)."""
     state.actor.train()
     state.critic.train()
     collected: dict[str, list[float]] = defaultdict(list)
@@ -231,13 +237,20 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     for _ in range(config.ppo_epochs):
         for start in range(0, batch.size, config.mini_batch_size):
             mini_rows = rows[start : start + config.mini_batch_size]
+            mini_tokens = batch.response_mask[mini_rows].sum().clamp(min=1)
+            mini_stats: dict[str, float] = defaultdict(float)
             for micro in _micro_batches(batch, mini_rows, config.micro_batch_size):
-                share = micro.size / len(mini_rows)
+                if config.loss_agg == "seq-mean-token-mean":
+                    share = micro.size / len(mini_rows)
+                else:
+                    share = float(micro.response_mask.sum() / mini_tokens)
                 for loss_fn in (actor_micro_loss, critic_micro_loss):
                     loss, stats = loss_fn(state, micro, config)
                     (loss * share).backward()
                     for k, v in stats.items():
-                        collected[k].append(v)
+                        mini_stats[k] += v * share
+            for k, v in mini_stats.items():
+                collected[k].append(v)
             collected["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
             collected["critic/grad_norm"].append(
                 _optimizer_step(critic_params, state.critic_optimizer, config.grad_clip)

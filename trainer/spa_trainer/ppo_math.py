@@ -24,6 +24,14 @@ newline after `<|im_end|>`: tokens the policy never sampled.
 `all-after-system`: every token after the system message, user/env tokens included, which is
 what SPA's PPO run does (`enable_response_mask: False`)."""
 
+LossAgg = Literal["token-mean", "seq-mean-token-mean"]
+"""How a loss averages over a mini-batch (docs/spa-ppo.md#aggregation): `token-mean` over all its
+trained tokens (SPA's configured `loss_agg_mode`, default) or `seq-mean-token-mean`, the mean of
+per-sequence token means that SPA's released run computes (verl's per-micro-batch token mean with
+a micro-batch of one sequence)."""
+
+LOSS_AGGS: tuple[LossAgg, ...] = ("token-mean", "seq-mean-token-mean")
+
 MASK_MODES: tuple[MaskMode, ...] = ("generated", "response-only", "all-after-system")
 TURN_MASK_MODES: tuple[MaskMode, ...] = ("response-only", "all-after-system")
 """The modes computed from turn indicators (`loss_mask`)."""

@@ -49,7 +49,7 @@ from .ppo_checkpoint import (
     write_ppo_checkpoint,
     write_progress_file,
 )
-from .ppo_math import MaskMode
+from .ppo_math import LossAgg, MaskMode
 from .records import Offsets
 from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout
@@ -386,6 +386,12 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         choices=get_args(MaskMode),
         help="loss mask (docs/spa-ppo.md#mask; SPA: all-after-system)",
     )
+    p.add_argument(
+        "--loss-agg",
+        default=p_d.loss_agg,
+        choices=get_args(LossAgg),
+        help="loss aggregation (docs/spa-ppo.md#aggregation; SPA's released run: seq-mean-token-mean)",
+    )
     p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
     p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
@@ -401,8 +407,9 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
     ppo = PpoConfig(
-        actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio, micro_batch_size=a.micro_batch_size
-    )
+        actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
+        micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg,
+    )  # fmt: skip
     return ServiceConfig(
         model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,
         group_size=a.group_size, export_every=a.export_every, export_root=a.export_root, publish=a.publish,
