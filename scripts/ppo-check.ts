@@ -32,6 +32,7 @@ interface CheckOptions {
   maxStaleness: number;
   evalEvery: number;
   lossAgg: string;
+  klCoef: string;
   evalPuzzles: number;
   evalK: number;
   actorLr: string;
@@ -61,6 +62,7 @@ function parseOptions(argv: string[]): CheckOptions {
     )
     .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 20)
     .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
+    .option('--kl-coef <x>', 'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)', '0')
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
@@ -148,7 +150,7 @@ function main(): void {
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
   mkdirSync(o.out, { recursive: true });
   const started = Date.now();
-  const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr];
+  const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr, '--ppo-kl-coef', o.klCoef];
   // The first arm warms the model up; every other arm starts from that same checkpoint.
   const warmup = [
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],

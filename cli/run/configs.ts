@@ -82,6 +82,8 @@ export interface LoopConfig {
    * per-sequence token means that SPA's released run computes (verl's per-micro-batch mean, micro-batch 1).
    */
   readonly ppoLossAgg: 'token-mean' | 'seq-mean-token-mean';
+  /** k3 KL of the actor to its start model in the PPO loss (docs/spa-ppo.md#kl). SPA: 0 (off). */
+  readonly ppoKlCoef: number;
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
@@ -147,6 +149,7 @@ const small = {
   ppoMicroBatch: 16,
   ppoMask: 'generated',
   ppoLossAgg: 'token-mean',
+  ppoKlCoef: 0,
   evalPuzzles: 128,
   evalK: 4,
   evalPasses: 1,

@@ -435,6 +435,7 @@ async function selfPlayAndPpo(
       ['--max-staleness', String(config.maxStaleness)],
       ['--mask', config.ppoMask],
       ['--loss-agg', config.ppoLossAgg],
+      ['--kl-loss-coef', String(config.ppoKlCoef)],
       ['--actor-lr', String(config.ppoActorLr)],
       ['--critic-lr', String(config.ppoCriticLr)],
       ['--micro-batch-size', String(config.ppoMicroBatch)],

@@ -61,6 +61,7 @@ export-every: 3
 max-staleness: 0
 ppo-mask: all-after-system
 ppo-loss-agg: seq-mean-token-mean
+ppo-kl-coef: 0.05
 ppo-actor-lr: 0
 ppo-critic-lr: 2e-5
 ppo-micro-batch: 3
@@ -104,6 +105,7 @@ describe('spa run --config-file', () => {
       maxStaleness: 0,
       ppoMask: 'all-after-system',
       ppoLossAgg: 'seq-mean-token-mean',
+      ppoKlCoef: 0.05,
       ppoActorLr: 0,
       ppoCriticLr: 2e-5,
       ppoMicroBatch: 3,

@@ -13,6 +13,7 @@ The model and tokenizer come in as arguments: any HF causal LM with a chat-templ
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from .ppo_math import (
     MaskMode,
     entropy_from_logits,
     gae_advantages_returns,
+    low_var_kl,
     masked_mean,
     policy_loss,
     seq_mean_token_mean,
@@ -48,6 +50,9 @@ class PpoConfig:
     clip_ratio_high: float = 0.28
     clip_ratio_c: float = 3.0  # dual clip
     entropy_coeff: float = 0.001
+    # k3 KL of the actor to the start model in the actor loss (verl `use_kl_loss`, `low_var_kl`):
+    # SPA runs without (0); a small model drifts into text it never saw without it (docs/spa-ppo.md#kl).
+    kl_loss_coef: float = 0.0
     cliprange_value: float = 0.5
     actor_lr: float = 1e-6
     critic_lr: float = 1e-5
@@ -76,6 +81,7 @@ class PpoState:
     critic: ValueModel
     actor_optimizer: torch.optim.Optimizer
     critic_optimizer: torch.optim.Optimizer
+    reference: PreTrainedModel | None = None  # the frozen start model, with `kl_loss_coef` > 0
     version: int = 0
     step: int = 0
 
@@ -100,14 +106,24 @@ def init_ppo(
     version: int = 0,
     critic: ValueModel | None = None,
     device: torch.device | None = None,
+    reference: PreTrainedModel | None = None,
 ) -> PpoState:
     """Move the actor to `device` (CUDA when present), build the critic from it unless given
-    (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model), and create both AdamW optimizers."""
+    (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model), and create both AdamW
+    optimizers. With `kl_loss_coef` > 0 the KL reference is `reference` (a resumed run passes
+    the start model) or a frozen copy of `actor`."""
     config = config or PpoConfig()
     device = device or pick_device()
     torch.nn.Module.to(actor, device)  # transformers' decorated `.to` confuses type checkers
     critic = (critic or critic_from_actor(actor)).to(device)
+    if config.kl_loss_coef > 0:
+        reference = reference if reference is not None else copy.deepcopy(actor)
+        torch.nn.Module.to(reference, device)
+        reference.eval().requires_grad_(False)
+    else:
+        reference = None
     return PpoState(
+        reference=reference,
         config=config,
         actor=actor,
         critic=critic,
@@ -172,7 +188,16 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
     advantages, returns = gae_advantages_returns(
         batch.token_rewards, old_values, batch.response_mask, config.gamma, config.lam
     )
-    return batch.with_extras(old_log_probs=old_lp, old_values=old_values, advantages=advantages, returns=returns)
+    extras = {"old_log_probs": old_lp, "old_values": old_values, "advantages": advantages, "returns": returns}
+    if state.reference is not None:
+        ref_log_probs = []
+        for start in range(0, batch.size, config.micro_batch_size):
+            micro = batch.select(rows[start : start + config.micro_batch_size])
+            log_probs, _ = token_log_probs(state.reference, micro, config.temperature, with_entropy=False)
+            trimmed = batch.response_mask.shape[1] - micro.response_mask.shape[1]
+            ref_log_probs.append(torch.nn.functional.pad(log_probs, (trimmed, 0)))
+        extras["ref_log_probs"] = torch.cat(ref_log_probs)
+    return batch.with_extras(**extras)
 
 
 def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
@@ -188,7 +213,12 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
     aggregate = seq_mean_token_mean if per_sequence else masked_mean
     entropy_mean = aggregate(entropy, mask) if entropy is not None else torch.zeros(())
     loss = pg.loss - config.entropy_coeff * entropy_mean
-    stats = {
+    stats: dict[str, float] = {}
+    if "ref_log_probs" in micro.extras:
+        kl = aggregate(low_var_kl(log_probs, micro.extras["ref_log_probs"]), mask)
+        loss = loss + config.kl_loss_coef * kl
+        stats["actor/kl_loss"] = kl.item()
+    stats |= {
         "actor/pg_loss": pg.loss.item(),
         "actor/entropy": entropy_mean.item(),
         "actor/pg_clipfrac": pg.clipfrac.item(),

@@ -201,6 +201,14 @@ def policy_loss(
     )
 
 
+def low_var_kl(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(π ‖ π_ref) from sampled tokens: `r − log r − 1` with
+    `r = π_ref / π`, clamped to [−10, 10] (verl `kl_penalty` "low_var_kl", Schulman's k3):
+    ≥ 0, 0 where the two agree, unbiased for tokens sampled from π (docs/spa-ppo.md#kl)."""
+    log_ratio = ref_log_probs - log_probs
+    return torch.clamp(torch.exp(log_ratio) - log_ratio - 1.0, min=-10.0, max=10.0)
+
+
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """Per-position entropy of the softmax over the last axis: `logsumexp(z) − Σ softmax(z)·z`."""
     probs = torch.softmax(logits, dim=-1)

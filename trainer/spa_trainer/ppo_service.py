@@ -183,8 +183,11 @@ def prepare_service(cfg: ServiceConfig) -> Service:
     source, dead_letters = _open_io(cfg, out, progress.next_offsets)
     try:
         torch.manual_seed(cfg.seed)
-        actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_model_dir(cfg.model)))
-        state = init_ppo(actor, PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask}))
+        start_model = str(resolve_model_dir(cfg.model))
+        actor, tokenizer, _ = load_policy(str(resume / "model") if resume else start_model)
+        # The KL reference is the start model, also when the actor resumes from a checkpoint.
+        reference = load_policy(start_model)[0] if resume and cfg.ppo.kl_loss_coef > 0 else None
+        state = init_ppo(actor, PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask}), reference=reference)
         if resume is not None and rng is not None:
             restore_training_state(resume, state, rng)
     except BaseException:
@@ -392,6 +395,12 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         choices=get_args(LossAgg),
         help="loss aggregation (docs/spa-ppo.md#aggregation; SPA's released run: seq-mean-token-mean)",
     )
+    p.add_argument(
+        "--kl-loss-coef",
+        type=float,
+        default=p_d.kl_loss_coef,
+        help="k3 KL-to-start-model loss coefficient (docs/spa-ppo.md#kl; SPA: 0, off)",
+    )
     p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
     p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
@@ -408,7 +417,7 @@ def parse_args(argv: list[str]) -> ServiceConfig:
             p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
     ppo = PpoConfig(
         actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
-        micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg,
+        micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg, kl_loss_coef=a.kl_loss_coef,
     )  # fmt: skip
     return ServiceConfig(
         model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,

@@ -136,6 +136,27 @@ def test_token_mean_weighs_tokens_and_seq_mean_weighs_sequences(
     assert abs(losses["seq-mean-token-mean"]) > 1e-3
 
 
+def test_kl_loss_holds_the_actor_to_the_frozen_start_model(
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-2, kl_loss_coef=0.1)
+    state = init_ppo(model, config, device=CPU)
+    assert state.reference is not None and state.reference is not state.actor
+    start = [p.detach().clone() for p in state.reference.parameters()]
+    first = ppo_step(state, _round(groups=2), tiny_tokenizer).metrics
+    second = ppo_step(state, _round(groups=2), tiny_tokenizer).metrics
+    # The first step's actor is the reference itself; after a step at lr 1e-2 they differ.
+    assert first["actor/kl_loss"] == pytest.approx(0.0, abs=1e-7)
+    assert second["actor/kl_loss"] > 1e-4
+    assert all(torch.equal(a, b) for a, b in zip(start, state.reference.parameters(), strict=True))
+    assert not any(p.requires_grad for p in state.reference.parameters())
+    # Off by default (SPA): no reference model, no KL metric.
+    plain = init_ppo(AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True), PpoConfig(), device=CPU)
+    assert plain.reference is None
+    assert "actor/kl_loss" not in ppo_step(plain, _round(groups=2), tiny_tokenizer).metrics
+
+
 def test_several_minibatches_and_epochs_go_off_policy(
     actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
 ) -> None:
