@@ -43,6 +43,7 @@ interface CheckOptions {
   model: string;
   arms: string;
   out: string;
+  warmFrom?: string;
 }
 
 const ARMS = ['ppo', 'control', 'wm'] as const;
@@ -72,7 +73,11 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--warmup-explore <ε>', 'probability of a random action in the demonstrations (0: the plan)', '0')
     .option('--model <name>', 'tiny model to start from', 'tiny-cells')
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
-    .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check');
+    .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check')
+    .option(
+      '--warm-from <folder>',
+      "start every arm from this warm-up (an earlier check's <arm run>/warmup), so arms of two checks compare",
+    );
   program.parse(argv, { from: 'user' });
   return program.opts<CheckOptions>();
 }
@@ -160,12 +165,12 @@ function main(): void {
   // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
   const warmed = [
-    ...['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
+    ...['--model', o.warmFrom ? resolve(o.warmFrom) : join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
     ...['--context-window', String(loopConfig('_2_sokoban').sftMaxLength)],
   ];
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {
-    const start = i === 0 ? warmup : warmed;
+    const start = i === 0 && !o.warmFrom ? warmup : warmed;
     const byArm: Record<Arm, string[]> = {
       ppo: ['--skip-world-model-sft', ...learning],
       control: ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'],
