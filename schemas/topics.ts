@@ -104,6 +104,12 @@ export function spaTopics(options: SpaTopicOptions = {}): TopicDefinition[] {
     if (!Number.isInteger(partitions) || partitions < 1)
       throw new Error(`partitions.${role}=${partitions} must be an integer >= 1`);
     const configs = defaults[role].configs;
-    return { role, name, partitions, ...(replicationFactor === undefined ? {} : { replicationFactor }), configs };
+    return {
+      role,
+      name,
+      partitions,
+      ...(replicationFactor === undefined ? {} : { replicationFactor }),
+      configs,
+    };
   });
 }

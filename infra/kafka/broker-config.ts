@@ -82,7 +82,8 @@ export function brokerInstance(options: BrokerInstanceOptions = {}): BrokerInsta
   if (new Set(ports).size !== ports.length)
     throw new Error(`broker ports must differ, got port/controller/sasl = ${ports.join('/')}`);
   const nodeId = options.nodeId ?? 1;
-  if (!Number.isInteger(nodeId) || nodeId < 0) throw new Error(`broker nodeId=${nodeId} must be an integer >= 0`);
+  if (!Number.isInteger(nodeId) || nodeId < 0)
+    throw new Error(`broker nodeId=${nodeId} must be an integer >= 0`);
   const quorum = options.quorum ?? [{ id: nodeId, controllerPort }];
   const self = quorum.find((voter) => voter.id === nodeId);
   if (self?.controllerPort !== controllerPort)

@@ -24,7 +24,11 @@ function instanceFromEnv(): BrokerInstanceOptions {
 /** The local cluster beside the single instance: same port, its own folder. */
 function clusterFromEnv(brokers?: number): ClusterOptions {
   const { name, port } = instanceFromEnv();
-  return { name: `${name}-cluster`, ...(port === undefined ? {} : { port }), ...(brokers ? { brokers } : {}) };
+  return {
+    name: `${name}-cluster`,
+    ...(port === undefined ? {} : { port }),
+    ...(brokers ? { brokers } : {}),
+  };
 }
 
 /** The running local cluster's bootstrap list, if one runs. */
@@ -55,7 +59,12 @@ const program = new Command('kafka').description(
 program
   .command('start')
   .description('start the broker (provisions jars, formats storage on first use) and apply SPA topics')
-  .option('--brokers <n>', 'a local cluster of n brokers (3: replication 3, min.insync.replicas 2)', brokerCount, 1)
+  .option(
+    '--brokers <n>',
+    'a local cluster of n brokers (3: replication 3, min.insync.replicas 2)',
+    brokerCount,
+    1,
+  )
   .option('--no-topics', 'do not create/alter the SPA topics')
   .action(async (options: { topics: boolean; brokers: number }) => {
     if (options.brokers > 1 && process.env.KAFKA_BROKERS?.trim())

@@ -131,7 +131,11 @@ export async function clusterStatus(options: ClusterOptions = {}): Promise<Clust
 }
 
 /** Polls until the cluster reports `count` live brokers; false after `timeoutMs`. */
-async function waitForBrokers(brokers: readonly string[], count: number, timeoutMs: number): Promise<boolean> {
+async function waitForBrokers(
+  brokers: readonly string[],
+  count: number,
+  timeoutMs: number,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await brokerAnswers(brokers, 2000, count)) return true;
@@ -168,12 +172,16 @@ export async function startCluster(options: ClusterStartOptions): Promise<Runnin
     ),
   );
   const failed = started.find((outcome) => outcome.status === 'rejected');
-  const bootstrap = started.flatMap((outcome) => (outcome.status === 'fulfilled' ? outcome.value.brokers : []));
+  const bootstrap = started.flatMap((outcome) =>
+    outcome.status === 'fulfilled' ? outcome.value.brokers : [],
+  );
   if (failed || !(await waitForBrokers(bootstrap, brokers, timeoutMs))) {
     await stopCluster(options);
     throw failed
       ? (failed.reason as Error)
-      : new Error(`the ${brokers} nodes of ${dir} started but did not form one cluster within ${timeoutMs} ms`);
+      : new Error(
+          `the ${brokers} nodes of ${dir} started but did not form one cluster within ${timeoutMs} ms`,
+        );
   }
   log(`[kafka] cluster ${clusterId}: ${brokers} brokers on ${bootstrap.join(',')}`);
   return { brokers: bootstrap, clusterId, nodes: await clusterStatus(options) };

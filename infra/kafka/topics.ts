@@ -78,7 +78,11 @@ export function planTopicChanges(
     if (actual.partitions !== topic.partitions)
       changes.push({ kind: 'partition-mismatch', topic, actual: actual.partitions });
     if (actual.replicationFactor !== undefined && actual.replicationFactor < wantedFactor)
-      changes.push({ kind: 'replication-mismatch', topic: place(definition, wantedFactor), actual: actual.replicationFactor });
+      changes.push({
+        kind: 'replication-mismatch',
+        topic: place(definition, wantedFactor),
+        actual: actual.replicationFactor,
+      });
   }
   return changes;
 }
