@@ -9,7 +9,7 @@ import { clusterReplication } from '../../schemas/topics.js';
 import { kafkaInfraDir } from './jars.js';
 
 /** One voter of the KRaft controller quorum: its node id and controller port on 127.0.0.1. */
-export interface QuorumVoter {
+interface QuorumVoter {
   readonly id: number;
   readonly controllerPort: number;
 }

@@ -23,7 +23,7 @@ export interface ExistingTopic {
 }
 
 /** A definition placed on a cluster: its replication factor and configs as they are applied. */
-export type PlacedTopic = TopicDefinition & { readonly replicationFactor: number };
+type PlacedTopic = TopicDefinition & { readonly replicationFactor: number };
 
 /** One step of bringing the cluster in line with the definitions. */
 export type TopicChange =
