@@ -153,7 +153,9 @@ export async function startCluster(options: ClusterStartOptions): Promise<Runnin
   const log = options.log ?? stderrLog;
   const dir = clusterDir(options);
   if (options.fresh) {
-    const running = (await clusterStatusIfAny(options)).filter((node) => node.pid !== undefined);
+    // The nodes on disk, whatever shape is asked for now: a fresh start may change it.
+    const onDisk = { ...options, brokers: undefined, port: undefined };
+    const running = (await clusterStatusIfAny(onDisk)).filter((node) => node.pid !== undefined);
     if (running.length > 0)
       throw new Error(`cluster in ${dir} is running (node ${running[0]?.id}); stop it before a fresh start`);
     rmSync(dir, { recursive: true, force: true });

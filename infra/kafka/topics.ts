@@ -144,7 +144,7 @@ function summarize(changes: readonly TopicChange[]): string {
   return changes
     .map((c) =>
       c.kind === 'create'
-        ? `created ${c.topic.name}`
+        ? `created ${c.topic.name}${c.topic.replicationFactor > 1 ? ` (${c.topic.replicationFactor} replicas)` : ''}`
         : c.kind === 'alter-configs'
           ? `altered ${c.topic.name} (${c.differences.map((d) => `${d.name}: ${d.actual} -> ${d.wanted}`).join(', ')})`
           : c.kind === 'partition-mismatch'
