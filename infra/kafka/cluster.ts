@@ -170,7 +170,7 @@ export async function startCluster(options: ClusterStartOptions): Promise<Runnin
   // All at once: no node answers before a majority of the quorum is up.
   const started = await Promise.allSettled(
     nodes.map((node) =>
-      startBroker({ ...node, clusterId, startTimeoutMs: timeoutMs, log, ...pick(options, 'heap') }),
+      startBroker({ ...node, clusterId, startTimeoutMs: timeoutMs, log, heap: options.heap }),
     ),
   );
   const failed = started.find((outcome) => outcome.status === 'rejected');
@@ -189,10 +189,6 @@ export async function startCluster(options: ClusterStartOptions): Promise<Runnin
   return { brokers: bootstrap, clusterId, nodes: await clusterStatus(options) };
 }
 
-function pick<T extends object, K extends keyof T>(from: T, key: K): Partial<Pick<T, K>> {
-  return from[key] === undefined ? {} : ({ [key]: from[key] } as Partial<Pick<T, K>>);
-}
-
 async function clusterStatusIfAny(options: ClusterOptions): Promise<ClusterNodeStatus[]> {
   return clusterExists(options) ? clusterStatus(options) : [];
 }
@@ -207,6 +203,6 @@ export async function stopCluster(
 ): Promise<Awaited<ReturnType<typeof stopBroker>>[]> {
   if (!clusterExists(options)) return [];
   return Promise.all(
-    clusterNodes(options).map((node) => stopBroker({ ...node, ...pick(options, 'timeoutMs') })),
+    clusterNodes(options).map((node) => stopBroker({ ...node, timeoutMs: options.timeoutMs })),
   );
 }
