@@ -192,8 +192,7 @@ export async function run(args: string[]): Promise<void> {
   if (!(await venvHasModule('trl'))) {
     console.error(
       "bench trainer: TRL is not installed in trainer/.venv. It is the trainer's optional `bench` extra " +
-        "(trainer/pyproject.toml): trainer/.venv/bin/pip install -e 'trainer[bench]' (or just its line: " +
-        "trainer/.venv/bin/pip install 'trl>=1.13').",
+        "(trainer/pyproject.toml): trainer/.venv/bin/pip install 'trl>=1.13'",
     );
     process.exitCode = 2;
     return;

@@ -37,7 +37,7 @@ from typing import Any
 
 TRL_MISSING = (
     "TRL is not installed in trainer/.venv. It is the trainer's optional `bench` extra: "
-    "trainer/.venv/bin/pip install 'trl>=1.13' (or: trainer/.venv/bin/pip install -e 'trainer[bench]')"
+    "trainer/.venv/bin/pip install 'trl>=1.13'"
 )
 
 
@@ -70,7 +70,7 @@ def spa_order(rows: int, seed: int) -> list[int]:
     return epoch_order(rows, seed, 0)
 
 
-def read_rows(path: str, count: int):  # noqa: ANN201 - list of spa_trainer.data.SftRow
+def read_rows(path: str, count: int):
     """The first `count` SftRows of a JSONL file (the same reader spa's `jsonl:` input uses)."""
     from spa_trainer.sources import open_source
 
@@ -177,10 +177,10 @@ def run_trl(a: argparse.Namespace) -> Side:
     logged_tokens: list[int] = []
 
     class StepTimer(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001, ANN201, ARG002
+        def on_step_end(self, args, state, control, **kwargs):
             record.ends.append(time.perf_counter())
 
-        def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001, ANN201, ARG002
+        def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and "loss" in logs:
                 record.losses.append(float(logs["loss"]))
                 logged_tokens.append(int(logs.get("num_tokens", -1)))
