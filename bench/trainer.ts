@@ -89,7 +89,9 @@ function parseArgs(args: readonly string[]): Options {
     else throw new Error(`bench trainer: unknown argument "${flag}"; ${USAGE}`);
   }
   if (o.warmupSteps >= o.steps)
-    throw new Error(`bench trainer: --warmup-steps ${o.warmupSteps} leaves no timed step of --steps ${o.steps}`);
+    throw new Error(
+      `bench trainer: --warmup-steps ${o.warmupSteps} leaves no timed step of --steps ${o.steps}`,
+    );
   if (!(o.lr > 0)) throw new Error(`bench trainer: --lr must be a positive number`);
   if (o.models.length === 0) throw new Error(`bench trainer: --models names no model`);
   return o;
@@ -148,7 +150,8 @@ async function benchModel(model: string, rows: string, o: Options): Promise<numb
   for (let round = 0; round < o.rounds; round++) {
     const order: ('spa' | 'trl')[] = round % 2 === 0 ? ['spa', 'trl'] : ['trl', 'spa'];
     const got: Partial<Record<'spa' | 'trl', SideRun>> = {};
-    for (const side of order) got[side] = await callPython<SideRun>('sft_bench.py', sideArgs(side, model, rows, o));
+    for (const side of order)
+      got[side] = await callPython<SideRun>('sft_bench.py', sideArgs(side, model, rows, o));
     const spa = got.spa as SideRun;
     const trl = got.trl as SideRun;
     runs.push({ spa, trl, first: order[0] as string });

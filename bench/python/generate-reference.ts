@@ -24,13 +24,20 @@ export interface ReferenceFixture {
 }
 
 /** `generate_reference.py <command> [args]` with `input` as JSON on stdin; its JSON answer. */
-export function callReference<T>(command: string, args: readonly string[] = [], input: unknown = {}): Promise<T> {
+export function callReference<T>(
+  command: string,
+  args: readonly string[] = [],
+  input: unknown = {},
+): Promise<T> {
   return callPython<T>(SCRIPT, [command, ...args], input);
 }
 
-/** The cached test policy (built on first use, ~30 s; keyed by the trainer sources). */
-export function referenceFixture(): Promise<ReferenceFixture> {
-  return callReference<ReferenceFixture>('fixture');
+/**
+ * The cached test policy (built on first use, ~30 s; keyed by the trainer sources), or with
+ * `size` '25m' the generate bench's larger model (generate_reference.py's SIZES; ~2 min to build).
+ */
+export function referenceFixture(size: 'tiny' | '25m' = 'tiny'): Promise<ReferenceFixture> {
+  return callReference<ReferenceFixture>('fixture', ['--size', size]);
 }
 
 const ENVS: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];

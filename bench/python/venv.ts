@@ -43,7 +43,11 @@ function run(command: string, args: readonly string[], stdin: string): Promise<s
 }
 
 /** `bench/python/<script> [args]` with `input` as JSON on stdin; the JSON on its last stdout line. */
-export async function callPython<T>(script: string, args: readonly string[], input: unknown = {}): Promise<T> {
+export async function callPython<T>(
+  script: string,
+  args: readonly string[],
+  input: unknown = {},
+): Promise<T> {
   await ensureVenv();
   const out = await run(venvPython, [join(repo, 'bench', 'python', script), ...args], JSON.stringify(input));
   const last = out.trim().split('\n').at(-1) ?? '';
@@ -51,7 +55,10 @@ export async function callPython<T>(script: string, args: readonly string[], inp
 }
 
 /** `bench/python/<script> [args]` left running, its stdio piped (a line protocol). */
-export async function spawnPython(script: string, args: readonly string[]): Promise<ChildProcessWithoutNullStreams> {
+export async function spawnPython(
+  script: string,
+  args: readonly string[],
+): Promise<ChildProcessWithoutNullStreams> {
   await ensureVenv();
   return spawn(venvPython, [join(repo, 'bench', 'python', script), ...args], {
     cwd: trainer,
