@@ -18,7 +18,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { callPython, venvHasModule } from './python/venv.js';
@@ -171,7 +171,8 @@ async function benchModel(model: string, rows: string, o: Options): Promise<numb
       `  rows tokenized by TRL exactly as by spa (ids and labels): ${String(first.trl.notes.rows_tokenized_as_spa)}; ` +
         `per-step token counts equal on both sides: ${sameTokens ? 'yes' : 'NO'}; ` +
         `TRL's own num_tokens agrees: ${first.trl.notes.num_tokens_agrees === true ? 'yes' : 'NO'}`,
-      `  timed: ${tokens} non-padding tokens per side per round (steps ${o.warmupSteps + 1}–${o.steps})`,
+      `  timed: ${tokens} non-padding tokens per side per round (steps ${o.warmupSteps + 1}–${o.steps}); ` +
+        `spa tokenizes each step's rows inside the step (timed), TRL all rows before training (not timed)`,
       `  spa loss: ${String(first.spa.notes.loss)}`,
       `  TRL loss: ${String(first.trl.notes.loss)}`,
       `  tokens/s, median of ${o.rounds} rounds: spa ${median(runs.map((r) => r.spa.tokens_per_s)).toFixed(0)}, ` +
@@ -210,4 +211,17 @@ export async function run(args: string[]): Promise<void> {
   );
   for (const model of o.models) await benchModel(model, rows, o);
   console.log(load());
+  console.log(busyNote());
+}
+
+/**
+ * A warning when the 1-minute load average says other work shared the cores: the bench itself
+ * keeps about one core busy, so more than the core count means its figures are not idle-box ones.
+ */
+function busyNote(): string {
+  const [oneMinute = 0] = loadavg();
+  return oneMinute > cpus().length
+    ? `note: load average ${oneMinute.toFixed(2)} on ${cpus().length} cores, other work shared the machine: ` +
+        'these are not idle-box figures'
+    : `load average ${oneMinute.toFixed(2)} on ${cpus().length} cores`;
 }
