@@ -15,7 +15,7 @@ const venvPython = join(trainer, '.venv', 'bin', 'python');
 let venvReady: Promise<string> | undefined;
 
 /** `node scripts/setup-python.mjs` once per process: it creates or updates trainer/.venv. */
-export function ensureVenv(): Promise<string> {
+function ensureVenv(): Promise<string> {
   venvReady ??= run(process.execPath, [join(repo, 'scripts', 'setup-python.mjs')], '');
   return venvReady;
 }
