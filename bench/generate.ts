@@ -338,7 +338,7 @@ async function largeModel(options: Options): Promise<Measured[]> {
     `\nlarger model: ${fixture.artifact} (Qwen2 hidden 512, 8 layers, MLP 1536, 24.6 M parameters, tiny ` +
       `tokenizer, random weights); ${options.largeTokens} new tokens/row, greedy, the same prompts; ${load()}`,
   );
-  const { measured } = await measureArtifact(
+  const { measured, python } = await measureArtifact(
     fixture.artifact,
     prompts,
     options,
@@ -347,7 +347,7 @@ async function largeModel(options: Options): Promise<Measured[]> {
     '25m: ',
   );
   console.log(table(measured));
-  for (const batch of BATCH_SIZES) {
+  for (const batch of python ? BATCH_SIZES : []) {
     const best = (engine: string) =>
       Math.max(
         ...measured
