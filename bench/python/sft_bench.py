@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -250,6 +251,8 @@ def main(argv: list[str]) -> None:
     p.add_argument("--warmup-steps", type=int, default=2, help="steps left out of tokens/s (one-off costs)")
     a = p.parse_args(argv)
     a.micro_batch = a.micro_batch or a.batch_size
+    # Both sides on the CPU in fp32: spa would pick CUDA (with bf16 autocast) where there is one.
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
     import datasets
     import torch
 
