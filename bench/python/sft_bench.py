@@ -96,6 +96,7 @@ def run_spa(a: argparse.Namespace) -> Side:
     from spa_trainer.sft import SftConfig, run_sft
 
     count = a.steps * a.batch_size
+    read_rows(a.rows, count)  # fails, naming the file, when it holds fewer rows than the run trains
     record = Side("spa")
     trained: list[list[Any]] = []
 
