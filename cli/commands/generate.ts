@@ -4,6 +4,7 @@ import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../en
 import type { EnvName } from '../../envs/types.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
+import { shardTransactionalId, UNSHARDED, type Shard } from '../../streams/episodes/shard.js';
 import { jsonlPathsBeside } from '../../streams/files/jsonl-sink.js';
 import { generateToJsonl, generateToKafka, type GeneratorRun } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
@@ -19,6 +20,7 @@ import {
   oneOf,
   positiveInt,
   probability,
+  shardOf,
 } from '../options.js';
 import { trajectoryProgress } from '../progress.js';
 
@@ -48,6 +50,8 @@ interface GenerateFlags {
   oracleExplore?: number;
   spaFallbackBug: boolean;
   runId: string;
+  shard?: Shard;
+  topicPrefix: string;
   out: string;
   metricsPort?: number;
   otlpEndpoint?: string;
@@ -127,9 +131,15 @@ export function registerGenerateCommand(program: Command): void {
       false,
     )
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
+    .option(
+      '--shard <i/n>',
+      "play only shard i of n (0-based) of the run's groups; n processes with the same flags and shards 0/n … n-1/n together play every group once, as one generator would (each has its own transactional id; --out kafka)",
+      shardOf('--shard'),
+    )
+    .option('--topic-prefix <prefix>', '--out kafka: topic names are <prefix>trajectories, <prefix>sft, …', 'spa.')
     .requiredOption(
       '--out <file.jsonl|kafka>',
-      'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker)',
+      'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker; a restart with the same flags and --run-id plays only what the killed attempt did not commit)',
     )
     .option(
       '--metrics-port <port>',
@@ -167,11 +177,17 @@ async function generate(options: GenerateFlags): Promise<void> {
     batches: options.batches,
     seedBase: options.seedBase,
     reproduceSpaFallbackBug: options.spaFallbackBug,
+    shard: options.shard,
   });
+  const shard = options.shard ?? UNSHARDED;
+  if (shard.count > 1 && options.out !== 'kafka')
+    throw new Error(
+      `--shard ${shard.index}/${shard.count} needs --out kafka (shards share the run's topics), got --out ${options.out}`,
+    );
   // Kafka is needed for `--out kafka` and for `--policy latest` (it follows spa.policy).
   const kafka =
     options.out === 'kafka' || options.policy === 'latest'
-      ? await connectSpaKafka({ clientId: 'spa-generate' })
+      ? await connectSpaKafka({ clientId: 'spa-generate', topics: { prefix: options.topicPrefix } })
       : undefined;
   const policy = await generatorPolicy(options, mode, kafka);
   try {
@@ -189,14 +205,30 @@ async function generate(options: GenerateFlags): Promise<void> {
       onRecord: (o) => progress.add(o.topic),
     };
     if (kafka && options.out === 'kafka') {
-      const counts = await generateToKafka(kafka, `spa-generate-${options.runId}`, run);
+      let resumed = 0;
+      const transactionalId = shardTransactionalId(`spa-generate-${options.runId}`, shard);
+      const counts = await generateToKafka(kafka, transactionalId, {
+        ...run,
+        resume: true,
+        onResume: (committed) => {
+          resumed = committed;
+          if (committed === 0) return;
+          process.stderr.write(
+            `[generate] ${committed} trajectories of this run${shard.count > 1 ? ` (shard ${shard.index}/${shard.count})` : ''} were committed by an earlier attempt: playing the rest\n`,
+          );
+          progress.add('trajectories', committed);
+        },
+      });
       progress.done();
       console.log(
         JSON.stringify({
           out: 'kafka',
           brokers: kafka.config.brokers,
           topics: kafka.topics,
+          shard,
+          transactionalId,
           counts,
+          resumed,
           ...versions(policy),
         }),
       );
