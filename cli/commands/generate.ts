@@ -136,7 +136,11 @@ export function registerGenerateCommand(program: Command): void {
       "play only shard i of n (0-based) of the run's groups; n processes with the same flags and shards 0/n … n-1/n together play every group once, as one generator would (each has its own transactional id; --out kafka)",
       shardOf('--shard'),
     )
-    .option('--topic-prefix <prefix>', '--out kafka: topic names are <prefix>trajectories, <prefix>sft, …', 'spa.')
+    .option(
+      '--topic-prefix <prefix>',
+      '--out kafka: topic names are <prefix>trajectories, <prefix>sft, …',
+      'spa.',
+    )
     .requiredOption(
       '--out <file.jsonl|kafka>',
       'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker; a restart with the same flags and --run-id plays only what the killed attempt did not commit)',

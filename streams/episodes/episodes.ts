@@ -7,6 +7,7 @@ import {
   turnRewardText,
   type HistoryEntry,
 } from '../../envs/protocol/index.js';
+import { streamOf } from '../../envs/rng.js';
 import type { Environment } from '../../envs/types.js';
 import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
@@ -36,6 +37,13 @@ export interface EpisodeOptions {
    * already committed (streams/kafka/committed-trajectories.ts).
    */
   readonly skip?: ReadonlySet<string>;
+  /**
+   * Default true: each request names its trajectory's random stream (`PolicyRequest.stream`,
+   * from the trajectory id without the run id, and the turn), so what a trajectory draws does
+   * not depend on which others share its batch, shard or attempt. False: the policy draws in
+   * call order, as evaluation wants (its passes replay the same ids and continue the sampling).
+   */
+  readonly trajectoryStreams?: boolean;
 }
 
 /**
@@ -75,6 +83,11 @@ export function plannedTrajectoryIds(config: EpisodeConfig): string[] {
   return ids;
 }
 
+/** A slot's random stream at `turn`: named like its trajectory, less the run id (so the policy seed alone seeds it). */
+function slotStream(config: EpisodeConfig, batch: number, slot: Slot, turn: number): number {
+  return streamOf(`${config.split}/b${batch}/g${slot.group}/m${slot.member}@${turn}`);
+}
+
 function groupIdOf(config: EpisodeConfig, batch: number, group: number): string {
   return `${config.runId}/${config.split}/b${batch}/g${group}`;
 }
@@ -84,7 +97,7 @@ function runBatch(
   makeEnv: EnvFactory,
   policySource: PolicySource,
   batch: number,
-  { gate, skip }: EpisodeOptions,
+  { gate, skip, trajectoryStreams = true }: EpisodeOptions,
 ): Observable<StepRecord> {
   return new Observable<StepRecord>((subscriber) => {
     let cancelled = false;
@@ -109,6 +122,7 @@ function runBatch(
             messages,
             actionsLeft: config.maxActionsPerTraj - slot.numActions,
             view: slot.env.clone(),
+            ...(trajectoryStreams ? { stream: slotStream(config, batch, slot, turn) } : {}),
           };
         });
         const continuations = await policy.act(requests);

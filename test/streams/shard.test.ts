@@ -14,6 +14,8 @@ import {
 } from '../../streams/episodes/shard.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { oraclePolicy } from '../../streams/policies/oracle-policy.js';
+import type { Policy } from '../../streams/policies/policy.js';
 
 const shardsOf = (count: number): Shard[] => Array.from({ length: count }, (_, index) => ({ index, count }));
 
@@ -87,8 +89,11 @@ describe('shard assignment', () => {
 });
 
 /** Every record the pipeline publishes for `config`, with a fixed clock so records compare. */
-async function generate(config: EpisodeConfig, skip?: ReadonlySet<string>): Promise<Outbound[]> {
-  const policy = builtinPolicy('oracle', { mode: 'wm' });
+async function generate(
+  config: EpisodeConfig,
+  skip?: ReadonlySet<string>,
+  policy: Policy = builtinPolicy('oracle', { mode: 'wm' }),
+): Promise<Outbound[]> {
   return lastValueFrom(
     generatorPipeline(config, envFactory({ name: config.env }), policy, {
       target: 'sft',
@@ -109,6 +114,25 @@ describe('sharded generation', () => {
     const shards = await Promise.all(shardsOf(3).map((shard) => generate({ ...config, shard })));
     expect(whole.filter((o) => o.topic === 'trajectories')).toHaveLength(10);
     expect(byKey(shards.flat())).toEqual(byKey(whole));
+  });
+
+  // Sampling policies draw per trajectory (PolicyRequest.stream), so sharding keeps their draws too.
+  it.each([
+    ['random', () => builtinPolicy('random', { mode: 'wm', seed: 4 })],
+    ['oracle exploring', () => oraclePolicy({ mode: 'wm', actionsPerTurn: 1, exploreRate: 0.5, seed: 4 })],
+  ])('publishes the same records over its shards with the %s policy', async (_, policy) => {
+    const sampled = { ...config, groupSize: 3 };
+    const whole = await generate(sampled, undefined, policy());
+    const shards = await Promise.all(
+      shardsOf(2).map((shard) => generate({ ...sampled, shard }, undefined, policy())),
+    );
+    expect(whole.filter((o) => o.topic === 'trajectories')).toHaveLength(30);
+    expect(byKey(shards.flat())).toEqual(byKey(whole));
+    // The members of a group really differ: the draws are not shared across slots.
+    const responses = whole
+      .filter((o) => o.topic === 'trajectories' && o.key.startsWith('s/train/b0/g0/'))
+      .map((o) => JSON.stringify(o.record).replaceAll(/s\/train\/b0\/g0\/m\d/g, ''));
+    expect(new Set(responses).size).toBeGreaterThan(1);
   });
 
   it('does not play the trajectories it is told an earlier attempt committed', async () => {
