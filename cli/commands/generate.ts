@@ -53,6 +53,7 @@ interface GenerateFlags {
   shard?: Shard;
   topicPrefix: string;
   out: string;
+  device: 'cpu' | 'cuda';
   metricsPort?: number;
   otlpEndpoint?: string;
 }
@@ -130,6 +131,12 @@ export function registerGenerateCommand(program: Command): void {
       "reproduce SPA's string-fallback parser bug (docs/spa-protocol.md#world-model)",
       false,
     )
+    .option(
+      '--device <device>',
+      'ONNX policies: cpu | cuda',
+      oneOf('--device', ['cpu', 'cuda'] as const),
+      'cpu',
+    )
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
     .option(
       '--shard <i/n>',
@@ -196,6 +203,7 @@ async function generate(options: GenerateFlags): Promise<void> {
   const policy = await generatorPolicy(options, mode, kafka);
   try {
     const progress = trajectoryProgress('generate', config);
+    const rejectsByReason: Record<string, number> = {};
     const run: GeneratorRun = {
       episodes: config,
       makeEnv: envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
@@ -206,7 +214,10 @@ async function generate(options: GenerateFlags): Promise<void> {
         maskTransitions: options.maskTransitions,
         malformedFilter: malformedFilterOf(options),
       },
-      onRecord: (o) => progress.add(o.topic),
+      onRecord: (o) => {
+        progress.add(o.topic);
+        if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
+      },
     };
     if (kafka && options.out === 'kafka') {
       let resumed = 0;
@@ -232,6 +243,7 @@ async function generate(options: GenerateFlags): Promise<void> {
           shard,
           transactionalId,
           counts,
+          rejectsByReason,
           resumed,
           ...versions(policy),
         }),
@@ -241,7 +253,9 @@ async function generate(options: GenerateFlags): Promise<void> {
     const paths = jsonlPathsBeside(options.out, options.target);
     const counts = await generateToJsonl(paths, run);
     progress.done();
-    console.log(JSON.stringify({ out: options.out, files: paths, counts, ...versions(policy) }));
+    console.log(
+      JSON.stringify({ out: options.out, files: paths, counts, rejectsByReason, ...versions(policy) }),
+    );
   } finally {
     await policy.close();
     await kafka?.close();
@@ -272,6 +286,7 @@ async function generatorPolicy(
       maxNewTokens: options.maxNewTokens,
       stopAtAnswer: options.stopAtAnswer,
       contextWindow: options.contextWindow,
+      executionProvider: options.device,
     });
   if (options.policy !== 'oracle')
     throw new Error(

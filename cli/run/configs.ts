@@ -14,6 +14,11 @@ export interface LoopConfig {
    */
   readonly generator: 'self-play' | 'random' | 'oracle';
   /**
+   * Generator processes of the SFT data stage: 1 plays it in `spa run`'s own process; n > 1 runs
+   * n `spa generate --shard i/n` processes that split its groups (README, "Sharded generators").
+   */
+  readonly generators: number;
+  /**
    * Format warm-up before self-play: SFT on this many oracle demonstration trajectories (group
    * size 1) for `warmupEpochs`, so a model that cannot write the format yet (the tiny model's
    * random weights) produces usable self-play data. 0 = none (a real instruction-tuned model).
@@ -115,6 +120,7 @@ export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells'];
  */
 const small = {
   generator: 'self-play',
+  generators: 1,
   warmupTrajectories: 256,
   warmupEpochs: 8,
   warmupExplore: 0.5,
