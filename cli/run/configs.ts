@@ -14,8 +14,9 @@ export interface LoopConfig {
    */
   readonly generator: 'self-play' | 'random' | 'oracle';
   /**
-   * Generator processes of the SFT data stage: 1 plays it in `spa run`'s own process; n > 1 runs
-   * n `spa generate --shard i/n` processes that split its groups (README, "Sharded generators").
+   * Generator processes of the SFT data stage and of self-play during PPO: 1 plays them in
+   * `spa run`'s own process; n > 1 runs n `spa generate --shard i/n` processes that split each
+   * stage's groups (README, "Sharded generators"). The warm-up demonstrations stay in process.
    */
   readonly generators: number;
   /**

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { OutboundTopic } from '../../schemas/outbound.js';
+import type { TopicRole } from '../../schemas/topics.js';
+import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 
 /** The `spa` entry point the children run (bin/spa.mjs of this checkout). */
 const SPA_BIN = fileURLToPath(new URL('../../bin/spa.mjs', import.meta.url));
@@ -75,4 +77,25 @@ export function sumReports(reports: readonly Partial<ShardsReport>[]): ShardsRep
     add(total.policyVersions, report.policyVersions);
   }
   return total;
+}
+
+/**
+ * The `spa generate` flags that play `episodes` for `target` into the run's `topics` (named
+ * `<prefix><role>`), as the loop plays them in its own process; the policy's flags come on top.
+ */
+export function generateFlags(
+  episodes: EpisodeConfig,
+  target: 'sft' | 'rollouts',
+  topics: Readonly<Record<TopicRole, string>>,
+): string[] {
+  const prefix = topics.trajectories.slice(0, -'trajectories'.length);
+  if (`${prefix}trajectories` !== topics.trajectories || `${prefix}policy` !== topics.policy)
+    throw new Error(`the run's topics share no prefix: ${JSON.stringify(topics)}`);
+  return [
+    ...['--env', episodes.env, '--variant', episodes.variant, '--target', target, '--split', episodes.split],
+    ...['--run-id', episodes.runId, '--seed-base', String(episodes.seedBase)],
+    ...['--groups', String(episodes.groups), '--group-size', String(episodes.groupSize)],
+    ...['--batches', String(episodes.batches), '--puzzles', episodes.puzzles],
+    ...['--out', 'kafka', '--topic-prefix', prefix],
+  ];
 }

@@ -8,7 +8,7 @@ import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { OutboundTopic } from '../../schemas/outbound.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
 import { trajectoryProgress } from '../progress.js';
-import { generateInShards } from './generator-shards.js';
+import { generateFlags, generateInShards } from './generator-shards.js';
 
 /** What one data stage produced, as `summary.json` records it per stage. */
 export interface DataStageSummary {
@@ -60,7 +60,13 @@ export async function generateSftData(
   let rejectsByReason: Record<string, number> = {};
   if ('shards' in players) {
     process.stderr.write(`[${options.stage}] ${players.shards} generator processes (spa generate --shard)\n`);
-    const args = [...sftDataFlags(kafka, episodes, options.malformedFilter), ...players.policyFlags];
+    const filter = options.malformedFilter;
+    const args = [
+      ...generateFlags(episodes, 'sft', kafka.topics),
+      ...['--filter-envs', filter.envs.length > 0 ? filter.envs.join(',') : 'none'],
+      ...(filter.parserReasons ? ['--filter-parser-reasons'] : []),
+      ...players.policyFlags,
+    ];
     ({ counts, rejectsByReason } = await generateInShards(
       args,
       players.shards,
@@ -88,23 +94,6 @@ export async function generateSftData(
     rejectsByReason,
     topics: { sft: kafka.topics.sft, dlq: kafka.topics.dlq },
   };
-}
-
-/**
- * The `spa generate` flags that play `episodes` (world-model mode, the run's filter) into `kafka`'s
- * topics, as generateSftData's in-process branch does; the policy's flags come on top.
- */
-export function sftDataFlags(kafka: SpaKafka, episodes: EpisodeConfig, filter: MalformedFilter): string[] {
-  const prefix = kafka.topics.trajectories.slice(0, -'trajectories'.length);
-  return [
-    ...['--env', episodes.env, '--variant', episodes.variant, '--target', 'sft', '--split', episodes.split],
-    ...['--run-id', episodes.runId, '--seed-base', String(episodes.seedBase)],
-    ...['--groups', String(episodes.groups), '--group-size', String(episodes.groupSize)],
-    ...['--batches', String(episodes.batches), '--puzzles', episodes.puzzles],
-    ...['--filter-envs', filter.envs.length > 0 ? filter.envs.join(',') : 'none'],
-    ...(filter.parserReasons ? ['--filter-parser-reasons'] : []),
-    ...['--out', 'kafka', '--topic-prefix', prefix],
-  ];
 }
 
 /** Deletes every record of `topics` (Kafka's DeleteRecords up to each high watermark); returns how many. */

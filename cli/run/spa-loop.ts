@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { envFactory } from '../../envs/registry.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
+import type { OutboundTopic } from '../../schemas/outbound.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
 import { generateToKafka } from '../../streams/generator-sinks.js';
@@ -12,6 +13,7 @@ import type { PolicySource } from '../../streams/policies/policy.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress, trajectoryProgress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
+import { generateFlags, generateInShards } from './generator-shards.js';
 import { generateSftData, offsetsUnder, type DataStagePlayers, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
@@ -25,7 +27,10 @@ export interface LoopSummary {
   readonly dataStages: readonly DataStageSummary[];
   readonly sft: Readonly<Record<string, unknown>>;
   readonly selfPlay: Readonly<Record<string, number>>;
-  /** Policy version → self-play batches the generator started with it. */
+  /**
+   * Policy version → self-play batches the generator started with it; with `generators` n > 1,
+   * summed over the n processes (each starts every batch, with its share of the groups).
+   */
   readonly generatorVersions: Readonly<Record<string, number>>;
   readonly evaluations: readonly LoopEvaluation[];
   readonly seconds: Readonly<Record<string, number>>;
@@ -487,18 +492,34 @@ async function selfPlayAndPpo(
       batches: config.ppoSteps - done,
       seedBase: PPO_SEED_BASE + done * config.ppoGroups,
     });
-    const progress = trajectoryProgress('self-play', episodes);
-    const selfPlay = await generateToKafka(kafka, `spa-run-${runId}-rl`, {
-      episodes,
-      makeEnv: envFactory({ name: config.env }),
-      policy: latest.source,
-      pipeline: { target: 'rollouts' },
-      onRecord: (o) => progress.add(o.topic),
-    });
-    progress.done();
+    let selfPlay: Record<OutboundTopic, number>;
+    let generatorVersions: Record<string, number>;
+    if (config.generators > 1) {
+      // n `spa generate --shard i/n`, each following the policy topic as `latest` does here;
+      // this process's follower only supplies the final artifacts for evaluation.
+      log(`self-play: ${config.generators} generator processes (spa generate --shard)`);
+      const args = [
+        ...generateFlags(episodes, 'rollouts', kafka.topics),
+        ...onnxPolicyFlags(config, 'latest', 1),
+        ...['--max-staleness', String(config.maxStaleness), '--export-every', String(config.exportEvery)],
+      ];
+      const report = await generateInShards(args, config.generators, brokers);
+      selfPlay = report.counts;
+      generatorVersions = report.policyVersions;
+    } else {
+      const progress = trajectoryProgress('self-play', episodes);
+      selfPlay = await generateToKafka(kafka, `spa-run-${runId}-rl`, {
+        episodes,
+        makeEnv: envFactory({ name: config.env }),
+        policy: latest.source,
+        pipeline: { target: 'rollouts' },
+        onRecord: (o) => progress.add(o.topic),
+      });
+      progress.done();
+      generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
+    }
     await trainer.done;
     // The trainer's last export is the final policy; wait until the follower has loaded it.
-    const generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
     const finalVersion = readPpoProgress(join(runDir, 'ppo')).version;
     await latest.follower!.waitForVersion(finalVersion);
     const artifacts = latest.follower!.artifacts;
