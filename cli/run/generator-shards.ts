@@ -62,7 +62,7 @@ export async function generateInShards(
 }
 
 /** The shards' reports added up. */
-export function sumReports(reports: readonly Partial<ShardsReport>[]): ShardsReport {
+function sumReports(reports: readonly Partial<ShardsReport>[]): ShardsReport {
   const add = (into: Record<string, number>, from: Readonly<Record<string, number>> = {}) => {
     for (const [key, n] of Object.entries(from)) into[key] = (into[key] ?? 0) + n;
   };

@@ -67,7 +67,7 @@ export function episodes(
 }
 
 /** The id of member `member` of group `group` in batch `batch`: `<run>/<split>/b<batch>/g<group>/m<member>`. */
-export function trajectoryIdOf(config: EpisodeConfig, batch: number, group: number, member: number): string {
+function trajectoryIdOf(config: EpisodeConfig, batch: number, group: number, member: number): string {
   return `${groupIdOf(config, batch, group)}/m${member}`;
 }
 
