@@ -62,7 +62,9 @@ interface GenerateFlags {
 export function registerGenerateCommand(program: Command): void {
   const command = program
     .command('generate')
-    .description('play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines')
+    .description(
+      'play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines or to Kafka; --shard i/n plays one of n shards',
+    )
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
     .option('--variant <name>', "puzzle variant (default: SPA's)")
     .option('--policy <spec>', `generator policy: ${POLICY_SPEC_HELP}`, 'random')
@@ -140,7 +142,7 @@ export function registerGenerateCommand(program: Command): void {
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
     .option(
       '--shard <i/n>',
-      "play only shard i of n (0-based) of the run's groups; n processes with the same flags and shards 0/n … n-1/n together play every group once, as one generator would (each has its own transactional id; --out kafka)",
+      "play only shard i of n (0-based) of the run's groups (a group: the --group-size episodes of one puzzle; group k of the run goes to shard k mod n); n processes with the same flags and shards 0/n … n-1/n commit what one generator would, each under its own transactional id (--out kafka)",
       shardOf('--shard'),
     )
     .option(
