@@ -9,6 +9,9 @@ import { readTopic, type KafkaConnection } from './consume-spa.js';
  * committed or aborted below the end of this read. A transaction never splits a trajectory's
  * records (publish-outbound.ts), so an id here means all of its records on every topic are committed.
  * Keys only: no value is decoded. The read blocks (256 records in flight), it does not buffer.
+ * Limit: the read ends at the last stable offset, so another producer's transaction left open
+ * since before the predecessor's last commit (transactions close within ~100 ms, publish-outbound.ts)
+ * would hide the records behind it, and their trajectories would be played again.
  */
 export async function committedTrajectoryIds(
   kafka: KafkaConnection,
