@@ -182,7 +182,11 @@ describe('spa generate --shard i/n', () => {
     const other = spaGenerate(prefixes.killed, { index: 0, count: 2 });
     let produced = 0;
     const victim = spaGenerate(prefixes.killed, killed, (n) => (produced = n));
-    await eventually(() => produced >= shardTotal / 10, 300_000, `shard 1/2 playing ${shardTotal / 10}`);
+    // Past its first two batches (of ten): a batch starts only with at most SINK_IN_FLIGHT_LIMIT
+    // (256) records uncommitted (streams/demand-gate.ts), and two batches hold ~600 (trajectories
+    // and their SFT rows), so some are committed by then and the kill cuts the shard mid-run.
+    const twoBatches = 2 * (run.groups / killed.count) * run.groupSize;
+    await eventually(() => produced > twoBatches, 300_000, `shard 1/2 past ${twoBatches} trajectories`);
     victim.kill();
     const death = await victim.exited;
     expect(death.signal).toBe('SIGKILL');
