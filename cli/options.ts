@@ -3,6 +3,7 @@ import { ENV_NAMES, parseEnvName } from '../envs/registry.js';
 import type { PromptMode } from '../envs/protocol/index.js';
 import type { EnvName } from '../envs/types.js';
 import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
+import { parseShard, type Shard } from '../streams/episodes/shard.js';
 
 /** A commander parser for positive integers whose error names the option. */
 export function positiveInt(name: string): (value: string) => number {
@@ -29,6 +30,17 @@ export function oneOf<T extends string>(name: string, choices: readonly T[]): (v
   return (value) => {
     if ((choices as readonly string[]).includes(value)) return value as T;
     throw new InvalidArgumentError(`${name} must be one of ${choices.join(', ')}, got "${value}"`);
+  };
+}
+
+/** A commander parser for `i/n` (shard i of n, 0-based) whose error names the option. */
+export function shardOf(name: string): (value: string) => Shard {
+  return (value) => {
+    try {
+      return parseShard(value, name);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
   };
 }
 

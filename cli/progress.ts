@@ -1,4 +1,5 @@
 import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
+import { groupsOfShard, shardLabel } from '../streams/episodes/shard.js';
 
 /**
  * A one-line progress meter on stderr with counts and rates: redrawn in place on a terminal,
@@ -40,10 +41,12 @@ export class Progress {
   }
 }
 
-/** A progress line over the trajectories `episodes` plays (groups × group size × batches). */
+/** A progress line over the trajectories `episodes` plays (its shard's groups × group size); a shard is named in the label. */
 export function trajectoryProgress(label: string, episodes: EpisodeConfig): Progress {
-  return new Progress(label, {
+  const shard = shardLabel(episodes.shard);
+  const groups = groupsOfShard(episodes.groups * episodes.batches, episodes.shard);
+  return new Progress(shard ? `${label} ${shard}` : label, {
     key: 'trajectories',
-    value: episodes.groups * episodes.groupSize * episodes.batches,
+    value: groups * episodes.groupSize,
   });
 }

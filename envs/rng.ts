@@ -59,3 +59,19 @@ function scrambleSeed(seed: number): number {
   h ^= h >>> 16;
   return h;
 }
+
+/**
+ * The Rng of stream `stream` under `seed`: a policy with seed `seed` draws for one request from
+ * its request's stream (streams/policies/policy.ts, `PolicyRequest.stream`), so what it draws for
+ * one trajectory does not depend on what else it is asked in the same call.
+ */
+export function streamRng(seed: number, stream: number): Rng {
+  return new Rng(Math.imul(scrambleSeed(seed) ^ 0x9e3779b9, 0x85ebca6b) ^ stream);
+}
+
+/** FNV-1a over `text`'s UTF-16 code units: a stable 32-bit stream number for a name. */
+export function streamOf(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h | 0;
+}

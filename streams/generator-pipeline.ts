@@ -19,6 +19,8 @@ export interface PipelineOptions extends SftDataOptions {
   readonly now?: () => number;
   /** Backpressure from the sink: the episode loop waits while it is behind. */
   readonly gate?: DemandGate;
+  /** Trajectory ids an earlier attempt already committed: not played again (resume). */
+  readonly skip?: ReadonlySet<string>;
 }
 
 /** The operators, each timed as a stage of its own name (streams/telemetry/trace-stage.ts). */
@@ -43,7 +45,7 @@ export function generatorPipeline(
   options: PipelineOptions,
 ): Observable<Outbound> {
   const now = options.now ?? Date.now;
-  const trajectories = episodes(config, makeEnv, meteredPolicySource(policy), options.gate).pipe(
+  const trajectories = episodes(config, makeEnv, meteredPolicySource(policy), options).pipe(
     traceEpisodes(),
     stage.toTrajectory(now),
     share(),

@@ -4,6 +4,7 @@ import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../en
 import type { EnvName } from '../../envs/types.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
+import { shardTransactionalId, UNSHARDED, type Shard } from '../../streams/episodes/shard.js';
 import { jsonlPathsBeside } from '../../streams/files/jsonl-sink.js';
 import { generateToJsonl, generateToKafka, type GeneratorRun } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
@@ -19,6 +20,7 @@ import {
   oneOf,
   positiveInt,
   probability,
+  shardOf,
 } from '../options.js';
 import { trajectoryProgress } from '../progress.js';
 
@@ -48,7 +50,10 @@ interface GenerateFlags {
   oracleExplore?: number;
   spaFallbackBug: boolean;
   runId: string;
+  shard?: Shard;
+  topicPrefix: string;
   out: string;
+  device: 'cpu' | 'cuda';
   metricsPort?: number;
   otlpEndpoint?: string;
 }
@@ -57,7 +62,9 @@ interface GenerateFlags {
 export function registerGenerateCommand(program: Command): void {
   const command = program
     .command('generate')
-    .description('play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines')
+    .description(
+      'play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines or to Kafka; --shard i/n plays one of n shards',
+    )
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
     .option('--variant <name>', "puzzle variant (default: SPA's)")
     .option('--policy <spec>', `generator policy: ${POLICY_SPEC_HELP}`, 'random')
@@ -126,10 +133,26 @@ export function registerGenerateCommand(program: Command): void {
       "reproduce SPA's string-fallback parser bug (docs/spa-protocol.md#world-model)",
       false,
     )
+    .option(
+      '--device <device>',
+      'ONNX policies: cpu | cuda',
+      oneOf('--device', ['cpu', 'cuda'] as const),
+      'cpu',
+    )
     .option('--run-id <id>', 'id prefix of every trajectory', `gen-${Date.now()}`)
+    .option(
+      '--shard <i/n>',
+      "play only shard i of n (0-based) of the run's groups (a group: the --group-size episodes of one puzzle; group k of the run goes to shard k mod n); n processes with the same flags and shards 0/n … n-1/n commit what one generator would, each under its own transactional id (--out kafka)",
+      shardOf('--shard'),
+    )
+    .option(
+      '--topic-prefix <prefix>',
+      '--out kafka: topic names are <prefix>trajectories, <prefix>sft, …',
+      'spa.',
+    )
     .requiredOption(
       '--out <file.jsonl|kafka>',
-      'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker)',
+      'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker; a restart with the same flags and --run-id plays only what the killed attempt did not commit)',
     )
     .option(
       '--metrics-port <port>',
@@ -167,15 +190,22 @@ async function generate(options: GenerateFlags): Promise<void> {
     batches: options.batches,
     seedBase: options.seedBase,
     reproduceSpaFallbackBug: options.spaFallbackBug,
+    shard: options.shard,
   });
+  const shard = options.shard ?? UNSHARDED;
+  if (shard.count > 1 && options.out !== 'kafka')
+    throw new Error(
+      `--shard ${shard.index}/${shard.count} needs --out kafka (shards share the run's topics), got --out ${options.out}`,
+    );
   // Kafka is needed for `--out kafka` and for `--policy latest` (it follows spa.policy).
   const kafka =
     options.out === 'kafka' || options.policy === 'latest'
-      ? await connectSpaKafka({ clientId: 'spa-generate' })
+      ? await connectSpaKafka({ clientId: 'spa-generate', topics: { prefix: options.topicPrefix } })
       : undefined;
   const policy = await generatorPolicy(options, mode, kafka);
   try {
     const progress = trajectoryProgress('generate', config);
+    const rejectsByReason: Record<string, number> = {};
     const run: GeneratorRun = {
       episodes: config,
       makeEnv: envFactory({ name: env, variant: config.variant, puzzles: options.puzzles }),
@@ -186,17 +216,37 @@ async function generate(options: GenerateFlags): Promise<void> {
         maskTransitions: options.maskTransitions,
         malformedFilter: malformedFilterOf(options),
       },
-      onRecord: (o) => progress.add(o.topic),
+      onRecord: (o) => {
+        progress.add(o.topic);
+        if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
+      },
     };
     if (kafka && options.out === 'kafka') {
-      const counts = await generateToKafka(kafka, `spa-generate-${options.runId}`, run);
+      let resumed = 0;
+      const transactionalId = shardTransactionalId(`spa-generate-${options.runId}`, shard);
+      const counts = await generateToKafka(kafka, transactionalId, {
+        ...run,
+        resume: true,
+        onResume: (committed) => {
+          resumed = committed;
+          if (committed === 0) return;
+          process.stderr.write(
+            `[generate] ${committed} trajectories of this run${shard.count > 1 ? ` (shard ${shard.index}/${shard.count})` : ''} were committed by an earlier attempt: playing the rest\n`,
+          );
+          progress.add('trajectories', committed);
+        },
+      });
       progress.done();
       console.log(
         JSON.stringify({
           out: 'kafka',
           brokers: kafka.config.brokers,
           topics: kafka.topics,
+          shard,
+          transactionalId,
           counts,
+          rejectsByReason,
+          resumed,
           ...versions(policy),
         }),
       );
@@ -205,7 +255,9 @@ async function generate(options: GenerateFlags): Promise<void> {
     const paths = jsonlPathsBeside(options.out, options.target);
     const counts = await generateToJsonl(paths, run);
     progress.done();
-    console.log(JSON.stringify({ out: options.out, files: paths, counts, ...versions(policy) }));
+    console.log(
+      JSON.stringify({ out: options.out, files: paths, counts, rejectsByReason, ...versions(policy) }),
+    );
   } finally {
     await policy.close();
     await kafka?.close();
@@ -236,6 +288,7 @@ async function generatorPolicy(
       maxNewTokens: options.maxNewTokens,
       stopAtAnswer: options.stopAtAnswer,
       contextWindow: options.contextWindow,
+      executionProvider: options.device,
     });
   if (options.policy !== 'oracle')
     throw new Error(

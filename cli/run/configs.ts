@@ -14,6 +14,12 @@ export interface LoopConfig {
    */
   readonly generator: 'self-play' | 'random' | 'oracle';
   /**
+   * Generator processes of the SFT data stage and of self-play during PPO: 1 plays them in
+   * `spa run`'s own process; n > 1 runs n `spa generate --shard i/n` processes that split each
+   * stage's groups (README, "Sharded generators"). The warm-up demonstrations stay in process.
+   */
+  readonly generators: number;
+  /**
    * Format warm-up before self-play: SFT on this many oracle demonstration trajectories (group
    * size 1) for `warmupEpochs`, so a model that cannot write the format yet (the tiny model's
    * random weights) produces usable self-play data. 0 = none (a real instruction-tuned model).
@@ -125,6 +131,7 @@ export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells'];
  */
 const small = {
   generator: 'self-play',
+  generators: 1,
   warmupTrajectories: 256,
   warmupEpochs: 8,
   warmupExplore: 0.5,

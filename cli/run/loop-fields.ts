@@ -61,6 +61,9 @@ export const LOOP_FIELDS: LoopFieldTable = {
     ['self-play', 'oracle', 'random'],
     'SFT data generator (SPA: self-play, the model being trained; random is the ablation)',
   ),
+  generators: count(
+    'generator processes of the SFT data and of self-play during PPO; n > 1 runs n `spa generate --shard i/n` that split the groups (default 1: in this process)',
+  ),
   warmupTrajectories: countFromZero(
     'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for --model tiny, 0 for a real model)',
   ),

@@ -5,8 +5,10 @@ import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 import { generateToKafka } from '../../streams/generator-sinks.js';
 import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import type { OutboundTopic } from '../../schemas/outbound.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
 import { trajectoryProgress } from '../progress.js';
+import { generateFlags, generateInShards } from './generator-shards.js';
 
 /** What one data stage produced, as `summary.json` records it per stage. */
 export interface DataStageSummary {
@@ -22,24 +24,31 @@ export interface DataStageSummary {
 }
 
 /**
- * Plays `episodes` with `policy` in world-model mode through the generator pipeline (ground-truth
- * annotation → malformed filter → SFT rows or DLQ) into `kafka`'s topics, with a progress line,
- * and counts what each record became.
+ * Who plays a data stage: `policy` in this process under `transactionalId`, or `shards` child
+ * processes `spa generate --shard i/n` (generator-shards.ts) given the policy's own flags.
+ */
+export type DataStagePlayers =
+  | { readonly policy: PolicySource; readonly transactionalId: string }
+  | { readonly shards: number; readonly policyFlags: readonly string[] };
+
+/**
+ * Plays `episodes` in world-model mode through the generator pipeline (ground-truth annotation →
+ * malformed filter → SFT rows or DLQ) into `kafka`'s topics, with a progress line, and counts
+ * what each record became.
  */
 export async function generateSftData(
   kafka: SpaKafka,
   options: {
     readonly stage: string;
     readonly episodes: EpisodeConfig;
-    readonly policy: PolicySource;
+    readonly players: DataStagePlayers;
     readonly describePolicy: DataStageSummary['policy'];
-    readonly transactionalId: string;
     readonly malformedFilter: MalformedFilter;
     /** An earlier attempt committed part of this stage: delete its records first. */
     readonly purgeFirst: boolean;
   },
 ): Promise<DataStageSummary> {
-  const { episodes } = options;
+  const { episodes, players } = options;
   if (options.purgeFirst) {
     const topics = [kafka.topics.trajectories, kafka.topics.sft, kafka.topics.dlq];
     const purged = await purgeTopics(kafka, topics);
@@ -47,19 +56,36 @@ export async function generateSftData(
       `[${options.stage}] removed ${purged} offsets an interrupted earlier attempt left\n`,
     );
   }
-  const progress = trajectoryProgress(options.stage, episodes);
-  const rejectsByReason: Record<string, number> = {};
-  const counts = await generateToKafka(kafka, options.transactionalId, {
-    episodes,
-    makeEnv: envFactory({ name: episodes.env }),
-    policy: options.policy,
-    pipeline: { target: 'sft', malformedFilter: options.malformedFilter },
-    onRecord: (o) => {
-      progress.add(o.topic);
-      if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
-    },
-  });
-  progress.done();
+  let counts: Record<OutboundTopic, number>;
+  let rejectsByReason: Record<string, number> = {};
+  if ('shards' in players) {
+    process.stderr.write(`[${options.stage}] ${players.shards} generator processes (spa generate --shard)\n`);
+    const filter = options.malformedFilter;
+    const args = [
+      ...generateFlags(episodes, 'sft', kafka.topics),
+      ...['--filter-envs', filter.envs.length > 0 ? filter.envs.join(',') : 'none'],
+      ...(filter.parserReasons ? ['--filter-parser-reasons'] : []),
+      ...players.policyFlags,
+    ];
+    ({ counts, rejectsByReason } = await generateInShards(
+      args,
+      players.shards,
+      kafka.config.brokers.join(','),
+    ));
+  } else {
+    const progress = trajectoryProgress(options.stage, episodes);
+    counts = await generateToKafka(kafka, players.transactionalId, {
+      episodes,
+      makeEnv: envFactory({ name: episodes.env }),
+      policy: players.policy,
+      pipeline: { target: 'sft', malformedFilter: options.malformedFilter },
+      onRecord: (o) => {
+        progress.add(o.topic);
+        if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
+      },
+    });
+    progress.done();
+  }
   return {
     stage: options.stage,
     policy: options.describePolicy,

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { envFactory } from '../../envs/registry.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
+import type { OutboundTopic } from '../../schemas/outbound.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evaluate.js';
 import { generateToKafka } from '../../streams/generator-sinks.js';
@@ -12,7 +13,8 @@ import type { PolicySource } from '../../streams/policies/policy.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress, trajectoryProgress } from '../progress.js';
 import type { LoopConfig } from './configs.js';
-import { generateSftData, offsetsUnder, type DataStageSummary } from './sft-data.js';
+import { generateFlags, generateInShards } from './generator-shards.js';
+import { generateSftData, offsetsUnder, type DataStagePlayers, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
@@ -25,7 +27,10 @@ export interface LoopSummary {
   readonly dataStages: readonly DataStageSummary[];
   readonly sft: Readonly<Record<string, unknown>>;
   readonly selfPlay: Readonly<Record<string, number>>;
-  /** Policy version → self-play batches the generator started with it. */
+  /**
+   * Policy version → self-play batches the generator started with it; with `generators` n > 1,
+   * summed over the n processes (each starts every batch, with its share of the groups).
+   */
   readonly generatorVersions: Readonly<Record<string, number>>;
   readonly evaluations: readonly LoopEvaluation[];
   readonly seconds: Readonly<Record<string, number>>;
@@ -182,12 +187,13 @@ async function sftDataStages(
     groupSize: config.sftGroupSize,
     batches: config.sftBatches,
   });
-  // Either branch writes the run's sft topic, under one transactional id; `label` names it in
-  // the progress line and summary.json.
+  // Either branch writes the run's sft topic: in this process under one transactional id, or
+  // with --generators n as n `spa generate --shard i/n` processes, each under its own;
+  // `label` names it in the progress line and summary.json.
   const sftData = (
     stage: string,
     label: string,
-    policy: PolicySource,
+    players: DataStagePlayers,
     describePolicy: DataStageSummary['policy'],
   ) =>
     ctx.timed(stage, ({ redo }) =>
@@ -195,16 +201,22 @@ async function sftDataStages(
         purgeFirst: redo,
         stage: label,
         episodes,
-        policy,
+        players,
         describePolicy,
-        transactionalId: `spa-run-${runId}-sft`,
         malformedFilter: malformedFilterOf(config),
       }),
     );
+  const inProcess = (policy: PolicySource): DataStagePlayers => ({
+    policy,
+    transactionalId: `spa-run-${runId}-sft`,
+  });
+  const sharded = config.generators > 1;
   const generator = config.generator;
   if (generator !== 'self-play') {
-    const policy = builtinPolicy(generator, { mode: 'wm', seed: 0 });
-    const data = await sftData('sft data', `sft data (${generator})`, policy, {
+    const players = sharded
+      ? { shards: config.generators, policyFlags: ['--policy', generator, '--policy-seed', '0'] }
+      : inProcess(builtinPolicy(generator, { mode: 'wm', seed: 0 }));
+    const data = await sftData('sft data', `sft data (${generator})`, players, {
       name: generator,
       version: null,
     });
@@ -214,19 +226,26 @@ async function sftDataStages(
   const v0 = await ctx.timed('export v0', () =>
     exportPolicy(ctx, warmup.model, { stage: 'init', version: 0, publish: false }),
   );
-  const policy = await onnxPolicy({
-    folder: v0,
-    seed: 0,
-    ...generationOptions(config),
-  });
   let selfPlay: DataStageSummary;
-  try {
-    selfPlay = await sftData('self-play sft data', 'self-play sft data', policy, {
-      name: policy.name,
-      version: policy.version,
+  if (sharded) {
+    const players = { shards: config.generators, policyFlags: onnxPolicyFlags(config, `onnx:${v0}`, 0) };
+    // The policy is v0's export (its manifest's version 0), as the in-process branch records it.
+    const describe = { name: `onnx:${basename(v0)}`, version: 0 };
+    selfPlay = await sftData('self-play sft data', 'self-play sft data', players, describe);
+  } else {
+    const policy = await onnxPolicy({
+      folder: v0,
+      seed: 0,
+      ...generationOptions(config),
     });
-  } finally {
-    await policy.close?.();
+    try {
+      selfPlay = await sftData('self-play sft data', 'self-play sft data', inProcess(policy), {
+        name: policy.name,
+        version: policy.version,
+      });
+    } finally {
+      await policy.close?.();
+    }
   }
   if (selfPlay.rowsAccepted === 0)
     throw new Error(
@@ -270,13 +289,15 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[
               batches: 1,
               seedBase: WARMUP_SEED_BASE + index * WARMUP_SEED_STRIDE,
             }),
-            policy: builtinPolicy('oracle', {
-              mode,
-              seed: index,
-              ...(config.warmupExplore > 0 ? { actionsPerTurn: 1, exploreRate: config.warmupExplore } : {}),
-            }),
+            players: {
+              policy: builtinPolicy('oracle', {
+                mode,
+                seed: index,
+                ...(config.warmupExplore > 0 ? { actionsPerTurn: 1, exploreRate: config.warmupExplore } : {}),
+              }),
+              transactionalId: `spa-run-${runId}-warmup-${mode}`,
+            },
             describePolicy: { name: 'oracle', version: null },
-            transactionalId: `spa-run-${runId}-warmup-${mode}`,
             malformedFilter: malformedFilterOf(config),
           }),
         );
@@ -343,6 +364,16 @@ async function exportPolicy(
     { label: 'export', env: trainerDeviceEnv(ctx.config) },
   ).done;
   return join(root, `v${String(options.version).padStart(6, '0')}`);
+}
+
+/** `spa generate`'s flags for ONNX policy `spec` generating as {@link generationOptions} says. */
+function onnxPolicyFlags(config: LoopConfig, spec: string, seed: number): string[] {
+  return [
+    ...['--policy', spec, '--policy-seed', String(seed), '--device', config.device],
+    ...['--max-new-tokens', String(config.maxNewTokens)],
+    ...(config.stopAtAnswer ? ['--stop-at-answer'] : []),
+    ...(config.contextWindow > 0 ? ['--context-window', String(config.contextWindow)] : []),
+  ];
 }
 
 /** How every ONNX policy of the loop generates: self-play v0, the PPO generator, evaluation. */
@@ -463,18 +494,34 @@ async function selfPlayAndPpo(
       batches: config.ppoSteps - done,
       seedBase: PPO_SEED_BASE + done * config.ppoGroups,
     });
-    const progress = trajectoryProgress('self-play', episodes);
-    const selfPlay = await generateToKafka(kafka, `spa-run-${runId}-rl`, {
-      episodes,
-      makeEnv: envFactory({ name: config.env }),
-      policy: latest.source,
-      pipeline: { target: 'rollouts' },
-      onRecord: (o) => progress.add(o.topic),
-    });
-    progress.done();
+    let selfPlay: Record<OutboundTopic, number>;
+    let generatorVersions: Record<string, number>;
+    if (config.generators > 1) {
+      // n `spa generate --shard i/n`, each following the policy topic as `latest` does here;
+      // this process's follower only supplies the final artifacts for evaluation.
+      log(`self-play: ${config.generators} generator processes (spa generate --shard)`);
+      const args = [
+        ...generateFlags(episodes, 'rollouts', kafka.topics),
+        ...onnxPolicyFlags(config, 'latest', 1),
+        ...['--max-staleness', String(config.maxStaleness), '--export-every', String(config.exportEvery)],
+      ];
+      const report = await generateInShards(args, config.generators, brokers);
+      selfPlay = report.counts;
+      generatorVersions = report.policyVersions;
+    } else {
+      const progress = trajectoryProgress('self-play', episodes);
+      selfPlay = await generateToKafka(kafka, `spa-run-${runId}-rl`, {
+        episodes,
+        makeEnv: envFactory({ name: config.env }),
+        policy: latest.source,
+        pipeline: { target: 'rollouts' },
+        onRecord: (o) => progress.add(o.topic),
+      });
+      progress.done();
+      generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
+    }
     await trainer.done;
     // The trainer's last export is the final policy; wait until the follower has loaded it.
-    const generatorVersions = Object.fromEntries(latest.follower!.batchesByVersion);
     const finalVersion = readPpoProgress(join(runDir, 'ppo')).version;
     await latest.follower!.waitForVersion(finalVersion);
     const artifacts = latest.follower!.artifacts;

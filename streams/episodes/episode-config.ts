@@ -1,6 +1,7 @@
 import type { EnvName } from '../../envs/types.js';
 import type { PromptMode } from '../../envs/protocol/index.js';
 import { SPA_VARIANT, actionBudget, type PuzzleSource } from '../../envs/registry.js';
+import { UNSHARDED, type Shard } from './shard.js';
 
 /**
  * Everything the env × policy loop needs to know; defaults are SPA's (docs/spa-envs.md#manager,
@@ -27,6 +28,8 @@ export interface EpisodeConfig {
   readonly maxTokens: number;
   /** Reproduce SPA's string-fallback parser bug (docs/spa-protocol.md#world-model); off by default. */
   readonly reproduceSpaFallbackBug: boolean;
+  /** Which of the run's groups this generator plays (shard.ts); default all of them. */
+  readonly shard: Shard;
 }
 
 /** Fill SPA's defaults around the few fields a caller usually sets. */
@@ -49,6 +52,7 @@ export function episodeConfig(partial: Partial<EpisodeConfig> & Pick<EpisodeConf
     formatPenalty: partial.formatPenalty ?? -0.1,
     maxTokens: partial.maxTokens ?? 100,
     reproduceSpaFallbackBug: partial.reproduceSpaFallbackBug ?? false,
+    shard: partial.shard ?? UNSHARDED,
     env: partial.env,
   };
   for (const field of [

@@ -7,11 +7,13 @@ import {
   turnRewardText,
   type HistoryEntry,
 } from '../../envs/protocol/index.js';
+import { streamOf } from '../../envs/rng.js';
 import type { Environment } from '../../envs/types.js';
 import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
 import type { Policy, PolicySource } from '../policies/policy.js';
 import type { EpisodeConfig } from './episode-config.js';
+import { shardOfGroup } from './shard.js';
 
 /** Creates the environment for a seed (a generated puzzle or one of the paper's). */
 export type EnvFactory = (seed: number) => Environment;
@@ -26,20 +28,68 @@ interface Slot {
   done: boolean;
 }
 
+/** How {@link episodes} runs besides its config. */
+export interface EpisodeOptions {
+  /** Backpressure from the sink: each batch and turn waits until it has caught up (blocks). */
+  readonly gate?: DemandGate;
+  /**
+   * Trajectory ids not to play again: what an earlier, killed attempt of this run (and shard)
+   * already committed (streams/kafka/committed-trajectories.ts).
+   */
+  readonly skip?: ReadonlySet<string>;
+  /**
+   * Default true: each request names its trajectory's random stream (`PolicyRequest.stream`,
+   * from the trajectory id without the run id, and the turn), so what a trajectory draws does
+   * not depend on which others share its batch, shard or attempt. False: the policy draws in
+   * call order, as evaluation wants (its passes replay the same ids and continue the sampling).
+   */
+  readonly trajectoryStreams?: boolean;
+}
+
 /**
  * The env × policy loop of SPA's es_manager (docs/spa-envs.md#manager) as a cold Observable of
  * StepRecords. Batches run one after another (concatMap: a batch starts only when the
  * previous one completed), and with a `gate` each batch and turn waits until the sink has
  * caught up — the producer blocks rather than buffering. The policy is resolved once per batch, so no
- * episode mixes policy versions.
+ * episode mixes policy versions. A sharded config plays only its shard's groups (shard.ts), and
+ * `skip` leaves out trajectories already done; every batch still resolves its policy, so
+ * `--policy latest` counts batches as the unsharded generator does.
  */
 export function episodes(
   config: EpisodeConfig,
   makeEnv: EnvFactory,
   policy: PolicySource,
-  gate?: DemandGate,
+  options: EpisodeOptions = {},
 ): Observable<StepRecord> {
-  return range(0, config.batches).pipe(concatMap((batch) => runBatch(config, makeEnv, policy, batch, gate)));
+  return range(0, config.batches).pipe(
+    concatMap((batch) => runBatch(config, makeEnv, policy, batch, options)),
+  );
+}
+
+/** The id of member `member` of group `group` in batch `batch`: `<run>/<split>/b<batch>/g<group>/m<member>`. */
+function trajectoryIdOf(config: EpisodeConfig, batch: number, group: number, member: number): string {
+  return `${groupIdOf(config, batch, group)}/m${member}`;
+}
+
+/** The trajectory ids `config` plays (its shard's groups only), in the order it plays them. */
+export function plannedTrajectoryIds(config: EpisodeConfig): string[] {
+  const ids: string[] = [];
+  for (let batch = 0; batch < config.batches; batch++)
+    for (let group = 0; group < config.groups; group++) {
+      if (shardOfGroup(config.groups, batch, group, config.shard.count) !== config.shard.index) continue;
+      for (let member = 0; member < config.groupSize; member++)
+        ids.push(trajectoryIdOf(config, batch, group, member));
+    }
+  return ids;
+}
+
+/** A slot's random stream at `turn`: named like its trajectory, less the run id (so the policy seed alone seeds it). */
+function slotStream(config: EpisodeConfig, batch: number, slot: Slot, turn: number): number {
+  return streamOf(`${config.split}/b${batch}/g${slot.group}/m${slot.member}@${turn}`);
+}
+
+function groupIdOf(config: EpisodeConfig, batch: number, group: number): string {
+  return `${config.runId}/${config.split}/b${batch}/g${group}`;
 }
 
 function runBatch(
@@ -47,14 +97,15 @@ function runBatch(
   makeEnv: EnvFactory,
   policySource: PolicySource,
   batch: number,
-  gate: DemandGate | undefined,
+  { gate, skip, trajectoryStreams = true }: EpisodeOptions,
 ): Observable<StepRecord> {
   return new Observable<StepRecord>((subscriber) => {
     let cancelled = false;
     const play = async () => {
       await gate?.ready();
       const policy = typeof policySource === 'function' ? await policySource() : policySource;
-      const slots = createSlots(config, makeEnv, batch);
+      const slots = createSlots(config, makeEnv, batch, skip);
+      if (slots.length === 0) return; // another shard's groups, or all done in an earlier attempt
       const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
       for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
         // Block while the sink is behind (DemandGate): the loop never runs ahead of it.
@@ -71,6 +122,7 @@ function runBatch(
             messages,
             actionsLeft: config.maxActionsPerTraj - slot.numActions,
             view: slot.env.clone(),
+            ...(trajectoryStreams ? { stream: slotStream(config, batch, slot, turn) } : {}),
           };
         });
         const continuations = await policy.act(requests);
@@ -96,13 +148,21 @@ function runBatch(
   });
 }
 
-function createSlots(config: EpisodeConfig, makeEnv: EnvFactory, batch: number): Slot[] {
+function createSlots(
+  config: EpisodeConfig,
+  makeEnv: EnvFactory,
+  batch: number,
+  skip: ReadonlySet<string> | undefined,
+): Slot[] {
   const slots: Slot[] = [];
   // SPA seeding (docs/spa-envs.md#manager): train seeds advance by env_groups per reset; val always restarts
   // at its base.
   const batchSeed = config.split === 'train' ? config.seedBase + batch * config.groups : config.seedBase;
+  const { shard } = config;
   for (let group = 0; group < config.groups; group++) {
+    if (shardOfGroup(config.groups, batch, group, shard.count) !== shard.index) continue;
     for (let member = 0; member < config.groupSize; member++) {
+      if (skip?.has(trajectoryIdOf(config, batch, group, member))) continue;
       const seed = batchSeed + group;
       const env = makeEnv(seed);
       slots.push({
@@ -164,10 +224,10 @@ function playTurn(
   if (!slot.done) {
     slot.history.push({ state: slot.env.state(), actionsLeft: config.maxActionsPerTraj - slot.numActions });
   }
-  const groupId = `${config.runId}/${config.split}/b${batch}/g${slot.group}`;
+  const groupId = groupIdOf(config, batch, slot.group);
   return {
     runId: config.runId,
-    trajectoryId: `${groupId}/m${slot.member}`,
+    trajectoryId: trajectoryIdOf(config, batch, slot.group, slot.member),
     groupId,
     env: config.env,
     variant: config.variant,

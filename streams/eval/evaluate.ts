@@ -65,6 +65,7 @@ export async function evaluatePolicy(
           config,
           envFactory({ name: options.env, variant: config.variant, puzzles: source }),
           meteredPolicySource(policy),
+          { trajectoryStreams: false }, // each pass continues the policy's sampling
         ).pipe(
           toTrajectory(),
           tap(() => options.onEpisode?.()),

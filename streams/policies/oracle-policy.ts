@@ -1,5 +1,5 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
-import { Rng } from '../../envs/rng.js';
+import { Rng, streamRng } from '../../envs/rng.js';
 import type { Policy, PolicyRequest } from './policy.js';
 import { deterministicCopy, planShortest } from './oracle-planner.js';
 
@@ -24,8 +24,10 @@ export function oraclePolicy(
   if (!(explore >= 0 && explore <= 1)) throw new Error(`oracle exploreRate ${explore}: expected 0..1`);
   if (explore > 0 && perTurn !== 1)
     throw new Error(`oracle exploreRate ${explore} needs one action per turn, got ${perTurn}`);
-  const rng = new Rng(options.seed ?? 0);
+  const seed = options.seed ?? 0;
+  const sequence = new Rng(seed);
   const choose = (request: PolicyRequest): Choice => {
+    const rng = request.stream === undefined ? sequence : streamRng(seed, request.stream);
     const plan = (planShortest(request.view) ?? []).slice(0, Math.min(perTurn, request.actionsLeft));
     if (explore === 0)
       return { plan, thought: plan.length > 0 ? `Shortest plan: ${plan.join(', ')}.` : 'No plan found.' };

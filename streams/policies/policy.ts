@@ -13,6 +13,14 @@ export interface PolicyRequest {
    * may look at it; an LLM policy sees text only.
    */
   readonly view: Environment;
+  /**
+   * This request's random stream (envs/rng.ts `streamOf`): the episode loop names it after the
+   * trajectory (less its run id) and turn, and a sampling policy draws for the request from `streamRng(seed,
+   * stream)`, so a trajectory's draws do not depend on which other trajectories share the call.
+   * A sharded or resumed generator then plays the same trajectories as one generator. Absent:
+   * the policy draws from its own sequence, in request order.
+   */
+  readonly stream?: number;
 }
 
 /**

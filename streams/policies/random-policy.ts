@@ -1,5 +1,5 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
-import { Rng } from '../../envs/rng.js';
+import { Rng, streamRng } from '../../envs/rng.js';
 import type { Policy, PolicyRequest } from './policy.js';
 
 /** SPA's fixed thought for the random generator (`RandomActionWrapperWg`, docs/spa-data.md#ablations). */
@@ -14,7 +14,8 @@ const RANDOM_POLICY_THOUGHT = 'I will push the box to the target.';
 export function randomPolicy(
   options: { seed?: number; mode?: PromptMode; actionsPerTurn?: number } = {},
 ): Policy {
-  const rng = new Rng(options.seed ?? 0);
+  const seed = options.seed ?? 0;
+  const sequence = new Rng(seed);
   const mode = options.mode ?? 'wm';
   const count = options.actionsPerTurn ?? 3;
   return {
@@ -22,6 +23,7 @@ export function randomPolicy(
     version: 0,
     act: async (requests: readonly PolicyRequest[]) =>
       requests.map((request) => {
+        const rng = request.stream === undefined ? sequence : streamRng(seed, request.stream);
         const names = request.view.actionNames;
         const actions = Array.from({ length: count }, () =>
           names ? rng.pick(names) : `${rng.int(1, 4)},${rng.int(1, 4)},${rng.int(1, 4)}`,

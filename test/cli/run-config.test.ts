@@ -40,6 +40,7 @@ function fileWith(yamlText: string): string {
 const EVERY_FIELD = `
 config: _3_frozen_lake
 generator: random
+generators: 3
 warmup-trajectories: 7
 warmup-epochs: 2
 warmup-explore: 0.25
@@ -84,6 +85,7 @@ describe('spa run --config-file', () => {
       name: '_3_frozen_lake',
       env: 'frozenlake',
       generator: 'random',
+      generators: 3,
       warmupTrajectories: 7,
       warmupEpochs: 2,
       warmupExplore: 0.25,
@@ -150,6 +152,9 @@ describe('spa run --config-file', () => {
       'ppo-mask: must be one of generated, response-only, all-after-system, got "prediction" (line 3)',
     );
     await expect(runConfig(['--sft-lr', '-1'])).rejects.toThrow('--sft-lr must be a number > 0, got "-1"');
+    await expect(runConfig(['--generators', '0'])).rejects.toThrow(
+      '--generators must be a positive integer, got "0"',
+    );
     await expect(runConfig(['--filter-envs', 'sokoban,lake'])).rejects.toThrow(
       /--filter-envs must be "none" or a comma-separated list of sokoban, frozenlake, sudoku: unknown env "lake"/,
     );

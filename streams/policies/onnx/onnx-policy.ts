@@ -6,7 +6,7 @@
  * `</answer>` with `stopAtAnswer`).
  */
 import { basename, resolve } from 'node:path';
-import { Rng } from '../../../envs/rng.js';
+import { Rng, streamRng } from '../../../envs/rng.js';
 import type { Policy, PolicyRequest } from '../policy.js';
 import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
 import { OnnxCausalLm, type CacheLayout, type ExecutionProvider } from './causal-lm.js';
@@ -92,7 +92,8 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
   const artifact = await loadPolicyArtifact(folder);
   const tokenizer = new PolicyTokenizer(artifact);
   const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, options);
-  const seeds = new Rng(options.seed ?? 0);
+  const seed = options.seed ?? 0;
+  const seeds = new Rng(seed);
   const generateOptions = {
     sampling,
     stop: {
@@ -137,8 +138,12 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
     tokenizer,
     generate,
     act: async (requests: readonly PolicyRequest[]) => {
+      // Each request samples from its own stream when it names one (PolicyRequest.stream).
+      const streams = requests.map((r) => r.stream);
+      const rngs = streams.every((s) => s !== undefined) ? streams.map((s) => streamRng(seed, s)) : undefined;
       const generations = await generate(
         requests.map((r) => artifact.chatTemplate.generationPrompt(r.messages)),
+        rngs,
       );
       tokensDecoded += generations.reduce((sum, g) => sum + g.ids.length, 0);
       return generations.map((g) => g.text);

@@ -1,0 +1,214 @@
+/**
+ * Sharded generators as a user runs them: `spa generate --shard i/n --out kafka` child processes
+ * against a real broker. (a) Shards 0/2 and 1/2 together commit the same records as one unsharded
+ * `spa generate` with the same flags; (b) a shard SIGKILLed mid-run and restarted with the same
+ * flags still leaves every trajectory exactly once on every topic (read_committed).
+ */
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
+import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
+import { groupsOfShard, type Shard } from '../../streams/episodes/shard.js';
+import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import type { KafkaTransport } from '../../streams/kafka/transport.js';
+import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { readAllRecords } from './read-records.js';
+
+/** A Kafka the suite runs against: its bootstrap brokers and how to stop it. */
+interface TestKafka {
+  readonly brokers: readonly string[];
+  stop(): Promise<void>;
+}
+
+/** One fresh test broker on this suite's own ports (19350–19399). */
+async function singleTestBroker(): Promise<TestKafka> {
+  const ports = { port: 19350, controllerPort: 19351 };
+  const { brokers } = await startTestBroker('genshards', ports);
+  return { brokers, stop: () => stopTestBroker('genshards', ports) };
+}
+
+/**
+ * The Kafka under test, a parameter of the suite: a multi-broker cluster (a factory returning its
+ * broker list) can replace the single test broker here without touching the tests.
+ */
+const startKafka: () => Promise<TestKafka> = singleTestBroker;
+
+/**
+ * The run every generator in this file plays: 160 groups, 1,280 trajectories, a few seconds per
+ * shard on 2 busy cores, so a kill after the first progress lines lands mid-run.
+ */
+const run = { runId: 'shards-run', env: 'sokoban', groups: 16, groupSize: 8, batches: 10 };
+const totalGroups = run.groups * run.batches;
+const total = totalGroups * run.groupSize;
+/** Topic prefixes: the unsharded reference, the two shards, and the two shards with a kill. */
+const prefixes = { whole: 'spa.whole.', sharded: 'spa.sharded.', killed: 'spa.killed.' } as const;
+
+let kafka: TestKafka;
+let transport: KafkaTransport;
+
+interface Generation {
+  readonly kill: () => void;
+  readonly exited: Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>;
+}
+
+/**
+ * `spa generate` as a child process, as a user runs it; `progress` hears the trajectories count
+ * of each progress line.
+ */
+function spaGenerate(
+  prefix: string,
+  shard: Shard | undefined,
+  progress: (trajectories: number) => void = () => undefined,
+): Generation {
+  const args = ['bin/spa.mjs', 'generate', '--env', run.env, '--policy', 'random', '--out', 'kafka'];
+  args.push('--run-id', run.runId, '--groups', String(run.groups), '--group-size', String(run.groupSize));
+  args.push('--batches', String(run.batches), '--topic-prefix', prefix);
+  if (shard) args.push('--shard', `${shard.index}/${shard.count}`);
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, KAFKA_BROKERS: kafka.brokers.join(',') },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    const counts = [...chunk.toString().matchAll(/trajectories (\d+)\//g)].map((m) => Number(m[1]));
+    if (counts.length > 0) progress(Math.max(...counts));
+  });
+  const exited = new Promise<Awaited<Generation['exited']>>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
+  return { kill: () => child.kill('SIGKILL'), exited };
+}
+
+/** What `spa generate --out kafka` prints last: its counts and how many an earlier attempt had committed. */
+interface GenerateResult {
+  readonly counts: Counts;
+  readonly resumed: number;
+  readonly transactionalId: string;
+}
+
+async function succeeded(generation: Generation): Promise<GenerateResult> {
+  const result = await generation.exited;
+  expect(result.code, result.stderr.slice(-2000)).toBe(0);
+  return JSON.parse(result.stdout.trim().split('\n').at(-1)!) as GenerateResult;
+}
+
+/** A record as a comparable line: its key and fields, less the wall-clock `created_at`. */
+function line(key: string, record: unknown): string {
+  return `${key} ${JSON.stringify(record, (field, value: unknown) =>
+    field === 'created_at' ? undefined : typeof value === 'bigint' ? value.toString() : value,
+  )}`;
+}
+
+/** Records per topic. */
+interface Counts {
+  readonly trajectories: number;
+  readonly sft: number;
+  readonly dlq: number;
+}
+
+/**
+ * Every committed record of the prefix's trajectories, sft and dlq topics, as sorted lines per
+ * topic; each read waits (up to 15 s) for the `expected` count, as commit markers land a moment
+ * after a commit returns.
+ */
+async function committedRecords(prefix: string, expected: Counts) {
+  const connection = { transport, config: testConnection(kafka.brokers) };
+  const topics = spaTopicNames({ prefix });
+  const trajectories = await readAllRecords(
+    connection,
+    topics.trajectories,
+    'Trajectory',
+    expected.trajectories,
+  );
+  const sft = await readAllRecords(connection, topics.sft, 'SftRow', expected.sft);
+  const dlq = await readAllRecords(connection, topics.dlq, 'Rejected', expected.dlq);
+  return {
+    trajectoryIds: trajectories.map((t) => t.trajectory_id),
+    trajectories: trajectories.map((t) => line(t.trajectory_id, t)).sort(),
+    sft: sft.map((row) => line(row.trajectory_id, row)).sort(),
+    dlq: dlq.map((rejected) => line(rejected.reason, rejected)).sort(),
+  };
+}
+
+let reference: Awaited<ReturnType<typeof committedRecords>>;
+const referenceCounts = (): Counts => ({
+  trajectories: reference.trajectories.length,
+  sft: reference.sft.length,
+  dlq: reference.dlq.length,
+});
+
+beforeAll(async () => {
+  kafka = await startKafka();
+  for (const prefix of Object.values(prefixes)) await applyTopicsTo(kafka.brokers, spaTopics({ prefix }));
+  transport = kafkajsTransport(testConnection(kafka.brokers));
+  // The reference: one unsharded generator with the same flags.
+  const whole = await succeeded(spaGenerate(prefixes.whole, undefined));
+  expect(whole.counts.trajectories).toBe(total);
+  reference = await committedRecords(prefixes.whole, whole.counts);
+  expect(new Set(reference.trajectoryIds).size).toBe(total);
+  expect(reference.sft.length).toBeGreaterThan(total); // several rows per trajectory
+});
+
+afterAll(async () => {
+  await transport?.close();
+  await kafka?.stop();
+});
+
+describe('spa generate --shard i/n', () => {
+  it('two shards commit the same trajectories and rows as one unsharded generator', async () => {
+    const shards = [0, 1].map((index) => spaGenerate(prefixes.sharded, { index, count: 2 }));
+    const results = await Promise.all(shards.map(succeeded));
+    expect(results.map((r) => r.counts.trajectories)).toEqual([
+      groupsOfShard(totalGroups, { index: 0, count: 2 }) * run.groupSize,
+      groupsOfShard(totalGroups, { index: 1, count: 2 }) * run.groupSize,
+    ]);
+    expect(new Set(results.map((r) => r.transactionalId)).size).toBe(2);
+
+    const sharded = await committedRecords(prefixes.sharded, referenceCounts());
+    expect(sharded.trajectoryIds).toHaveLength(total);
+    expect(new Set(sharded.trajectoryIds)).toEqual(new Set(reference.trajectoryIds));
+    // The same records, not only the same ids (per-trajectory random streams, envs/rng.ts).
+    expect(sharded.trajectories).toEqual(reference.trajectories);
+    expect(sharded.sft).toEqual(reference.sft);
+    expect(sharded.dlq).toEqual(reference.dlq);
+  });
+
+  it('a shard SIGKILLed mid-run and restarted with the same flags leaves every group exactly once', async () => {
+    const killed: Shard = { index: 1, count: 2 };
+    const shardTotal = groupsOfShard(totalGroups, killed) * run.groupSize;
+    const other = spaGenerate(prefixes.killed, { index: 0, count: 2 });
+    let produced = 0;
+    const victim = spaGenerate(prefixes.killed, killed, (n) => (produced = n));
+    // Past its first two batches (of ten): a batch starts only with at most SINK_IN_FLIGHT_LIMIT
+    // (256) records uncommitted (streams/demand-gate.ts), and two batches hold ~600 (trajectories
+    // and their SFT rows), so some are committed by then and the kill cuts the shard mid-run.
+    const twoBatches = 2 * (run.groups / killed.count) * run.groupSize;
+    await eventually(() => produced > twoBatches, 300_000, `shard 1/2 past ${twoBatches} trajectories`);
+    victim.kill();
+    const death = await victim.exited;
+    expect(death.signal).toBe('SIGKILL');
+    const killedAt = produced;
+
+    const restarted = await succeeded(spaGenerate(prefixes.killed, killed));
+    const first = await succeeded(other);
+    console.info(
+      `[generator-shards] shard 1/2 killed after ${killedAt}/${shardTotal} trajectories were handed to Kafka; ` +
+        `the restart found ${restarted.resumed} committed and played ${restarted.counts.trajectories}`,
+    );
+    // The kill really came mid-run: part of the shard was committed, part was not.
+    expect(restarted.resumed).toBeGreaterThan(0);
+    expect(restarted.resumed).toBeLessThan(shardTotal);
+    expect(restarted.resumed + restarted.counts.trajectories).toBe(shardTotal);
+    expect(first.counts.trajectories).toBe(total - shardTotal);
+
+    const after = await committedRecords(prefixes.killed, referenceCounts());
+    expect(after.trajectoryIds).toHaveLength(total); // nothing doubled…
+    expect(new Set(after.trajectoryIds)).toEqual(new Set(reference.trajectoryIds)); // …nothing lost
+    expect(after.trajectories).toEqual(reference.trajectories);
+    expect(after.sft).toEqual(reference.sft);
+    expect(after.dlq).toEqual(reference.dlq);
+  });
+});
