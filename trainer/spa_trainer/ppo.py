@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .models import pick_device
+from .data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
 from .ppo_batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
 from .ppo_math import (
     MaskMode,
@@ -32,7 +32,7 @@ from .ppo_math import (
     seq_mean_token_mean,
     value_loss,
 )
-from .value_head import ValueModel, critic_from_actor
+from .value_head import ValueModel, critic_from_actor, response_values
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,23 @@ class PpoState:
     critic_optimizer: torch.optim.Optimizer
     version: int = 0
     step: int = 0
+    ranks: Ranks = field(default_factory=single)  # under torchrun: this rank of the data-parallel job
+    actor_ddp: torch.nn.Module | None = None  # the actor's DDP wrapper when ranks.parallel
+    critic_ddp: torch.nn.Module | None = None
 
     @property
     def device(self) -> torch.device:
         """Where the actor's weights live."""
         return next(self.actor.parameters()).device
+
+    def trained_actor(self) -> torch.nn.Module:
+        """What the update's forward passes call: the actor, or its DDP wrapper (which averages the
+        gradients over ranks on backward)."""
+        return self.actor if self.actor_ddp is None else self.actor_ddp
+
+    def trained_critic(self) -> torch.nn.Module:
+        """The critic, or its DDP wrapper."""
+        return self.critic if self.critic_ddp is None else self.critic_ddp
 
 
 @dataclass(frozen=True)
@@ -98,13 +110,18 @@ def init_ppo(
     version: int = 0,
     critic: ValueModel | None = None,
     device: torch.device | None = None,
+    ranks: Ranks | None = None,
 ) -> PpoState:
-    """Move the actor to `device` (CUDA when present), build the critic from it unless given
-    (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model), and create both AdamW optimizers."""
+    """Move the actor to `device` (CUDA when present; under torchrun the rank's device), build the
+    critic from it unless given (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model),
+    and create both AdamW optimizers. With several `ranks`, both models are wrapped in DDP (a
+    collective: every rank calls this at the same point)."""
     config = config or PpoConfig()
-    device = device or pick_device()
+    ranks = ranks or single()
+    device = device or ranks.device
     torch.nn.Module.to(actor, device)  # transformers' decorated `.to` confuses type checkers
     critic = (critic or critic_from_actor(actor)).to(device)
+    parallel = ranks.parallel
     return PpoState(
         config=config,
         actor=actor,
@@ -116,6 +133,9 @@ def init_ppo(
             critic.parameters(), lr=config.critic_lr, betas=config.betas, weight_decay=config.weight_decay
         ),
         version=version,
+        ranks=ranks,
+        actor_ddp=data_parallel(actor, ranks) if parallel else None,
+        critic_ddp=data_parallel(critic, ranks) if parallel else None,
     )
 
 
@@ -125,9 +145,10 @@ def _autocast(device: torch.device) -> torch.autocast:
 
 
 def token_log_probs(
-    actor: PreTrainedModel, batch: RolloutBatch, temperature: float, with_entropy: bool
+    actor: torch.nn.Module, batch: RolloutBatch, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(log p(token j+1 | ≤ j), entropy at j), both on the response axis `(B, T − 1)`."""
+    """(log p(token j+1 | ≤ j), entropy at j), both on the response axis `(B, T − 1)`. `actor` is a
+    causal LM or its DDP wrapper."""
     with _autocast(batch.input_ids.device):
         out = actor(
             input_ids=batch.input_ids,
@@ -150,12 +171,14 @@ def _micro_batches(batch: RolloutBatch, rows: torch.Tensor, size: int) -> list[R
 def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> RolloutBatch:
     """Old log-probs and values from the current weights (verl recomputes both rather than
     trusting the generator's), then GAE + masked whitening over the whole batch
-    (docs/spa-ppo.md#advantages)."""
+    (docs/spa-ppo.md#advantages). Data-parallel, each rank computes its share of the micro-batches
+    and every rank gets all of them, so the whitening sees the whole batch on every rank."""
     state.actor.eval()
     state.critic.eval()
-    old_log_probs, values = [], []
+    pieces: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
     rows = torch.arange(batch.size, device=batch.input_ids.device)
-    for start in range(0, batch.size, config.micro_batch_size):
+    starts = list(range(0, batch.size, config.micro_batch_size))
+    for start in share(starts, state.ranks):
         micro = batch.select(rows[start : start + config.micro_batch_size])
         log_probs, _ = token_log_probs(state.actor, micro, config.temperature, with_entropy=False)
         with _autocast(micro.input_ids.device):
@@ -164,9 +187,18 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
             )
         # select() trimmed shared left padding; pad back so the pieces stack into (B, T − 1).
         trimmed = batch.response_mask.shape[1] - micro.response_mask.shape[1]
-        old_log_probs.append(torch.nn.functional.pad(log_probs, (trimmed, 0)))
-        values.append(torch.nn.functional.pad(v.float(), (trimmed, 0)))
-    old_lp, old_values = torch.cat(old_log_probs), torch.cat(values)
+        pieces[start] = (
+            torch.nn.functional.pad(log_probs, (trimmed, 0)),
+            torch.nn.functional.pad(v.float(), (trimmed, 0)),
+        )
+    if state.ranks.parallel:
+        mine = {start: (lp.cpu(), v.cpu()) for start, (lp, v) in pieces.items()}
+        device = batch.input_ids.device
+        pieces = {
+            s: (lp.to(device), v.to(device)) for part in gather_to_all(mine, state.ranks) for s, (lp, v) in part.items()
+        }
+    old_lp = torch.cat([pieces[start][0] for start in starts])
+    old_values = torch.cat([pieces[start][1] for start in starts])
     advantages, returns = gae_advantages_returns(
         batch.token_rewards, old_values, batch.response_mask, config.gamma, config.lam
     )
@@ -176,7 +208,7 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
 def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
     """Dual-clip PPO token-mean loss minus the entropy bonus for one micro-batch (docs/spa-ppo.md#losses)."""
     with_entropy = config.entropy_coeff != 0.0
-    log_probs, entropy = token_log_probs(state.actor, micro, config.temperature, with_entropy)
+    log_probs, entropy = token_log_probs(state.trained_actor(), micro, config.temperature, with_entropy)
     mask = micro.response_mask
     pg = policy_loss(
         log_probs, micro.extras["old_log_probs"], micro.extras["advantages"], mask,
@@ -197,8 +229,8 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
 def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped value loss for one micro-batch (docs/spa-ppo.md#losses)."""
     with _autocast(micro.input_ids.device):
-        values = state.critic.response_values(
-            micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
+        values = response_values(
+            state.trained_critic(), micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
         )
     loss, clipfrac = value_loss(
         values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask,
@@ -219,30 +251,59 @@ def _optimizer_step(params: Sequence[torch.nn.Parameter], optimizer: torch.optim
     return float(grad_norm)
 
 
+def _join_with_zeros(state: PpoState) -> None:
+    """A rank without a micro-batch in a minibatch still joins both gradient all-reduces: one
+    forward of each model on a two-token input, backward of zero times its output."""
+    ids = torch.zeros((1, 2), dtype=torch.long, device=state.device)
+    mask, positions = torch.ones_like(ids), torch.arange(2, device=state.device).unsqueeze(0)
+    out = state.trained_actor()(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+    (out.logits.sum() * 0.0).backward()
+    (state.trained_critic()(ids, mask, positions).sum() * 0.0).backward()
+
+
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
     """`ppo_epochs` passes over the batch in minibatches; one actor and one critic optimizer step
-    per minibatch, gradients accumulated over micro-batches weighted by their share of rows."""
-    state.actor.train()
-    state.critic.train()
+    per minibatch, gradients accumulated over micro-batches weighted by their share of rows.
+
+    Data-parallel, each rank trains micro-batches i ≡ rank (mod world size) of every minibatch,
+    weighted by their share of the *minibatch's* rows times the world size, so DDP's average over
+    ranks is the single-process gradient; the metrics are means over every rank's micro-batches."""
+    ranks = state.ranks
+    actor, critic = state.trained_actor(), state.trained_critic()
+    actor.train()
+    critic.train()
     collected: dict[str, list[float]] = defaultdict(list)
+    grad_norms: dict[str, list[float]] = defaultdict(list)
     actor_params = [p for p in state.actor.parameters() if p.requires_grad]
     critic_params = [p for p in state.critic.parameters() if p.requires_grad]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
     for _ in range(config.ppo_epochs):
         for start in range(0, batch.size, config.mini_batch_size):
             mini_rows = rows[start : start + config.mini_batch_size]
-            for micro in _micro_batches(batch, mini_rows, config.micro_batch_size):
-                share = micro.size / len(mini_rows)
-                for loss_fn in (actor_micro_loss, critic_micro_loss):
-                    loss, stats = loss_fn(state, micro, config)
-                    (loss * share).backward()
+            mine = share(_micro_batches(batch, mini_rows, config.micro_batch_size), ranks)
+            # The actor's micro-batches, then the critic's (the models are independent): each DDP
+            # wrapper's collectives then come in the same order on every rank.
+            for loss_fn, model in ((actor_micro_loss, actor), (critic_micro_loss, critic)):
+                for i, micro in enumerate(mine):
+                    weight = micro.size / len(mini_rows) * dp_scale(ranks)
+                    with accumulating(model, last=i == len(mine) - 1):
+                        loss, stats = loss_fn(state, micro, config)
+                        (loss * weight).backward()
                     for k, v in stats.items():
                         collected[k].append(v)
-            collected["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
-            collected["critic/grad_norm"].append(
+            if not mine and ranks.parallel:
+                _join_with_zeros(state)
+            grad_norms["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
+            grad_norms["critic/grad_norm"].append(
                 _optimizer_step(critic_params, state.critic_optimizer, config.grad_clip)
             )
-    return {k: sum(v) / len(v) for k, v in collected.items()}
+    if ranks.parallel:  # the grad norms are the same on every rank (after the all-reduce)
+        merged: dict[str, list[float]] = defaultdict(list)
+        for part in gather_to_all(dict(collected), ranks):
+            for k, v in part.items():
+                merged[k] += v
+        collected = merged
+    return {k: sum(v) / len(v) for k, v in {**collected, **grad_norms}.items()}
 
 
 def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase) -> PpoStepReport:

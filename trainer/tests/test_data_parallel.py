@@ -22,6 +22,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from .ppo_rollouts import rollout
 from .synthetic import sokoban_rows, write_jsonl
 
 pytestmark = pytest.mark.slow
@@ -41,10 +42,19 @@ def sft_command(ranks: int, data: str, out: Path, *extra: str) -> list[str]:
 
 
 def run(command: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run `command` from trainer/ to the end; on a timeout its whole process group (torchrun and
+    its ranks) is killed, so no rank outlives the test."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun sets it for its ranks; the same for one process
-    done = subprocess.run(command, cwd=TRAINER, env=env, capture_output=True, text=True, timeout=timeout, check=False)
-    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
-    return done
+    proc = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, f"{' '.join(command)} exited {proc.returncode}:\n{stdout}\n{stderr}"
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
 
 
 def steps(out: Path) -> list[dict[str, Any]]:
@@ -118,9 +128,8 @@ def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Pa
     out = tmp_path / "killed"
     command = sft_command(2, f"jsonl:{reference['data']}", out)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    launcher = subprocess.Popen(
-        command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    launcher = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)  # fmt: skip
     try:
         deadline, killed = time.monotonic() + 90, None
         while killed is None and time.monotonic() < deadline and launcher.poll() is None:
@@ -134,7 +143,8 @@ def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Pa
         log, _ = launcher.communicate(timeout=60)
     finally:
         if launcher.poll() is None:
-            launcher.kill()
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.communicate()
     assert killed is not None, "the run ended before rank 1 could be killed"
     assert launcher.returncode != 0, log  # torchrun tore the job down
     stopped_at = steps(out)[-1]["step"]
@@ -218,3 +228,60 @@ def test_two_ranks_on_a_kafka_topic_train_every_row_once_per_epoch(broker: str, 
         assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 5, 2: 4}
     finally:
         next(factory, None)
+
+
+# --- PPO: the update of 2 ranks equals the single process's --------------------------------------
+
+
+def ppo_records(steps: int) -> list[dict[str, Any]]:
+    """`steps` groups of three episodes with different scores (a winner, a loser, one between)."""
+    records = []
+    for g in range(steps):
+        records += [
+            rollout(f"t{g}a", f"g{g}", ["Right"], [1.0 + 0.1 * g], success=True, policy_version=1),
+            rollout(f"t{g}b", f"g{g}", ["Left", "Up"], [-0.1, -0.1], penalty=-0.1, policy_version=1),
+            rollout(f"t{g}c", f"g{g}", ["Up"], [0.3], policy_version=1),
+        ]
+    return records
+
+
+def ppo_command(ranks: int, data: Path, out: Path, micro_batch: int) -> list[str]:
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks > 1 else []
+    flags = ["--model", "tiny", "--input", f"jsonl:{data}", "--out", str(out / "run"), "--steps", "4"]
+    flags += ["--groups-per-step", "1", "--group-size", "3", "--export-every", "100", "--keep-ratio", "1.0"]
+    flags += ["--export-root", str(out / "policy"), "--start-version", "1", "--actor-lr", "1e-3", "--critic-lr", "1e-3"]
+    flags += ["--micro-batch-size", str(micro_batch)]
+    return [sys.executable, *launcher, "-m", "spa_trainer.ppo_service", *flags]
+
+
+def ppo_losses(out: Path) -> list[dict[str, float]]:
+    lines = [json.loads(ln) for ln in (out / "run" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [{k: v for k, v in ln["ppo"].items() if k.split("/")[0] in ("actor", "critic", "score")} for ln in lines]
+
+
+# 3 episodes a step: micro-batches of 1 split 2 / 1 between the ranks; one micro-batch of 4 leaves
+# rank 1 without any, so it joins the all-reduces with zeros.
+@pytest.mark.parametrize("micro_batch", [1, 4])
+def test_two_ranks_make_the_single_process_ppo_updates(tmp_path: Path, micro_batch: int) -> None:
+    data = tmp_path / "rollouts.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ppo_records(4)), encoding="utf-8")
+    run(ppo_command(1, data, tmp_path / "one", micro_batch))
+    run(ppo_command(2, data, tmp_path / "two", micro_batch))
+    one, two = ppo_losses(tmp_path / "one"), ppo_losses(tmp_path / "two")
+    assert len(one) == 4 and one[0].keys() == two[0].keys()
+    for key in one[0]:
+        torch.testing.assert_close(
+            torch.tensor([s[key] for s in two], dtype=torch.float64),
+            torch.tensor([s[key] for s in one], dtype=torch.float64),
+            rtol=1e-5,
+            atol=1e-6,
+            msg=lambda m, key=key: f"{key} per step differs: {m}",
+        )
+    assert one[-1]["actor/pg_loss"] != one[0]["actor/pg_loss"]  # the updates moved the policy
+    for name in ("model/model.safetensors", "critic.safetensors"):
+        want = load_file(str(tmp_path / "one" / "run" / "checkpoints" / "step_00000004" / name))
+        got = load_file(str(tmp_path / "two" / "run" / "checkpoints" / "step_00000004" / name))
+        for key, tensor in want.items():
+            torch.testing.assert_close(got[key], tensor, rtol=1e-4, atol=1e-5)
+    state = json.loads((tmp_path / "two" / "run" / "checkpoints" / "step_00000004" / "trainer_state.json").read_text())
+    assert state["world_size"] == 2
