@@ -45,7 +45,7 @@ describe('meteredPolicy', () => {
     expect(await waits(running)).toBe(2);
   });
 
-  it("adds the tokens the policy decoded in each act to spa_generation_tokens_total{policy}", async () => {
+  it('adds the tokens the policy decoded in each act to spa_generation_tokens_total{policy}', async () => {
     running = await startInMemoryTelemetry();
     let decoded = 10; // a total carried over from before metering began: not counted
     const inner: Policy = {
