@@ -41,7 +41,7 @@ def sft_command(ranks: int, data: str, out: Path, *extra: str) -> list[str]:
     return [sys.executable, *launcher, "-m", "spa_trainer.sft", "--input", data, "--out", str(out), *SFT_FLAGS, *extra]
 
 
-def run(command: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run `command` from trainer/ to the end; on a timeout its whole process group (torchrun and
     its ranks) is killed, so no rank outlives the test."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun sets it for its ranks; the same for one process
@@ -131,7 +131,7 @@ def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Pa
     launcher = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)  # fmt: skip
     try:
-        deadline, killed = time.monotonic() + 90, None
+        deadline, killed = time.monotonic() + 240, None
         while killed is None and time.monotonic() < deadline and launcher.poll() is None:
             latest = out / "checkpoints" / "latest"
             if latest.is_file() and latest.read_text().strip() >= "step_00000006":
