@@ -142,11 +142,12 @@ def train_step(
     total = 0.0
     for i, ex in enumerate(usable):
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
-        with accumulating(model, last=i == len(usable) - 1), autocast:
-            out = model(
-                input_ids=torch.tensor([ex.input_ids], device=device),
-                labels=torch.tensor([ex.labels], device=device),
-            )
+        with accumulating(model, last=i == len(usable) - 1):
+            with autocast:
+                out = model(
+                    input_ids=torch.tensor([ex.input_ids], device=device),
+                    labels=torch.tensor([ex.labels], device=device),
+                )
             (out.loss * dp_scale(ranks) / count).backward()
         total += float(out.loss.detach()) / count
     if count and not usable:  # an empty share still joins the ranks' gradient all-reduce, with zeros
