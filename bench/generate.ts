@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- generate [--tokens n] [--pairs n] [--no-python]`: decoding tokens/s of the
+ * `npm run bench -- generate [--tokens n] [--pairs n] [--no-python] [--large-tokens n] [--no-large]`:
+ * decoding tokens/s of the
  * ONNX policy (onnxruntime-node) beside Python onnxruntime running the same incremental loop and
  * Python transformers `generate`, on the same tiny model and the same real SPA prompts
  * (tokenized once, outside the timing, on both sides), in one run. Every engine decodes greedily
@@ -20,6 +21,12 @@
  * same number of inputs and outputs as the graph that side decodes with. The tiny policy's step
  * is a few hundred µs, so the binding's fixed cost per call is a visible share of it; the line
  * says how much of node's time that difference accounts for.
+ *
+ * Then the same alternation on a larger model (24.6 M parameters: hidden 512, 8 layers, the tiny
+ * tokenizer, random weights; `largeModel`), onnxruntime-node against Python onnxruntime only,
+ * `--large-tokens` (default 100) new tokens per row, and last the node ÷ Python ratios at both
+ * sizes side by side. Goal at the larger size: ≥ 0.95×. The first run builds and exports it
+ * (about a minute, cached in .cache/test-policy/).
  */
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +56,8 @@ interface Options {
   readonly tokens: number;
   readonly pairs: number;
   readonly python: boolean;
+  /** New tokens per row on the larger model; 0 = leave it out. */
+  readonly largeTokens: number;
 }
 
 function positive(flag: string, value: number): number {
@@ -61,16 +70,20 @@ function parseArgs(args: readonly string[]): Options {
   let tokens = 400; // SPA's response budget, docs/spa-prompts.md#sampling
   let pairs = 7;
   let python = true;
+  let largeTokens = 100; // the larger model's prompt pass dominates anyway; keeps the suite to minutes
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--no-python') python = false;
+    else if (args[i] === '--no-large') largeTokens = 0;
+    else if (args[i] === '--large-tokens') largeTokens = positive('--large-tokens', Number(args[++i]));
     else if (args[i] === '--tokens') tokens = positive('--tokens', Number(args[++i]));
     else if (args[i] === '--pairs') pairs = positive('--pairs', Number(args[++i]));
     else
       throw new Error(
-        `bench generate: unknown argument "${args[i]}"; expected --tokens n, --pairs n, --no-python`,
+        `bench generate: unknown argument "${args[i]}"; expected --tokens n, --pairs n, --no-python, ` +
+          '--large-tokens n, --no-large',
       );
   }
-  return { tokens, pairs, python };
+  return { tokens, pairs, python, largeTokens };
 }
 
 const NODE = 'onnxruntime-node (this policy)';
@@ -84,8 +97,16 @@ interface Contender {
   run(batch: number): Promise<number>;
 }
 
-/** onnxruntime-node through the policy's own decoding loop, as a contender per layout and thread count. */
-async function nodeContenders(artifactFolder: string, prompts: readonly string[], tokens: number) {
+/**
+ * onnxruntime-node through the policy's own decoding loop, as a contender per thread count, and
+ * (with `asExported`) on the graph as exported at 1 thread.
+ */
+async function nodeContenders(
+  artifactFolder: string,
+  prompts: readonly string[],
+  tokens: number,
+  asExported = true,
+) {
   const artifact = await loadPolicyArtifact(artifactFolder);
   const tokenizer = new PolicyTokenizer(artifact);
   const promptIds = prompts.map((p) => tokenizer.encode(p));
@@ -115,7 +136,8 @@ async function nodeContenders(artifactFolder: string, prompts: readonly string[]
     };
     return { contender: { engine, threads, run }, release: () => lm.release() };
   };
-  return Promise.all([...THREADS.map((t) => open(NODE, t, true)), open(NODE_AS_EXPORTED, 1, false)]);
+  const exported = asExported ? [open(NODE_AS_EXPORTED, 1, false)] : [];
+  return Promise.all([...THREADS.map((t) => open(NODE, t, true)), ...exported]);
 }
 
 const median = (xs: readonly number[]) => {
@@ -135,7 +157,11 @@ interface Measured {
  * For each thread count and batch size, the contenders at that thread count run one after the
  * other `pairs` times, the order rotating each time (a warm-up call each first).
  */
-async function measurePaired(contenders: readonly Contender[], options: Options): Promise<Measured[]> {
+async function measurePaired(
+  contenders: readonly Contender[],
+  options: { readonly pairs: number; readonly tokens: number },
+  label = '',
+): Promise<Measured[]> {
   const measured: Measured[] = [];
   for (const threads of THREADS) {
     const group = contenders.filter((c) => c.threads === threads);
@@ -163,7 +189,7 @@ async function measurePaired(contenders: readonly Contender[], options: Options)
         };
         measured.push({ result, ratios });
       });
-      console.log(`threads ${threads}, batch ${batch} done; ${load()}`);
+      console.log(`${label}threads ${threads}, batch ${batch} done; ${load()}`);
     }
   }
   return measured;
@@ -250,6 +276,93 @@ async function callFloor(artifactFolder: string, tokens: number, nodeSeconds: nu
   );
 }
 
+/**
+ * onnxruntime-node and (unless `--no-python`) Python onnxruntime on one artifact, in strict
+ * alternation (`measurePaired`); `asExported` adds node on the graph as exported.
+ */
+async function measureArtifact(
+  artifact: string,
+  prompts: readonly string[],
+  options: Options,
+  tokens: number,
+  asExported: boolean,
+  label = '',
+): Promise<{ measured: Measured[]; python: boolean }> {
+  const nodes = await nodeContenders(artifact, prompts, tokens, asExported);
+  const contenders: Contender[] = nodes.map((n) => n.contender);
+  const server = options.python ? await referenceServer(artifact, prompts) : undefined;
+  if (server) {
+    for (const threads of THREADS) {
+      contenders.push({
+        engine: PYTHON_ORT,
+        threads,
+        run: async (batch) => (await server.request<{ seconds: number }>({ threads, batch, tokens })).seconds,
+      });
+    }
+  }
+  try {
+    return {
+      measured: await measurePaired(contenders, { pairs: options.pairs, tokens }, label),
+      python: !!server,
+    };
+  } finally {
+    await Promise.all([...nodes.map((n) => n.release()), server?.close()]);
+  }
+}
+
+/** node ÷ Python onnxruntime at each thread count and batch size: median of the pairs (range). */
+function nodeOverPython(measured: readonly Measured[]): string {
+  return measured
+    .filter((m) => m.result.engine === PYTHON_ORT)
+    .map(({ result: r, ratios }) => {
+      const range = `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`;
+      return `${r.threads} thread${r.threads === 1 ? '' : 's'} batch ${r.batch}: ${median(ratios).toFixed(2)}× (${range})`;
+    })
+    .join(', ');
+}
+
+const LARGE_GOAL = 0.95;
+
+/**
+ * The larger model (`generate_reference.py fixture --size 25m`: 24.6 M parameters, the tiny
+ * tokenizer): node and Python onnxruntime only, `--large-tokens` new tokens per row. Goal: node ≥
+ * 0.95× Python onnxruntime, the best node configuration against the best Python one per batch size.
+ */
+async function largeModel(options: Options): Promise<Measured[]> {
+  const fixture = await referenceFixture('25m');
+  const prompts = spaPrompts(
+    (await loadPolicyArtifact(fixture.artifact)).chatTemplate,
+    Math.max(...BATCH_SIZES),
+  );
+  console.log(
+    `\nlarger model: ${fixture.artifact} (Qwen2 hidden 512, 8 layers, MLP 1536, 24.6 M parameters, tiny ` +
+      `tokenizer, random weights); ${options.largeTokens} new tokens/row, greedy, the same prompts; ${load()}`,
+  );
+  const { measured, python } = await measureArtifact(
+    fixture.artifact,
+    prompts,
+    options,
+    options.largeTokens,
+    false,
+    '25m: ',
+  );
+  console.log(table(measured));
+  for (const batch of python ? BATCH_SIZES : []) {
+    const best = (engine: string) =>
+      Math.max(
+        ...measured
+          .filter((m) => m.result.engine === engine && m.result.batch === batch)
+          .map((m) => m.result.tokens_per_s),
+      );
+    const ratio = best(NODE) / best(PYTHON_ORT);
+    console.log(
+      `25m batch ${batch}: best node ÷ best python onnxruntime = ${ratio.toFixed(2)}× ` +
+        `(goal ≥ ${LARGE_GOAL}: ${ratio >= LARGE_GOAL ? 'met' : 'NOT met'})`,
+    );
+  }
+  return measured;
+}
+
 /** Entry point of the `generate` bench suite. */
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
@@ -262,46 +375,37 @@ export async function run(args: string[]): Promise<void> {
     `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ` +
       `${options.pairs} paired runs per configuration; ${load()}`,
   );
-  const nodes = await nodeContenders(fixture.artifact, prompts, options.tokens);
-  const contenders: Contender[] = nodes.map((n) => n.contender);
-  const server = options.python ? await referenceServer(fixture.artifact, prompts) : undefined;
-  if (server) {
-    for (const threads of THREADS) {
-      contenders.push({
-        engine: PYTHON_ORT,
-        threads,
-        run: async (batch) =>
-          (await server.request<{ seconds: number }>({ threads, batch, tokens: options.tokens })).seconds,
-      });
-    }
-  }
-  let measured: Measured[];
-  try {
-    measured = await measurePaired(contenders, options);
-  } finally {
-    await Promise.all([...nodes.map((n) => n.release()), server?.close()]);
-  }
-  if (!server) {
+  const tiny = await measureArtifact(fixture.artifact, prompts, options, options.tokens, true);
+  const measured = tiny.measured;
+  if (!tiny.python) {
     console.log(table(measured));
-    return;
+  } else {
+    // transformers runs last, once per configuration (it is the slow one and far from its goal).
+    const hf = await callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
+      'bench',
+      [
+        ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', 'hf'],
+        ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
+        ...['--repeats', '3'],
+      ],
+      { prompts },
+    );
+    console.log(`python: torch ${hf.torch}, onnxruntime ${hf.onnxruntime}`);
+    const all = [...measured, ...hf.results.map((result) => ({ result, ratios: [] }))];
+    console.log(table(all));
+    console.log(goals(all.map((m) => m.result)));
+    const nodeB1 = measured.find(
+      (m) => m.result.engine === NODE && m.result.threads === 1 && m.result.batch === 1,
+    );
+    if (nodeB1) console.log(await callFloor(fixture.artifact, options.tokens, nodeB1.result.seconds));
   }
-  // transformers runs last, once per configuration (it is the slow one and far from its goal).
-  const hf = await callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
-    'bench',
-    [
-      ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', 'hf'],
-      ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
-      ...['--repeats', '3'],
-    ],
-    { prompts },
-  );
-  console.log(`python: torch ${hf.torch}, onnxruntime ${hf.onnxruntime}`);
-  const all = [...measured, ...hf.results.map((result) => ({ result, ratios: [] }))];
-  console.log(table(all));
-  console.log(goals(all.map((m) => m.result)));
-  const nodeB1 = measured.find(
-    (m) => m.result.engine === NODE && m.result.threads === 1 && m.result.batch === 1,
-  );
-  if (nodeB1) console.log(await callFloor(fixture.artifact, options.tokens, nodeB1.result.seconds));
+  const large = options.largeTokens > 0 ? await largeModel(options) : undefined;
+  if (tiny.python && large) {
+    console.log(
+      `\nonnxruntime-node ÷ python onnxruntime, median of the per-pair ratios (range):\n` +
+        `  tiny (0.2 M parameters, ${options.tokens} tokens/row; goal ≥ 0.9): ${nodeOverPython(measured)}\n` +
+        `  25m (24.6 M parameters, ${options.largeTokens} tokens/row; goal ≥ ${LARGE_GOAL}): ${nodeOverPython(large)}`,
+    );
+  }
   console.log(load());
 }

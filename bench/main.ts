@@ -5,6 +5,7 @@ const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> 
   kafka: () => import('./kafka.js'),
   pipeline: () => import('./pipeline.js'),
   generate: () => import('./generate.js'),
+  trainer: () => import('./trainer.js'),
   telemetry: () => import('./telemetry.js'),
 };
 

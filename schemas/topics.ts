@@ -12,7 +12,8 @@ export interface TopicDefinition {
   readonly role: TopicRole;
   readonly name: string;
   readonly partitions: number;
-  readonly replicationFactor: number;
+  /** Absent: sized to the cluster when the topic is created ({@link clusterReplication}). */
+  readonly replicationFactor?: number;
   readonly configs: Readonly<Record<string, string>>;
 }
 
@@ -23,8 +24,29 @@ export interface SpaTopicOptions {
   /** Full names per role, overriding prefix + role. */
   readonly names?: Partial<Record<TopicRole, string>>;
   readonly partitions?: Partial<Record<TopicRole, number>>;
-  /** 1 on the local broker; 3 on a real cluster (design: Scaling out). */
+  /** Default: sized to the cluster the topics are created on ({@link clusterReplication}). */
   readonly replicationFactor?: number;
+}
+
+/** How many copies a topic keeps, and how many must have a write before it is acknowledged. */
+export interface Replication {
+  readonly replicationFactor: number;
+  /** `min.insync.replicas`: with acks=all, a write needs this many in-sync copies. */
+  readonly minInsyncReplicas: number;
+}
+
+/**
+ * The replication of SPA's topics (and of Kafka's transaction and offset logs, infra/kafka/
+ * broker-config.ts) on a cluster of `brokers`: three copies where there are three brokers, and a
+ * write acknowledged by two of them, so one broker may die (or restart) without losing an
+ * acknowledged record or stopping producers. A smaller cluster keeps a copy per broker and
+ * acknowledges with one, as the single local broker does.
+ */
+export function clusterReplication(brokers: number): Replication {
+  if (!Number.isInteger(brokers) || brokers < 1)
+    throw new Error(`a cluster of ${brokers} brokers: expected an integer >= 1`);
+  const replicationFactor = Math.min(3, brokers);
+  return { replicationFactor, minInsyncReplicas: replicationFactor >= 3 ? 2 : 1 };
 }
 
 const day = 24 * 60 * 60 * 1000;
@@ -70,8 +92,8 @@ export function spaTopicNames(options: SpaTopicOptions = {}): Record<TopicRole, 
 /** The SPA topic definitions; throws naming a bad name, partition count or replication factor. */
 export function spaTopics(options: SpaTopicOptions = {}): TopicDefinition[] {
   const names = spaTopicNames(options);
-  const replicationFactor = options.replicationFactor ?? 1;
-  if (!Number.isInteger(replicationFactor) || replicationFactor < 1)
+  const { replicationFactor } = options;
+  if (replicationFactor !== undefined && (!Number.isInteger(replicationFactor) || replicationFactor < 1))
     throw new Error(`replicationFactor=${replicationFactor} must be an integer >= 1`);
   return (Object.keys(defaults) as TopicRole[]).map((role) => {
     const name = names[role];
@@ -81,6 +103,13 @@ export function spaTopics(options: SpaTopicOptions = {}): TopicDefinition[] {
     const partitions = options.partitions?.[role] ?? defaults[role].partitions;
     if (!Number.isInteger(partitions) || partitions < 1)
       throw new Error(`partitions.${role}=${partitions} must be an integer >= 1`);
-    return { role, name, partitions, replicationFactor, configs: defaults[role].configs };
+    const configs = defaults[role].configs;
+    return {
+      role,
+      name,
+      partitions,
+      ...(replicationFactor === undefined ? {} : { replicationFactor }),
+      configs,
+    };
   });
 }

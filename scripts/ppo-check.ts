@@ -29,6 +29,10 @@ interface CheckOptions {
   groups: number;
   groupSize: number;
   exportEvery: number;
+  maxStaleness: number;
+  evalEvery: number;
+  lossAgg: string;
+  klCoef: string;
   evalPuzzles: number;
   evalK: number;
   actorLr: string;
@@ -39,6 +43,7 @@ interface CheckOptions {
   model: string;
   arms: string;
   out: string;
+  warmFrom?: string;
 }
 
 const ARMS = ['ppo', 'control', 'wm'] as const;
@@ -49,17 +54,30 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--steps <n>', 'PPO steps per arm', Number, 80)
     .option('--groups <n>', 'puzzles per PPO step', Number, 16)
     .option('--group-size <n>', 'episodes per puzzle', Number, 4)
-    .option('--export-every <n>', 'PPO steps between exports (= evaluation points)', Number, 20)
+    .option('--export-every <n>', 'PPO steps between exports (1: every step, as SPA)', Number, 1)
+    .option(
+      '--max-staleness <n>',
+      'policy versions a trained batch may lag (0: on-policy, as SPA)',
+      Number,
+      0,
+    )
+    .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 20)
+    .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
+    .option('--kl-coef <x>', 'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)', '0')
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
-    .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '3e-4')
+    .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
     .option('--critic-lr <x>', 'PPO critic learning rate of the learning arms', '1e-3')
     .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
     .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 4)
     .option('--warmup-explore <ε>', 'probability of a random action in the demonstrations (0: the plan)', '0')
     .option('--model <name>', 'tiny model to start from', 'tiny-cells')
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
-    .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check');
+    .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check')
+    .option(
+      '--warm-from <folder>',
+      "start every arm from this warm-up (an earlier check's <arm run>/warmup), so arms of two checks compare",
+    );
   program.parse(argv, { from: 'user' });
   return program.opts<CheckOptions>();
 }
@@ -83,7 +101,8 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
       '--ppo-group-size',
       String(o.groupSize),
     ],
-    ...['--export-every', String(o.exportEvery), '--eval-curve'],
+    ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
+    ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
   ];
@@ -100,7 +119,8 @@ const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).
  * over the control arm's end (both paired by puzzle, docs/spa-eval.md#paired), wall time.
  */
 function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string {
-  const steps = Array.from({ length: Math.floor(o.steps / o.exportEvery) + 1 }, (_, i) => i * o.exportEvery);
+  const steps = Array.from({ length: Math.floor(o.steps / o.evalEvery) + 1 }, (_, i) => i * o.evalEvery);
+  if (o.steps % o.evalEvery !== 0) steps.push(o.steps);
   const lines = [
     `| arm | ${steps.map((s) => `step ${s}`).join(' | ')} | end − start | end − control's end | Pass@${o.evalK} start → end | minutes |`,
     `| --- | ${steps.map(() => '---').join(' | ')} | --- | --- | --- | --- |`,
@@ -128,12 +148,14 @@ function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string 
 function main(): void {
   const o = parseOptions(process.argv.slice(2));
   const arms = o.arms.split(',').map((a) => a.trim()) as Arm[];
+  if (o.evalEvery % o.exportEvery !== 0)
+    throw new Error(`--eval-every ${o.evalEvery}: must be a multiple of --export-every ${o.exportEvery}`);
   for (const arm of arms)
     if (!(ARMS as readonly string[]).includes(arm))
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
   mkdirSync(o.out, { recursive: true });
   const started = Date.now();
-  const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr];
+  const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr, '--ppo-kl-coef', o.klCoef];
   // The first arm warms the model up; every other arm starts from that same checkpoint.
   const warmup = [
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],
@@ -143,12 +165,12 @@ function main(): void {
   // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
   const warmed = [
-    ...['--model', join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
+    ...['--model', o.warmFrom ? resolve(o.warmFrom) : join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
     ...['--context-window', String(loopConfig('_2_sokoban').sftMaxLength)],
   ];
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {
-    const start = i === 0 ? warmup : warmed;
+    const start = i === 0 && !o.warmFrom ? warmup : warmed;
     const byArm: Record<Arm, string[]> = {
       ppo: ['--skip-world-model-sft', ...learning],
       control: ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'],

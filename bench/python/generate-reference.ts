@@ -3,10 +3,7 @@
  * JSON out on the last stdout line) and builds the real SPA prompts both the ONNX-policy tests
  * and `npm run bench -- generate` feed to it.
  */
-import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { ChatTemplate } from '../../envs/protocol/chat-template.js';
 import {
   SPA_MAX_ACTIONS_PER_TRAJ,
@@ -16,10 +13,9 @@ import {
 } from '../../envs/protocol/index.js';
 import { spaEnv } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
+import { callPython, spawnPython } from './venv.js';
 
-const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const script = join(repo, 'bench', 'python', 'generate_reference.py');
-const venvPython = join(repo, 'trainer', '.venv', 'bin', 'python');
+const SCRIPT = 'generate_reference.py';
 
 /** The test/bench policy: a Hugging Face folder and its exported artifact folder. */
 export interface ReferenceFixture {
@@ -27,49 +23,21 @@ export interface ReferenceFixture {
   readonly artifact: string;
 }
 
-let venvReady: Promise<string> | undefined;
-
-/**
- * `node scripts/setup-python.mjs` once per process: it creates or updates trainer/.venv and is
- * a quick stamp check when nothing changed.
- */
-function ensureVenv(): Promise<string> {
-  venvReady ??= run(process.execPath, [join(repo, 'scripts', 'setup-python.mjs')], '');
-  return venvReady;
-}
-
-function run(command: string, args: readonly string[], stdin: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: join(repo, 'trainer'), stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0
-        ? resolve(out)
-        : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${err.slice(-2000)}`)),
-    );
-    child.stdin.end(stdin);
-  });
-}
-
 /** `generate_reference.py <command> [args]` with `input` as JSON on stdin; its JSON answer. */
-export async function callReference<T>(
+export function callReference<T>(
   command: string,
   args: readonly string[] = [],
   input: unknown = {},
 ): Promise<T> {
-  await ensureVenv();
-  const out = await run(venvPython, [script, command, ...args], JSON.stringify(input));
-  const last = out.trim().split('\n').at(-1) ?? '';
-  return JSON.parse(last) as T;
+  return callPython<T>(SCRIPT, [command, ...args], input);
 }
 
-/** The cached test policy (built on first use, ~30 s; keyed by the trainer sources). */
-export function referenceFixture(): Promise<ReferenceFixture> {
-  return callReference<ReferenceFixture>('fixture');
+/**
+ * The cached test policy (built on first use, ~30 s; keyed by the trainer sources), or with
+ * `size` '25m' the generate bench's larger model (generate_reference.py's SIZES; ~2 min to build).
+ */
+export function referenceFixture(size: 'tiny' | '25m' = 'tiny'): Promise<ReferenceFixture> {
+  return callReference<ReferenceFixture>('fixture', ['--size', size]);
 }
 
 const ENVS: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];
@@ -105,11 +73,7 @@ export async function referenceServer(
   artifact: string,
   prompts: readonly string[],
 ): Promise<ReferenceServer> {
-  await ensureVenv();
-  const child = spawn(venvPython, [script, 'serve', '--artifact', artifact], {
-    cwd: join(repo, 'trainer'),
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  const child = await spawnPython(SCRIPT, ['serve', '--artifact', artifact]);
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

@@ -1,8 +1,10 @@
 """Python side of the ONNX-policy tests and the `generate` bench (run with trainer/.venv's python).
 
 Subcommands (JSON in on stdin where noted, JSON out on stdout):
-  fixture  --root DIR [--scale S]     build (cached) the test policy: the trainer's tiny Qwen2 with
-                                      re-randomised weights, exported by spa_trainer.export
+  fixture  --root DIR [--scale S] [--size tiny|25m]
+                                      build (cached) the test policy: the trainer's tiny Qwen2 with
+                                      re-randomised weights, exported by spa_trainer.export; `25m`
+                                      is the bench's larger model (SIZES below, its own init)
   tokenize --artifact A  {prompts}    HF tokenizer ids of each prompt + decode round trip
   decode   --artifact A  {ids}        HF decode (skip_special_tokens, as vLLM) of each id list
   greedy   --model-dir M {prompts}    PyTorch greedy `generate` tokens, one prompt at a time
@@ -28,24 +30,41 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_FORMAT = 1  # bump to invalidate cached fixtures when this builder changes meaning
 
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": {},  # spa_trainer.tiny_model's `tiny` (hidden 64, 2 layers, ~0.2 M parameters)
+    # `npm run bench -- generate`'s larger model: the tiny tokenizer under a Qwen2 of hidden 512,
+    # 8 layers, 8 heads (2 KV heads), MLP 1536: 24.6 M parameters
+    "25m": {
+        "hidden_size": 512,
+        "intermediate_size": 1536,
+        "num_hidden_layers": 8,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+    },
+}
 
-def fixture_key(scale: float, seed: int) -> str:
+
+def fixture_key(scale: float, seed: int, size: str = "tiny") -> str:
     """Hash of the trainer sources and the settings (bump FIXTURE_FORMAT when the build changes)."""
-    h = hashlib.sha256(f"{FIXTURE_FORMAT}:{scale}:{seed}".encode())
+    settings = f"{FIXTURE_FORMAT}:{scale}:{seed}" + ("" if size == "tiny" else f":{size}")
+    h = hashlib.sha256(settings.encode())
     for path in sorted((REPO / "trainer" / "spa_trainer").glob("*.py")):
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
 
-def build_fixture(root: Path, scale: float, seed: int) -> dict[str, str]:
-    """`<root>/<key>/model` (HF folder) and `<root>/<key>/artifacts/v000001` (export), built once."""
-    final = root / fixture_key(scale, seed)
+def build_fixture(root: Path, scale: float, seed: int, size: str = "tiny") -> dict[str, str]:
+    """`<root>/<key>/model` (HF folder) and `<root>/<key>/artifacts/v000001` (export), built once.
+    A size other than `tiny` keeps its own initialisation (std 0.02): the re-randomisation is for
+    the tests' greedy text, and a larger model's logits would outgrow the export's parity check."""
+    final = root / fixture_key(scale, seed, size)
     result = {"model_dir": str(final / "model"), "artifact": str(final / "artifacts" / "v000001")}
     if (final / "artifacts" / "v000001" / "manifest.json").is_file():
         return result
@@ -53,22 +72,23 @@ def build_fixture(root: Path, scale: float, seed: int) -> dict[str, str]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from spa_trainer.export import export_policy
-    from spa_trainer.models import resolve_model_dir
+    from spa_trainer.tiny_model import DEFAULT_SPEC, tiny_model_dir
 
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".fixture-", dir=root))
     try:
-        tiny = resolve_model_dir("tiny")
+        tiny = tiny_model_dir(replace(DEFAULT_SPEC, **SIZES[size]))
         model = AutoModelForCausalLM.from_pretrained(tiny, use_safetensors=True, dtype=torch.float32)
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
-            for param in model.parameters():  # tied embeddings appear once
+            for param in model.parameters() if size == "tiny" else ():  # tied embeddings appear once
                 if param.dim() == 2:
                     param.copy_(torch.randn(param.shape, generator=generator) * 0.02 * scale)
         model.save_pretrained(tmp / "model", safe_serialization=True)
         AutoTokenizer.from_pretrained(tiny).save_pretrained(tmp / "model")
         shutil.copy2(tiny / "generation_config.json", tmp / "model" / "generation_config.json")
-        export_policy(tmp / "model", tmp / "artifacts", stage="init", step=0, model_name="tiny-test", version=1)
+        name = "tiny-test" if size == "tiny" else f"bench-{size}"
+        export_policy(tmp / "model", tmp / "artifacts", stage="init", step=0, model_name=name, version=1)
         try:
             os.rename(tmp, final)
         except OSError:
@@ -285,6 +305,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--root", default=str(REPO / ".cache" / "test-policy"))
     p.add_argument("--scale", type=float, default=8.0)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--size", default="tiny", choices=list(SIZES))
     p.add_argument("--artifact")
     p.add_argument("--model-dir")
     p.add_argument("--max-new-tokens", type=int, default=400)
@@ -304,7 +325,7 @@ def main(argv: list[str]) -> None:
         sys.stdout.write("\n")
         return
     if a.command == "fixture":
-        result: dict[str, object] = build_fixture(Path(a.root), a.scale, a.seed)
+        result: dict[str, object] = build_fixture(Path(a.root), a.scale, a.seed, a.size)
     else:
         data = json.load(sys.stdin)
         if a.command == "tokenize":

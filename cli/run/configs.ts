@@ -76,6 +76,14 @@ export interface LoopConfig {
    * (SPA's released run: every token after the system message).
    */
   readonly ppoMask: 'generated' | 'response-only' | 'all-after-system';
+  /**
+   * How PPO losses average over a mini-batch (docs/spa-ppo.md#aggregation): `token-mean` over all
+   * its trained tokens (SPA's configured `loss_agg_mode`), or `seq-mean-token-mean`, the mean of
+   * per-sequence token means that SPA's released run computes (verl's per-micro-batch mean, micro-batch 1).
+   */
+  readonly ppoLossAgg: 'token-mean' | 'seq-mean-token-mean';
+  /** k3 KL of the actor to its start model in the PPO loss (docs/spa-ppo.md#kl). SPA: 0 (off). */
+  readonly ppoKlCoef: number;
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
@@ -85,6 +93,8 @@ export interface LoopConfig {
   readonly evalSftPolicy: boolean;
   /** Evaluate every exported policy version (a learning curve), not only the final one. */
   readonly evalCurve: boolean;
+  /** With `evalCurve`: evaluate the policy of every n-th PPO step only (0: every exported version). */
+  readonly evalEvery: number;
   /** Tokens per assistant turn for the ONNX policy (SPA: 400). */
   readonly maxNewTokens: number;
   /**
@@ -143,11 +153,14 @@ const small = {
   ppoCriticLr: 1e-3,
   ppoMicroBatch: 16,
   ppoMask: 'generated',
+  ppoLossAgg: 'token-mean',
+  ppoKlCoef: 0,
   evalPuzzles: 128,
   evalK: 4,
   evalPasses: 1,
   evalSftPolicy: false,
   evalCurve: false,
+  evalEvery: 0,
   maxNewTokens: 200, // the oracle's one-action world-model turns are 166 tiny-cells tokens; an unsure model rambles on
   stopAtAnswer: false,
   contextWindow: 512, // = sftMaxLength (spa run keeps them equal for a tiny model); 0 for a real model

@@ -109,11 +109,19 @@ export const LOOP_FIELDS: LoopFieldTable = {
     ['generated', 'response-only', 'all-after-system'],
     "PPO loss mask: the tokens the policy sampled (the paper), whole assistant turns (RAGEN) or every token after the system message (SPA's run)",
   ),
+  ppoLossAgg: choice(
+    ['token-mean', 'seq-mean-token-mean'],
+    "PPO loss aggregation: a mean over the mini-batch's trained tokens (SPA's loss_agg_mode) or the mean of per-sequence token means (what SPA's released run computes)",
+  ),
+  ppoKlCoef: rate('PPO: coefficient of the KL-to-start-model loss (SPA: 0, off; docs/spa-ppo.md#kl)', true),
   evalPuzzles: count('validation puzzles (SPA: 128)'),
   evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),
   evalPasses: count('passes over the validation puzzles, averaged (SPA: 2; --full: 2)'),
   evalSftPolicy: { flag: 'eval-sft', help: 'also evaluate the SFT policy (v1), not only the final one' },
   evalCurve: { help: 'evaluate every exported policy version (a learning curve), not only the final one' },
+  evalEvery: countFromZero(
+    'with --eval-curve: evaluate only the policies of every n-th PPO step, the first and the final (0: every export)',
+  ),
   maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)'),
   stopAtAnswer: { help: 'also end an ONNX turn at </answer> (SPA generates to eos or the token budget)' },
   contextWindow: countFromZero(

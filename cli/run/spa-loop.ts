@@ -435,6 +435,8 @@ async function selfPlayAndPpo(
       ['--publish', kafka.topics.policy],
       ['--max-staleness', String(config.maxStaleness)],
       ['--mask', config.ppoMask],
+      ['--loss-agg', config.ppoLossAgg],
+      ['--kl-loss-coef', String(config.ppoKlCoef)],
       ['--actor-lr', String(config.ppoActorLr)],
       ['--critic-lr', String(config.ppoCriticLr)],
       ['--micro-batch-size', String(config.ppoMicroBatch)],
@@ -479,7 +481,7 @@ async function selfPlayAndPpo(
     const artifacts = latest.follower!.artifacts;
     // The final policy is evaluated by default; SFT's v1 too on request (each costs minutes on CPU).
     const versions = config.evalCurve
-      ? [...artifacts.keys()].sort((a, b) => a - b)
+      ? curveVersions([...artifacts.keys()], finalVersion, config)
       : config.evalSftPolicy
         ? [Math.min(...artifacts.keys()), finalVersion]
         : [finalVersion];
@@ -491,6 +493,24 @@ async function selfPlayAndPpo(
   } finally {
     await latest.close();
   }
+}
+
+/**
+ * The versions a learning curve evaluates: the first (PPO step 0), the final one, and those whose
+ * PPO step (versions are `exportEvery` steps apart) is a multiple of `evalEvery` (0: every version).
+ */
+export function curveVersions(
+  versions: readonly number[],
+  finalVersion: number,
+  config: Pick<LoopConfig, 'exportEvery' | 'evalEvery'>,
+): number[] {
+  const first = Math.min(...versions);
+  return [...versions]
+    .sort((a, b) => a - b)
+    .filter((v) => {
+      const step = (v - first) * config.exportEvery;
+      return v === finalVersion || config.evalEvery === 0 || step % config.evalEvery === 0;
+    });
 }
 
 /** SPA's first training seed; PPO batch b plays seeds from here + b × groups. */

@@ -27,6 +27,8 @@ export interface BrokerStartOptions extends BrokerInstanceOptions {
   readonly heap?: string;
   /** Progress lines (provisioning, formatting, started). Default: stderr. */
   readonly log?: (line: string) => void;
+  /** The KRaft cluster id a fresh storage is formatted with (a cluster's nodes share one). Default: a new one. */
+  readonly clusterId?: string;
 }
 
 /** A broker the caller can talk to. */
@@ -94,9 +96,12 @@ function failureReport(instance: BrokerInstance): string {
 }
 
 /** Formats KRaft storage with a fresh cluster id unless meta.properties is already there. */
-async function formatStorageOnce(instance: BrokerInstance, log: (line: string) => void): Promise<void> {
+async function formatStorageOnce(
+  instance: BrokerInstance,
+  log: (line: string) => void,
+  clusterId = randomClusterId(),
+): Promise<void> {
   if (existsSync(join(instance.logDir, 'meta.properties'))) return;
-  const clusterId = randomClusterId();
   log(`[kafka] formatting storage in ${instance.logDir} (cluster ${clusterId})`);
   const args = [
     'format',
@@ -172,7 +177,7 @@ export async function startBroker(options: BrokerStartOptions = {}): Promise<Run
   mkdirSync(instance.dataDir, { recursive: true });
   await kafkaClasspath(log);
   writeFileSync(instance.propertiesFile, serverProperties(instance));
-  await formatStorageOnce(instance, log);
+  await formatStorageOnce(instance, log, options.clusterId);
   const started = Date.now();
   const pid = await launch(instance, options.heap ?? process.env.KAFKA_HEAP_OPTS ?? '-Xms256m -Xmx512m');
   const outcome = await waitUntilAnswering(brokers, timeoutMs, () => isInstanceProcess(instance, pid));

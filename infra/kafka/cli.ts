@@ -1,13 +1,15 @@
 /**
- * `npx tsx infra/kafka/cli.ts start|stop|status|topics|jars` — the user's handle on the local
- * broker (npm run kafka:start / kafka:stop). Ports and names come from the environment:
- * KAFKA_PORT (default 9092), KAFKA_INSTANCE (default "default"); with KAFKA_BROKERS set,
- * `start` and `topics` use that cluster and start nothing.
+ * `npx tsx infra/kafka/cli.ts start [--brokers n]|stop|status|topics|jars` — the user's handle on
+ * the local broker or cluster (npm run kafka:start / kafka:stop / kafka:status). Ports and names
+ * come from the environment: KAFKA_PORT (default 9092; a cluster's node 1), KAFKA_INSTANCE
+ * (default "default"; its cluster lives in "<instance>-cluster"); with KAFKA_BROKERS set, `start`
+ * and `topics` use that cluster and start nothing.
  */
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { spaTopics } from '../../schemas/topics.js';
 import type { BrokerInstanceOptions } from './broker-config.js';
 import { brokerStatus, ensureBroker, stopBroker } from './broker.js';
+import { clusterExists, clusterStatus, startCluster, stopCluster, type ClusterOptions } from './cluster.js';
 import { ensureJars } from './jars.js';
 import { applyTopicsTo } from './topics.js';
 
@@ -19,26 +21,69 @@ function instanceFromEnv(): BrokerInstanceOptions {
   };
 }
 
-const program = new Command('kafka').description('local Apache Kafka broker (KRaft) for the SPA pipeline');
+/** The local cluster beside the single instance: same port, its own folder. */
+function clusterFromEnv(brokers?: number): ClusterOptions {
+  const { name, port } = instanceFromEnv();
+  return {
+    name: `${name}-cluster`,
+    ...(port === undefined ? {} : { port }),
+    ...(brokers ? { brokers } : {}),
+  };
+}
+
+/** The running local cluster's bootstrap list, if one runs. */
+async function runningCluster(): Promise<string[] | undefined> {
+  if (process.env.KAFKA_BROKERS?.trim() || !clusterExists(clusterFromEnv())) return undefined;
+  const nodes = (await clusterStatus(clusterFromEnv())).filter((node) => node.answering);
+  return nodes.length > 0 ? nodes.map((node) => `127.0.0.1:${node.port}`) : undefined;
+}
+
+/** KAFKA_BROKERS, else a running local cluster, else the local broker (started if needed). */
+async function startedBrokers(count: number): Promise<readonly string[]> {
+  if (count > 1 && !process.env.KAFKA_BROKERS?.trim())
+    return (await startCluster(clusterFromEnv(count))).brokers;
+  return (await runningCluster()) ?? (await ensureBroker(instanceFromEnv())).brokers;
+}
+
+function brokerCount(value: string): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1 || count > 5)
+    throw new InvalidArgumentError('expected an integer 1..5 (3 brokers survive the loss of one)');
+  return count;
+}
+
+const program = new Command('kafka').description(
+  'local Apache Kafka broker or cluster (KRaft) for the SPA pipeline',
+);
 
 program
   .command('start')
   .description('start the broker (provisions jars, formats storage on first use) and apply SPA topics')
+  .option(
+    '--brokers <n>',
+    'a local cluster of n brokers (3: replication 3, min.insync.replicas 2)',
+    brokerCount,
+    1,
+  )
   .option('--no-topics', 'do not create/alter the SPA topics')
-  .action(async (options: { topics: boolean }) => {
-    const broker = await ensureBroker(instanceFromEnv());
+  .action(async (options: { topics: boolean; brokers: number }) => {
+    if (options.brokers > 1 && process.env.KAFKA_BROKERS?.trim())
+      console.error(`[kafka] KAFKA_BROKERS is set: using it, --brokers ${options.brokers} starts nothing`);
+    const brokers = await startedBrokers(options.brokers);
     if (options.topics) {
-      const report = await applyTopicsTo(broker.brokers, spaTopics());
+      const report = await applyTopicsTo(brokers, spaTopics());
       console.error(`[kafka] topics: ${report.summary}`);
     }
-    console.log(broker.brokers.join(','));
+    console.log(brokers.join(','));
   });
 
 program
   .command('stop')
-  .description('stop the broker cleanly (SIGTERM, SIGKILL after 30 s)')
+  .description('stop the broker and the local cluster cleanly (SIGTERM, SIGKILL after 30 s)')
   .action(async () => {
     console.error(`[kafka] ${await stopBroker(instanceFromEnv())}`);
+    const nodes = await stopCluster(clusterFromEnv());
+    if (nodes.length > 0) console.error(`[kafka] cluster: ${nodes.join(', ')}`);
   });
 
 program
@@ -50,26 +95,35 @@ program
 
 program
   .command('status')
-  .description('is the broker process alive and answering?')
+  .description('the running brokers (local broker and cluster) as JSON: id, port, pid, answering')
   .action(async () => {
-    const status = await brokerStatus(instanceFromEnv());
-    const where = `${status.instance.host}:${status.instance.port}`;
-    console.log(
-      status.answering
-        ? `running: pid ${status.pid}, answering on ${where}, data in ${status.instance.dataDir}`
-        : status.processAlive
-          ? `starting or stuck: pid ${status.pid}, not answering on ${where}`
-          : `stopped (data in ${status.instance.dataDir})`,
-    );
-    if (!status.answering) process.exitCode = 3;
+    const single = await brokerStatus(instanceFromEnv());
+    const running = [
+      ...(single.pid === undefined
+        ? []
+        : [
+            {
+              id: single.instance.nodeId,
+              port: single.instance.port,
+              controllerPort: single.instance.controllerPort,
+              pid: single.pid,
+              answering: single.answering,
+              dataDir: single.instance.dataDir,
+            },
+          ]),
+      ...(clusterExists(clusterFromEnv()) ? await clusterStatus(clusterFromEnv()) : []).filter(
+        (node) => node.pid !== undefined,
+      ),
+    ];
+    console.log(JSON.stringify(running));
+    if (running.length === 0 || running.some((broker) => !broker.answering)) process.exitCode = 3;
   });
 
 program
   .command('topics')
   .description('create missing SPA topics and align their configs (idempotent)')
   .action(async () => {
-    const broker = await ensureBroker(instanceFromEnv());
-    console.log((await applyTopicsTo(broker.brokers, spaTopics())).summary);
+    console.log((await applyTopicsTo(await startedBrokers(1), spaTopics())).summary);
   });
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -5,8 +5,15 @@
 import { connect } from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 
-/** Asks the brokers for cluster metadata once; resolves true when they answer in time. */
-export async function brokerAnswers(brokers: readonly string[], timeoutMs = 2000): Promise<boolean> {
+/**
+ * Asks the brokers for cluster metadata once; resolves true when they answer in time and report
+ * at least `minBrokers` live brokers (a cluster's nodes all registered).
+ */
+export async function brokerAnswers(
+  brokers: readonly string[],
+  timeoutMs = 2000,
+  minBrokers = 1,
+): Promise<boolean> {
   const admin = new Kafka({
     clientId: 'spa-broker-probe',
     brokers: [...brokers],
@@ -18,7 +25,7 @@ export async function brokerAnswers(brokers: readonly string[], timeoutMs = 2000
   try {
     await admin.connect();
     const cluster = await admin.describeCluster();
-    return cluster.brokers.length > 0;
+    return cluster.brokers.length >= minBrokers;
   } catch {
     return false;
   } finally {

@@ -1,10 +1,12 @@
 /**
  * An idempotent apply of the SPA topic definitions (schemas/topics.ts): create what is
- * missing, align configs that differ, never delete.
+ * missing, align configs that differ, never delete. A definition without a replication factor
+ * is sized to the brokers the admin sees (`clusterReplication`): one copy on the local broker,
+ * three copies and `min.insync.replicas` 2 on a cluster of three or more.
  */
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
-import type { TopicDefinition } from '../../schemas/topics.js';
+import { clusterReplication, type TopicDefinition } from '../../schemas/topics.js';
 import { kafkaConnectionConfig } from './client-config.js';
 import type { KafkaConnectionConfig } from './client-config.js';
 import { connectKafkajsAdmin } from './kafkajs-client.js';
@@ -15,38 +17,72 @@ const { ConfigResourceTypes } = kafkajs;
 /** A topic as the cluster reports it. */
 export interface ExistingTopic {
   readonly partitions: number;
+  /** The fewest replicas any of its partitions has; absent when not known. */
+  readonly replicationFactor?: number;
   readonly configs: Readonly<Record<string, string>>;
 }
 
+/** A definition placed on a cluster: its replication factor and configs as they are applied. */
+type PlacedTopic = TopicDefinition & { readonly replicationFactor: number };
+
 /** One step of bringing the cluster in line with the definitions. */
 export type TopicChange =
-  | { readonly kind: 'create'; readonly topic: TopicDefinition }
+  | { readonly kind: 'create'; readonly topic: PlacedTopic }
   | {
       readonly kind: 'alter-configs';
-      readonly topic: TopicDefinition;
+      readonly topic: PlacedTopic;
       readonly differences: readonly { name: string; actual: string | undefined; wanted: string }[];
     }
   /** Partition counts are never changed automatically: it would move keys between partitions. */
-  | { readonly kind: 'partition-mismatch'; readonly topic: TopicDefinition; readonly actual: number };
+  | { readonly kind: 'partition-mismatch'; readonly topic: PlacedTopic; readonly actual: number }
+  /** Nor replica counts: that is a partition reassignment (kafka-reassign-partitions), not a config. */
+  | { readonly kind: 'replication-mismatch'; readonly topic: PlacedTopic; readonly actual: number };
 
-/** Pure diff between definitions and what exists; an empty plan means nothing to do. */
+/**
+ * The definition with a replication factor (its own, or the cluster's) and, where there are three
+ * copies or more, `min.insync.replicas` 2 unless it sets one: acks=all then waits for two copies.
+ */
+function place(topic: TopicDefinition, replicationFactor: number): PlacedTopic {
+  const minIsr = clusterReplication(replicationFactor).minInsyncReplicas;
+  const configs =
+    minIsr > 1 && topic.configs['min.insync.replicas'] === undefined
+      ? { ...topic.configs, 'min.insync.replicas': String(minIsr) }
+      : topic.configs;
+  return { ...topic, replicationFactor, configs };
+}
+
+/**
+ * Pure diff between definitions and what exists on a cluster of `brokers`; an empty plan means
+ * nothing to do. An existing topic keeps its replicas, and its `min.insync.replicas` follows the
+ * replicas it has, so a topic with one copy never demands two.
+ */
 export function planTopicChanges(
   definitions: readonly TopicDefinition[],
   existing: ReadonlyMap<string, ExistingTopic>,
+  brokers = 1,
 ): TopicChange[] {
+  const clusterFactor = clusterReplication(brokers).replicationFactor;
   const changes: TopicChange[] = [];
-  for (const topic of definitions) {
-    const actual = existing.get(topic.name);
+  for (const definition of definitions) {
+    const wantedFactor = definition.replicationFactor ?? clusterFactor;
+    const actual = existing.get(definition.name);
     if (!actual) {
-      changes.push({ kind: 'create', topic });
+      changes.push({ kind: 'create', topic: place(definition, wantedFactor) });
       continue;
     }
+    const topic = place(definition, actual.replicationFactor ?? wantedFactor);
     const differences = Object.entries(topic.configs)
       .filter(([name, wanted]) => actual.configs[name] !== wanted)
       .map(([name, wanted]) => ({ name, actual: actual.configs[name], wanted }));
     if (differences.length > 0) changes.push({ kind: 'alter-configs', topic, differences });
     if (actual.partitions !== topic.partitions)
       changes.push({ kind: 'partition-mismatch', topic, actual: actual.partitions });
+    if (actual.replicationFactor !== undefined && actual.replicationFactor < wantedFactor)
+      changes.push({
+        kind: 'replication-mismatch',
+        topic: place(definition, wantedFactor),
+        actual: actual.replicationFactor,
+      });
   }
   return changes;
 }
@@ -97,7 +133,8 @@ async function describeExisting(admin: Admin, names: readonly string[]): Promise
     const entries = Object.fromEntries(
       (resource?.configEntries ?? []).map((e) => [e.configName, e.configValue]),
     );
-    existing.set(topic.name, { partitions: topic.partitions.length, configs: entries });
+    const replicationFactor = Math.min(...topic.partitions.map((p) => p.replicas.length));
+    existing.set(topic.name, { partitions: topic.partitions.length, replicationFactor, configs: entries });
   }
   return existing;
 }
@@ -107,10 +144,12 @@ function summarize(changes: readonly TopicChange[]): string {
   return changes
     .map((c) =>
       c.kind === 'create'
-        ? `created ${c.topic.name}`
+        ? `created ${c.topic.name}${c.topic.replicationFactor > 1 ? ` (${c.topic.replicationFactor} replicas)` : ''}`
         : c.kind === 'alter-configs'
           ? `altered ${c.topic.name} (${c.differences.map((d) => `${d.name}: ${d.actual} -> ${d.wanted}`).join(', ')})`
-          : `WARNING ${c.topic.name} has ${c.actual} partitions, defined ${c.topic.partitions} (left as is)`,
+          : c.kind === 'partition-mismatch'
+            ? `WARNING ${c.topic.name} has ${c.actual} partitions, defined ${c.topic.partitions} (left as is)`
+            : `WARNING ${c.topic.name} has ${c.actual} replicas, wanted ${c.topic.replicationFactor} on this cluster (left as is)`,
     )
     .join('; ');
 }
@@ -124,12 +163,15 @@ export async function applyTopics(
   admin: Admin,
   definitions: readonly TopicDefinition[],
 ): Promise<TopicReport> {
+  // The brokers alive now: a topic created while one is down gets fewer copies (warned on the next apply).
+  const { brokers } = await admin.describeCluster();
   const changes = planTopicChanges(
     definitions,
     await describeExisting(
       admin,
       definitions.map((d) => d.name),
     ),
+    brokers.length,
   );
   const creates = changes.flatMap((c) => (c.kind === 'create' ? [c.topic] : []));
   if (creates.length > 0) {

@@ -60,6 +60,8 @@ ppo-group-size: 3
 export-every: 3
 max-staleness: 0
 ppo-mask: all-after-system
+ppo-loss-agg: seq-mean-token-mean
+ppo-kl-coef: 0.05
 ppo-actor-lr: 0
 ppo-critic-lr: 2e-5
 ppo-micro-batch: 3
@@ -68,6 +70,7 @@ eval-k: 4
 eval-passes: 3
 eval-sft: true
 eval-curve: true
+eval-every: 10
 max-new-tokens: 99
 stop-at-answer: true
 context-window: 777
@@ -102,6 +105,8 @@ describe('spa run --config-file', () => {
       exportEvery: 3,
       maxStaleness: 0,
       ppoMask: 'all-after-system',
+      ppoLossAgg: 'seq-mean-token-mean',
+      ppoKlCoef: 0.05,
       ppoActorLr: 0,
       ppoCriticLr: 2e-5,
       ppoMicroBatch: 3,
@@ -110,6 +115,7 @@ describe('spa run --config-file', () => {
       evalPasses: 3,
       evalSftPolicy: true,
       evalCurve: true,
+      evalEvery: 10,
       maxNewTokens: 99,
       stopAtAnswer: true,
       contextWindow: 777,

@@ -13,6 +13,7 @@ The model and tokenizer come in as arguments: any HF causal LM with a chat-templ
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -24,9 +25,11 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from .data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
 from .ppo_batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
 from .ppo_math import (
+    LossAgg,
     MaskMode,
     entropy_from_logits,
     gae_advantages_returns,
+    low_var_kl,
     masked_mean,
     policy_loss,
     seq_mean_token_mean,
@@ -47,6 +50,9 @@ class PpoConfig:
     clip_ratio_high: float = 0.28
     clip_ratio_c: float = 3.0  # dual clip
     entropy_coeff: float = 0.001
+    # k3 KL of the actor to the start model in the actor loss (verl `use_kl_loss`, `low_var_kl`):
+    # SPA runs without (0); a small model drifts into text it never saw without it (docs/spa-ppo.md#kl).
+    kl_loss_coef: float = 0.0
     cliprange_value: float = 0.5
     actor_lr: float = 1e-6
     critic_lr: float = 1e-5
@@ -55,10 +61,11 @@ class PpoConfig:
     grad_clip: float = 1.0
     ppo_epochs: int = 1
     mini_batch_size: int = 64  # trajectories per optimizer step (64 = one step per update)
-    # Sequences per forward pass: memory and speed only. verl computes the token-mean per
-    # micro-batch and divides by the number of micro-batches, so SPA's micro-batch of 1 makes the
-    # loss a mean over sequences of per-sequence token means; the losses here compute exactly
-    # that for any micro-batch size (docs/spa-ppo.md#aggregation).
+    # How the losses average over a mini-batch: SPA's configured token-mean, or the mean of
+    # per-sequence token means its released run computes (docs/spa-ppo.md#aggregation).
+    loss_agg: LossAgg = "token-mean"
+    # Sequences per forward pass: memory and speed only; either aggregation is computed exactly
+    # for any micro-batch size (docs/spa-ppo.md#aggregation).
     micro_batch_size: int = 1
     temperature: float = 1.0  # log-probs at the sampling temperature (docs/spa-ppo.md#losses)
 
@@ -74,6 +81,7 @@ class PpoState:
     critic: ValueModel
     actor_optimizer: torch.optim.Optimizer
     critic_optimizer: torch.optim.Optimizer
+    reference: PreTrainedModel | None = None  # the frozen start model, with `kl_loss_coef` > 0
     version: int = 0
     step: int = 0
     ranks: Ranks = field(default_factory=single)  # under torchrun: this rank of the data-parallel job
@@ -110,19 +118,28 @@ def init_ppo(
     version: int = 0,
     critic: ValueModel | None = None,
     device: torch.device | None = None,
+    reference: PreTrainedModel | None = None,
     ranks: Ranks | None = None,
 ) -> PpoState:
     """Move the actor to `device` (CUDA when present; under torchrun the rank's device), build the
     critic from it unless given (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model),
-    and create both AdamW optimizers. With several `ranks`, both models are wrapped in DDP (a
-    collective: every rank calls this at the same point)."""
+    and create both AdamW optimizers. With `kl_loss_coef` > 0 the KL reference is `reference` (a
+    resumed run passes the start model) or a frozen copy of `actor`. With several `ranks`, actor
+    and critic are wrapped in DDP (a collective: every rank calls this at the same point)."""
     config = config or PpoConfig()
     ranks = ranks or single()
     device = device or ranks.device
     torch.nn.Module.to(actor, device)  # transformers' decorated `.to` confuses type checkers
     critic = (critic or critic_from_actor(actor)).to(device)
+    if config.kl_loss_coef > 0:
+        reference = reference if reference is not None else copy.deepcopy(actor)
+        torch.nn.Module.to(reference, device)
+        reference.eval().requires_grad_(False)
+    else:
+        reference = None
     parallel = ranks.parallel
     return PpoState(
+        reference=reference,
         config=config,
         actor=actor,
         critic=critic,
@@ -175,7 +192,7 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
     and every rank gets all of them, so the whitening sees the whole batch on every rank."""
     state.actor.eval()
     state.critic.eval()
-    pieces: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    pieces: dict[int, list[torch.Tensor]] = {}  # micro-batch start → old log-probs, values[, reference log-probs]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
     starts = list(range(0, batch.size, config.micro_batch_size))
     for start in share(starts, state.ranks):
@@ -185,24 +202,25 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
             v = state.critic.response_values(
                 micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
             )
+        computed = [log_probs, v.float()]
+        if state.reference is not None:
+            computed.append(token_log_probs(state.reference, micro, config.temperature, with_entropy=False)[0])
         # select() trimmed shared left padding; pad back so the pieces stack into (B, T − 1).
         trimmed = batch.response_mask.shape[1] - micro.response_mask.shape[1]
-        pieces[start] = (
-            torch.nn.functional.pad(log_probs, (trimmed, 0)),
-            torch.nn.functional.pad(v.float(), (trimmed, 0)),
-        )
+        pieces[start] = [torch.nn.functional.pad(t, (trimmed, 0)) for t in computed]
     if state.ranks.parallel:
-        mine = {start: (lp.cpu(), v.cpu()) for start, (lp, v) in pieces.items()}
+        mine = {start: [t.cpu() for t in ts] for start, ts in pieces.items()}
         device = batch.input_ids.device
-        pieces = {
-            s: (lp.to(device), v.to(device)) for part in gather_to_all(mine, state.ranks) for s, (lp, v) in part.items()
-        }
+        pieces = {s: [t.to(device) for t in ts] for part in gather_to_all(mine, state.ranks) for s, ts in part.items()}
     old_lp = torch.cat([pieces[start][0] for start in starts])
     old_values = torch.cat([pieces[start][1] for start in starts])
     advantages, returns = gae_advantages_returns(
         batch.token_rewards, old_values, batch.response_mask, config.gamma, config.lam
     )
-    return batch.with_extras(old_log_probs=old_lp, old_values=old_values, advantages=advantages, returns=returns)
+    extras = {"old_log_probs": old_lp, "old_values": old_values, "advantages": advantages, "returns": returns}
+    if state.reference is not None:
+        extras["ref_log_probs"] = torch.cat([pieces[start][2] for start in starts])
+    return batch.with_extras(**extras)
 
 
 def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
@@ -210,13 +228,20 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
     with_entropy = config.entropy_coeff != 0.0
     log_probs, entropy = token_log_probs(state.trained_actor(), micro, config.temperature, with_entropy)
     mask = micro.response_mask
+    per_sequence = config.loss_agg == "seq-mean-token-mean"
     pg = policy_loss(
         log_probs, micro.extras["old_log_probs"], micro.extras["advantages"], mask,
-        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, per_sequence=True,
+        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, per_sequence=per_sequence,
     )  # fmt: skip
-    entropy_mean = seq_mean_token_mean(entropy, mask) if entropy is not None else torch.zeros(())
+    aggregate = seq_mean_token_mean if per_sequence else masked_mean
+    entropy_mean = aggregate(entropy, mask) if entropy is not None else torch.zeros(())
     loss = pg.loss - config.entropy_coeff * entropy_mean
-    stats = {
+    stats: dict[str, float] = {}
+    if "ref_log_probs" in micro.extras:
+        kl = aggregate(low_var_kl(log_probs, micro.extras["ref_log_probs"]), mask)
+        loss = loss + config.kl_loss_coef * kl
+        stats["actor/kl_loss"] = kl.item()
+    stats |= {
         "actor/pg_loss": pg.loss.item(),
         "actor/entropy": entropy_mean.item(),
         "actor/pg_clipfrac": pg.clipfrac.item(),
@@ -234,7 +259,7 @@ def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -
         )
     loss, clipfrac = value_loss(
         values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask,
-        config.cliprange_value, per_sequence=True,
+        config.cliprange_value, per_sequence=config.loss_agg == "seq-mean-token-mean",
     )  # fmt: skip
     return loss, {
         "critic/vf_loss": loss.item(),
@@ -251,6 +276,18 @@ def _optimizer_step(params: Sequence[torch.nn.Parameter], optimizer: torch.optim
     return float(grad_norm)
 
 
+def sum_by_key(stats: dict[str, float], ranks: Ranks) -> dict[str, float]:
+    """Every rank's `stats` summed key by key (a rank without micro-batches has none), in rank
+    0's key order; `stats` itself for a single rank."""
+    if not ranks.parallel:
+        return stats
+    total: dict[str, float] = {}
+    for part in gather_to_all(dict(stats), ranks):
+        for k, v in part.items():
+            total[k] = total.get(k, 0.0) + v
+    return total
+
+
 def _join_with_zeros(state: PpoState) -> None:
     """A rank without a micro-batch in a minibatch still joins both gradient all-reduces: one
     forward of each model on a two-token input, backward of zero times its output."""
@@ -263,47 +300,49 @@ def _join_with_zeros(state: PpoState) -> None:
 
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
     """`ppo_epochs` passes over the batch in minibatches; one actor and one critic optimizer step
-    per minibatch, gradients accumulated over micro-batches weighted by their share of rows.
+    per minibatch, gradients accumulated over micro-batches weighted by their share of the
+    minibatch: of its rows (`seq-mean-token-mean`) or of its trained tokens (`token-mean`), so the
+    sum is the minibatch's loss for any micro-batch size (docs/spa-ppo.md#aggregation).
 
     Data-parallel, each rank trains micro-batches i ≡ rank (mod world size) of every minibatch,
-    weighted by their share of the *minibatch's* rows times the world size, so DDP's average over
-    ranks is the single-process gradient; the metrics are means over every rank's micro-batches."""
+    with the same weights times the world size, so DDP's average over ranks is the single-process
+    gradient; each minibatch's metrics are summed over every rank's micro-batches."""
     ranks = state.ranks
     actor, critic = state.trained_actor(), state.trained_critic()
     actor.train()
     critic.train()
     collected: dict[str, list[float]] = defaultdict(list)
-    grad_norms: dict[str, list[float]] = defaultdict(list)
     actor_params = [p for p in state.actor.parameters() if p.requires_grad]
     critic_params = [p for p in state.critic.parameters() if p.requires_grad]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
     for _ in range(config.ppo_epochs):
         for start in range(0, batch.size, config.mini_batch_size):
             mini_rows = rows[start : start + config.mini_batch_size]
+            mini_tokens = batch.response_mask[mini_rows].sum().clamp(min=1)
+            mini_stats: dict[str, float] = defaultdict(float)
             mine = share(_micro_batches(batch, mini_rows, config.micro_batch_size), ranks)
             # The actor's micro-batches, then the critic's (the models are independent): each DDP
             # wrapper's collectives then come in the same order on every rank.
             for loss_fn, model in ((actor_micro_loss, actor), (critic_micro_loss, critic)):
                 for i, micro in enumerate(mine):
-                    weight = micro.size / len(mini_rows) * dp_scale(ranks)
+                    if config.loss_agg == "seq-mean-token-mean":
+                        weight = micro.size / len(mini_rows)
+                    else:
+                        weight = float(micro.response_mask.sum() / mini_tokens)
                     with accumulating(model, last=i == len(mine) - 1):
                         loss, stats = loss_fn(state, micro, config)
-                        (loss * weight).backward()
+                        (loss * weight * dp_scale(ranks)).backward()
                     for k, v in stats.items():
-                        collected[k].append(v)
+                        mini_stats[k] += v * weight
             if not mine and ranks.parallel:
                 _join_with_zeros(state)
-            grad_norms["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
-            grad_norms["critic/grad_norm"].append(
+            for k, v in sum_by_key(mini_stats, ranks).items():
+                collected[k].append(v)
+            collected["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
+            collected["critic/grad_norm"].append(
                 _optimizer_step(critic_params, state.critic_optimizer, config.grad_clip)
             )
-    if ranks.parallel:  # the grad norms are the same on every rank (after the all-reduce)
-        merged: dict[str, list[float]] = defaultdict(list)
-        for part in gather_to_all(dict(collected), ranks):
-            for k, v in part.items():
-                merged[k] += v
-        collected = merged
-    return {k: sum(v) / len(v) for k, v in {**collected, **grad_norms}.items()}
+    return {k: sum(v) / len(v) for k, v in collected.items()}
 
 
 def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase) -> PpoStepReport:

@@ -24,6 +24,14 @@ newline after `<|im_end|>`: tokens the policy never sampled.
 `all-after-system`: every token after the system message, user/env tokens included, which is
 what SPA's PPO run does (`enable_response_mask: False`)."""
 
+LossAgg = Literal["token-mean", "seq-mean-token-mean"]
+"""How a loss averages over a mini-batch (docs/spa-ppo.md#aggregation): `token-mean` over all its
+trained tokens (SPA's configured `loss_agg_mode`, default) or `seq-mean-token-mean`, the mean of
+per-sequence token means that SPA's released run computes (verl's per-micro-batch token mean with
+a micro-batch of one sequence)."""
+
+LOSS_AGGS: tuple[LossAgg, ...] = ("token-mean", "seq-mean-token-mean")
+
 MASK_MODES: tuple[MaskMode, ...] = ("generated", "response-only", "all-after-system")
 TURN_MASK_MODES: tuple[MaskMode, ...] = ("response-only", "all-after-system")
 """The modes computed from turn indicators (`loss_mask`)."""
@@ -191,6 +199,14 @@ def policy_loss(
         clipfrac_lower=masked_mean(dual_active.float(), mask),
         approx_kl=masked_mean(old_log_probs - log_probs, mask).detach(),
     )
+
+
+def low_var_kl(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(π ‖ π_ref) from sampled tokens: `r − log r − 1` with
+    `r = π_ref / π`, clamped to [−10, 10] (verl `kl_penalty` "low_var_kl", Schulman's k3):
+    ≥ 0, 0 where the two agree, unbiased for tokens sampled from π (docs/spa-ppo.md#kl)."""
+    log_ratio = ref_log_probs - log_probs
+    return torch.clamp(torch.exp(log_ratio) - log_ratio - 1.0, min=-10.0, max=10.0)
 
 
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:

@@ -56,7 +56,7 @@ from .ppo_checkpoint import (
     write_ppo_checkpoint,
     write_progress_file,
 )
-from .ppo_math import MaskMode
+from .ppo_math import LossAgg, MaskMode
 from .records import Offsets
 from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout
@@ -183,8 +183,12 @@ def load_training_state(
     """Actor, critic, optimizers and RNG from `--model` or the checkpoint `resume` (every rank
     loads the same; with several ranks the models are wrapped in DDP)."""
     torch.manual_seed(cfg.seed)
-    actor, tokenizer, _ = load_policy(str(resume / "model" if resume else resolve_model_dir(cfg.model)), ranks.device)
-    state = init_ppo(actor, PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask}), ranks=ranks)
+    start_model = str(resolve_model_dir(cfg.model))
+    actor, tokenizer, _ = load_policy(str(resume / "model") if resume else start_model, ranks.device)
+    # The KL reference is the start model, also when the actor resumes from a checkpoint.
+    reference = load_policy(start_model, ranks.device)[0] if resume and cfg.ppo.kl_loss_coef > 0 else None
+    ppo_config = PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask})
+    state = init_ppo(actor, ppo_config, reference=reference, ranks=ranks)
     if resume is not None:
         restore_training_state(resume, state, read_progress(resume)[1])
     return state, tokenizer
@@ -420,6 +424,18 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         choices=get_args(MaskMode),
         help="loss mask (docs/spa-ppo.md#mask; SPA: all-after-system)",
     )
+    p.add_argument(
+        "--loss-agg",
+        default=p_d.loss_agg,
+        choices=get_args(LossAgg),
+        help="loss aggregation (docs/spa-ppo.md#aggregation; SPA's released run: seq-mean-token-mean)",
+    )
+    p.add_argument(
+        "--kl-loss-coef",
+        type=float,
+        default=p_d.kl_loss_coef,
+        help="k3 KL-to-start-model loss coefficient (docs/spa-ppo.md#kl; SPA: 0, off)",
+    )
     p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
     p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
@@ -435,8 +451,9 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
     ppo = PpoConfig(
-        actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio, micro_batch_size=a.micro_batch_size
-    )
+        actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
+        micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg, kl_loss_coef=a.kl_loss_coef,
+    )  # fmt: skip
     return ServiceConfig(
         model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,
         group_size=a.group_size, export_every=a.export_every, export_root=a.export_root, publish=a.publish,

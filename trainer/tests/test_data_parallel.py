@@ -245,12 +245,12 @@ def ppo_records(steps: int) -> list[dict[str, Any]]:
     return records
 
 
-def ppo_command(ranks: int, data: Path, out: Path, micro_batch: int) -> list[str]:
+def ppo_command(ranks: int, data: Path, out: Path, micro_batch: int, extra: list[str]) -> list[str]:
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks > 1 else []
     flags = ["--model", "tiny", "--input", f"jsonl:{data}", "--out", str(out / "run"), "--steps", "4"]
     flags += ["--groups-per-step", "1", "--group-size", "3", "--export-every", "100", "--keep-ratio", "1.0"]
     flags += ["--export-root", str(out / "policy"), "--start-version", "1", "--actor-lr", "1e-3", "--critic-lr", "1e-3"]
-    flags += ["--micro-batch-size", str(micro_batch)]
+    flags += ["--micro-batch-size", str(micro_batch), *extra]
     return [sys.executable, *launcher, "-m", "spa_trainer.ppo_service", *flags]
 
 
@@ -259,14 +259,19 @@ def ppo_losses(out: Path) -> list[dict[str, float]]:
     return [{k: v for k, v in ln["ppo"].items() if k.split("/")[0] in ("actor", "critic", "score")} for ln in lines]
 
 
-# 3 episodes a step: micro-batches of 1 split 2 / 1 between the ranks; one micro-batch of 4 leaves
-# rank 1 without any, so it joins the all-reduces with zeros.
-@pytest.mark.parametrize("micro_batch", [1, 4])
-def test_two_ranks_make_the_single_process_ppo_updates(tmp_path: Path, micro_batch: int) -> None:
+# 3 episodes a step: micro-batches of 1 split 2 / 1 between the ranks (here with the KL loss to
+# the start model, whose log-probs the ranks share out too); one micro-batch of 4 leaves rank 1
+# without any, so it joins the all-reduces with zeros (here with SPA's released aggregation).
+@pytest.mark.parametrize(
+    ("micro_batch", "extra"),
+    [(1, ["--kl-loss-coef", "0.1"]), (4, ["--loss-agg", "seq-mean-token-mean"])],
+    ids=["split-2-1-kl", "split-1-0-seq-mean"],
+)
+def test_two_ranks_make_the_single_process_ppo_updates(tmp_path: Path, micro_batch: int, extra: list[str]) -> None:
     data = tmp_path / "rollouts.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in ppo_records(4)), encoding="utf-8")
-    run(ppo_command(1, data, tmp_path / "one", micro_batch))
-    run(ppo_command(2, data, tmp_path / "two", micro_batch))
+    run(ppo_command(1, data, tmp_path / "one", micro_batch, extra))
+    run(ppo_command(2, data, tmp_path / "two", micro_batch, extra))
     one, two = ppo_losses(tmp_path / "one"), ppo_losses(tmp_path / "two")
     assert len(one) == 4 and one[0].keys() == two[0].keys()
     for key in one[0]:
@@ -278,6 +283,7 @@ def test_two_ranks_make_the_single_process_ppo_updates(tmp_path: Path, micro_bat
             msg=lambda m, key=key: f"{key} per step differs: {m}",
         )
     assert one[-1]["actor/pg_loss"] != one[0]["actor/pg_loss"]  # the updates moved the policy
+    assert ("actor/kl_loss" in one[0]) == ("--kl-loss-coef" in extra)
     for name in ("model/model.safetensors", "critic.safetensors"):
         want = load_file(str(tmp_path / "one" / "run" / "checkpoints" / "step_00000004" / name))
         got = load_file(str(tmp_path / "two" / "run" / "checkpoints" / "step_00000004" / name))

@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 
 from spa_trainer.ppo import PpoConfig, add_advantages, init_ppo, ppo_step, token_log_probs
 from spa_trainer.ppo_batch import build_batch
-from spa_trainer.ppo_math import MaskMode, policy_loss, turn_indicators
+from spa_trainer.ppo_math import LOSS_AGGS, LossAgg, MaskMode, policy_loss, turn_indicators
 from spa_trainer.value_head import critic_from_actor
 
 from .ppo_rollouts import rollout
@@ -96,15 +96,20 @@ def test_left_padding_and_micro_batching_do_not_change_log_probs_or_values(
     assert float(together.extras["old_log_probs"][0][mask[0]].sum()) == pytest.approx(alone, abs=1e-3)
 
 
-def test_micro_batch_size_changes_no_update(tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase) -> None:
-    # SPA's micro-batch of one sequence makes the loss a mean of per-sequence token means; a
-    # micro-batch of 4 must give the same losses and gradients, hence the same step.
+@pytest.mark.parametrize("loss_agg", LOSS_AGGS)
+def test_micro_batch_size_changes_no_update(
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase, loss_agg: LossAgg
+) -> None:
+    # Either aggregation is the minibatch's: a micro-batch of one sequence (SPA's) and one of 4
+    # must give the same losses and gradients, hence the same step.
     runs = []
     for micro in (1, 4):
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
         before = [p.detach().clone() for p in model.parameters()]
-        config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, micro_batch_size=micro)
+        config = PpoConfig(
+            group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, micro_batch_size=micro, loss_agg=loss_agg
+        )
         state = init_ppo(model, config, device=CPU)
         report = ppo_step(state, _round(groups=2), tiny_tokenizer)
         after = [p.detach().clone() for p in state.actor.parameters()]
@@ -112,8 +117,44 @@ def test_micro_batch_size_changes_no_update(tiny_dir: Path, tiny_tokenizer: PreT
         runs.append((report.metrics, after))
     (one, weights_one), (four, weights_four) = runs
     for key in ("actor/pg_loss", "actor/entropy", "critic/vf_loss", "actor/grad_norm", "critic/grad_norm"):
-        assert four[key] == pytest.approx(one[key], rel=1e-5), key
+        assert four[key] == pytest.approx(one[key], rel=1e-5, abs=1e-6), key
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(weights_one, weights_four, strict=True))
+
+
+def test_token_mean_weighs_tokens_and_seq_mean_weighs_sequences(
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    # At the only gradient step the ratio is 1, so the policy loss is minus the aggregated
+    # advantages. They are whitened over every trained token of the batch, so their token mean is
+    # 0; the mean of per-sequence means is not, when sequences differ in length and advantage.
+    losses = {}
+    for loss_agg in LOSS_AGGS:
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+        state = init_ppo(model, PpoConfig(group_keep_ratio=1.0, loss_agg=loss_agg), device=CPU)
+        losses[loss_agg] = ppo_step(state, _round(groups=2), tiny_tokenizer).metrics["actor/pg_loss"]
+    assert losses["token-mean"] == pytest.approx(0.0, abs=1e-5)
+    assert abs(losses["seq-mean-token-mean"]) > 1e-3
+
+
+def test_kl_loss_holds_the_actor_to_the_frozen_start_model(
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-2, kl_loss_coef=0.1)
+    state = init_ppo(model, config, device=CPU)
+    assert state.reference is not None and state.reference is not state.actor
+    start = [p.detach().clone() for p in state.reference.parameters()]
+    first = ppo_step(state, _round(groups=2), tiny_tokenizer).metrics
+    second = ppo_step(state, _round(groups=2), tiny_tokenizer).metrics
+    # The first step's actor is the reference itself; after a step at lr 1e-2 they differ.
+    assert first["actor/kl_loss"] == pytest.approx(0.0, abs=1e-7)
+    assert second["actor/kl_loss"] > 1e-4
+    assert all(torch.equal(a, b) for a, b in zip(start, state.reference.parameters(), strict=True))
+    assert not any(p.requires_grad for p in state.reference.parameters())
+    # Off by default (SPA): no reference model, no KL metric.
+    plain = init_ppo(AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True), PpoConfig(), device=CPU)
+    assert plain.reference is None
+    assert "actor/kl_loss" not in ppo_step(plain, _round(groups=2), tiny_tokenizer).metrics
 
 
 def test_several_minibatches_and_epochs_go_off_policy(

@@ -14,6 +14,7 @@ from spa_trainer.ppo_math import (
     entropy_from_logits,
     gae_advantages_returns,
     loss_mask,
+    low_var_kl,
     masked_mean,
     masked_var,
     masked_whiten,
@@ -198,3 +199,16 @@ def test_group_filter_rejects_bad_ratio_and_duplicate_ids() -> None:
         select_groups_by_std([("a", [1.0, 2.0])], keep_ratio=0.0)
     with pytest.raises(ValueError, match="unique"):
         select_groups_by_std([("a", [1.0]), ("a", [2.0])], keep_ratio=1.0)
+
+
+def test_low_var_kl_is_k3_zero_where_policies_agree_and_clamped() -> None:
+    log_probs = torch.log(torch.tensor([0.5, 0.5, 0.25, 1e-9]))
+    ref = torch.log(torch.tensor([0.5, 0.25, 0.5, 0.5]))
+    kl = low_var_kl(log_probs, ref)
+    # r = ref / p: 1 → 0; 0.5 → 0.5 − ln 0.5 − 1; 2 → 2 − ln 2 − 1; 5e8 → clamped at 10.
+    expected = [0.0, 0.5 - math.log(0.5) - 1, 2 - math.log(2) - 1, 10.0]
+    assert kl.tolist() == pytest.approx(expected, rel=1e-5, abs=1e-7)
+    # An unbiased estimate: its mean under p is KL(p ‖ ref) = Σ p ln(p / ref).
+    p, q = torch.tensor([0.7, 0.2, 0.1]), torch.tensor([0.4, 0.4, 0.2])
+    expected_kl = float((p * (p / q).log()).sum())
+    assert float((p * low_var_kl(p.log(), q.log())).sum()) == pytest.approx(expected_kl, rel=1e-5)
