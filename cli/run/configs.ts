@@ -115,6 +115,11 @@ export interface LoopConfig {
   readonly model: string;
   /** Where ONNX generation and the trainer run. */
   readonly device: 'cpu' | 'cuda';
+  /**
+   * Trainer processes: above 1, SFT and PPO run under torchrun on this many data-parallel ranks
+   * (one GPU each with `device: cuda`), with the same batches (trainer/README.md, "Data-parallel training").
+   */
+  readonly trainerProcs: number;
 }
 
 /** Models the trainer builds locally from random weights (spa_trainer.tiny_model.TINY_MODELS). */
@@ -168,6 +173,7 @@ const small = {
   contextWindow: 512, // = sftMaxLength (spa run keeps them equal for a tiny model); 0 for a real model
   model: 'tiny-cells',
   device: 'cpu',
+  trainerProcs: 1,
 } as const;
 
 /**

@@ -136,6 +136,9 @@ export const LOOP_FIELDS: LoopFieldTable = {
     parse: () => (text) => text,
   },
   device: choice(['cpu', 'cuda'], 'where ONNX generation and the trainer run'),
+  trainerProcs: count(
+    'SFT and PPO train data-parallel on n torchrun ranks (one GPU each with --device cuda), the batches unchanged',
+  ),
 };
 
 /** Each field with its commander option (no default: an absent option keeps the config's value). */

@@ -430,6 +430,7 @@ async function runSft(
   await runTrainerModule(ctx.python, 'spa_trainer.sft', args.flat(), {
     label,
     env: trainerDeviceEnv(config),
+    procs: config.trainerProcs,
   }).done;
 }
 
@@ -473,7 +474,7 @@ async function selfPlayAndPpo(
       ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),
-    { label: 'ppo', env: trainerDeviceEnv(config) },
+    { label: 'ppo', env: trainerDeviceEnv(config), procs: config.trainerProcs },
   );
   try {
     // A resumed run: the trainer continues from its checkpoint, so play only the remaining

@@ -26,18 +26,28 @@ export interface TrainerProcess {
 }
 
 /**
- * Runs `python -m <module> …args` from trainer/, echoing each output line with a `[label]`
- * prefix (so the trainer's progress interleaves readably with the generator's). Results are
- * read from the files the trainer leaves in its `--out` folder (`trainer-files.ts`), not from
- * these lines.
+ * The Python arguments that run `module`: `-m <module> …args`, or with `procs` > 1 the same under
+ * torchrun (`-m torch.distributed.run --standalone --nproc_per_node <procs>`), one data-parallel
+ * rank per process (trainer/README.md, "Data-parallel training").
+ */
+export function trainerArgs(module: string, args: readonly string[], procs = 1): string[] {
+  const torchrun = ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', String(procs)];
+  return [...(procs > 1 ? torchrun : []), '-m', module, ...args];
+}
+
+/**
+ * Runs `python -m <module> …args` from trainer/ (under torchrun on `procs` ranks when above 1),
+ * echoing each output line with a `[label]` prefix (so the trainer's progress interleaves readably
+ * with the generator's). Results are read from the files the trainer leaves in its `--out` folder
+ * (`trainer-files.ts`), not from these lines.
  */
 export function runTrainerModule(
   python: string,
   module: string,
   args: readonly string[],
-  options: { label: string; env?: NodeJS.ProcessEnv },
+  options: { label: string; env?: NodeJS.ProcessEnv; procs?: number },
 ): TrainerProcess {
-  const child = spawn(python, ['-m', module, ...args], {
+  const child = spawn(python, trainerArgs(module, args, options.procs), {
     cwd: join(root, 'trainer'),
     env: { ...process.env, PYTHONUNBUFFERED: '1', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -77,6 +77,7 @@ stop-at-answer: true
 context-window: 777
 model: /models/qwen
 device: cuda
+trainer-procs: 2
 `;
 
 describe('spa run --config-file', () => {
@@ -122,6 +123,7 @@ describe('spa run --config-file', () => {
       contextWindow: 777,
       model: '/models/qwen',
       device: 'cuda',
+      trainerProcs: 2,
     } satisfies LoopConfig);
   });
 

@@ -7,7 +7,7 @@ Layout of `<run>/checkpoints/step_<n>/`:
   scheduler.json          LR scheduler state
   rng.safetensors         torch CPU (and CUDA) generator states
   trainer_state.json      epoch, step, position in the epoch, shuffle seed, offset range and the
-                          offsets committed with it, python RNG
+                          offsets committed with it, world size, python RNG
 
 No pickle anywhere. The folder is written under a temporary name and renamed into place, then
 `latest` is replaced atomically, so a crash leaves either the old or the new checkpoint, never a
@@ -53,6 +53,7 @@ class TrainerState:
     range_start: Offsets = field(default_factory=dict)
     range_end: Offsets = field(default_factory=dict)
     total_steps: int = 0
+    world_size: int = 1  # ranks of the data-parallel job that wrote it (torchrun; 1 without)
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

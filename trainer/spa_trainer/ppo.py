@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .models import pick_device
+from .data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
 from .ppo_batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
 from .ppo_math import (
     LossAgg,
@@ -35,7 +35,7 @@ from .ppo_math import (
     seq_mean_token_mean,
     value_loss,
 )
-from .value_head import ValueModel, critic_from_actor
+from .value_head import ValueModel, critic_from_actor, response_values
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,23 @@ class PpoState:
     reference: PreTrainedModel | None = None  # the frozen start model, with `kl_loss_coef` > 0
     version: int = 0
     step: int = 0
+    ranks: Ranks = field(default_factory=single)  # under torchrun: this rank of the data-parallel job
+    actor_ddp: torch.nn.Module | None = None  # the actor's DDP wrapper when ranks.parallel
+    critic_ddp: torch.nn.Module | None = None
 
     @property
     def device(self) -> torch.device:
         """Where the actor's weights live."""
         return next(self.actor.parameters()).device
+
+    def trained_actor(self) -> torch.nn.Module:
+        """What the update's forward passes call: the actor, or its DDP wrapper (which averages the
+        gradients over ranks on backward)."""
+        return self.actor if self.actor_ddp is None else self.actor_ddp
+
+    def trained_critic(self) -> torch.nn.Module:
+        """The critic, or its DDP wrapper."""
+        return self.critic if self.critic_ddp is None else self.critic_ddp
 
 
 @dataclass(frozen=True)
@@ -107,13 +119,16 @@ def init_ppo(
     critic: ValueModel | None = None,
     device: torch.device | None = None,
     reference: PreTrainedModel | None = None,
+    ranks: Ranks | None = None,
 ) -> PpoState:
-    """Move the actor to `device` (CUDA when present), build the critic from it unless given
-    (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model), and create both AdamW
-    optimizers. With `kl_loss_coef` > 0 the KL reference is `reference` (a resumed run passes
-    the start model) or a frozen copy of `actor`."""
+    """Move the actor to `device` (CUDA when present; under torchrun the rank's device), build the
+    critic from it unless given (docs/spa-ppo.md#hyperparameters: same checkpoint, separate model),
+    and create both AdamW optimizers. With `kl_loss_coef` > 0 the KL reference is `reference` (a
+    resumed run passes the start model) or a frozen copy of `actor`. With several `ranks`, actor
+    and critic are wrapped in DDP (a collective: every rank calls this at the same point)."""
     config = config or PpoConfig()
-    device = device or pick_device()
+    ranks = ranks or single()
+    device = device or ranks.device
     torch.nn.Module.to(actor, device)  # transformers' decorated `.to` confuses type checkers
     critic = (critic or critic_from_actor(actor)).to(device)
     if config.kl_loss_coef > 0:
@@ -122,6 +137,7 @@ def init_ppo(
         reference.eval().requires_grad_(False)
     else:
         reference = None
+    parallel = ranks.parallel
     return PpoState(
         reference=reference,
         config=config,
@@ -134,6 +150,9 @@ def init_ppo(
             critic.parameters(), lr=config.critic_lr, betas=config.betas, weight_decay=config.weight_decay
         ),
         version=version,
+        ranks=ranks,
+        actor_ddp=data_parallel(actor, ranks) if parallel else None,
+        critic_ddp=data_parallel(critic, ranks) if parallel else None,
     )
 
 
@@ -143,9 +162,10 @@ def _autocast(device: torch.device) -> torch.autocast:
 
 
 def token_log_probs(
-    actor: PreTrainedModel, batch: RolloutBatch, temperature: float, with_entropy: bool
+    actor: torch.nn.Module, batch: RolloutBatch, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(log p(token j+1 | ≤ j), entropy at j), both on the response axis `(B, T − 1)`."""
+    """(log p(token j+1 | ≤ j), entropy at j), both on the response axis `(B, T − 1)`. `actor` is a
+    causal LM or its DDP wrapper."""
     with _autocast(batch.input_ids.device):
         out = actor(
             input_ids=batch.input_ids,
@@ -168,42 +188,45 @@ def _micro_batches(batch: RolloutBatch, rows: torch.Tensor, size: int) -> list[R
 def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> RolloutBatch:
     """Old log-probs and values from the current weights (verl recomputes both rather than
     trusting the generator's), then GAE + masked whitening over the whole batch
-    (docs/spa-ppo.md#advantages)."""
+    (docs/spa-ppo.md#advantages). Data-parallel, each rank computes its share of the micro-batches
+    and every rank gets all of them, so the whitening sees the whole batch on every rank."""
     state.actor.eval()
     state.critic.eval()
-    old_log_probs, values = [], []
+    pieces: dict[int, list[torch.Tensor]] = {}  # micro-batch start → old log-probs, values[, reference log-probs]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
-    for start in range(0, batch.size, config.micro_batch_size):
+    starts = list(range(0, batch.size, config.micro_batch_size))
+    for start in share(starts, state.ranks):
         micro = batch.select(rows[start : start + config.micro_batch_size])
         log_probs, _ = token_log_probs(state.actor, micro, config.temperature, with_entropy=False)
         with _autocast(micro.input_ids.device):
             v = state.critic.response_values(
                 micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
             )
+        computed = [log_probs, v.float()]
+        if state.reference is not None:
+            computed.append(token_log_probs(state.reference, micro, config.temperature, with_entropy=False)[0])
         # select() trimmed shared left padding; pad back so the pieces stack into (B, T − 1).
         trimmed = batch.response_mask.shape[1] - micro.response_mask.shape[1]
-        old_log_probs.append(torch.nn.functional.pad(log_probs, (trimmed, 0)))
-        values.append(torch.nn.functional.pad(v.float(), (trimmed, 0)))
-    old_lp, old_values = torch.cat(old_log_probs), torch.cat(values)
+        pieces[start] = [torch.nn.functional.pad(t, (trimmed, 0)) for t in computed]
+    if state.ranks.parallel:
+        mine = {start: [t.cpu() for t in ts] for start, ts in pieces.items()}
+        device = batch.input_ids.device
+        pieces = {s: [t.to(device) for t in ts] for part in gather_to_all(mine, state.ranks) for s, ts in part.items()}
+    old_lp = torch.cat([pieces[start][0] for start in starts])
+    old_values = torch.cat([pieces[start][1] for start in starts])
     advantages, returns = gae_advantages_returns(
         batch.token_rewards, old_values, batch.response_mask, config.gamma, config.lam
     )
     extras = {"old_log_probs": old_lp, "old_values": old_values, "advantages": advantages, "returns": returns}
     if state.reference is not None:
-        ref_log_probs = []
-        for start in range(0, batch.size, config.micro_batch_size):
-            micro = batch.select(rows[start : start + config.micro_batch_size])
-            log_probs, _ = token_log_probs(state.reference, micro, config.temperature, with_entropy=False)
-            trimmed = batch.response_mask.shape[1] - micro.response_mask.shape[1]
-            ref_log_probs.append(torch.nn.functional.pad(log_probs, (trimmed, 0)))
-        extras["ref_log_probs"] = torch.cat(ref_log_probs)
+        extras["ref_log_probs"] = torch.cat([pieces[start][2] for start in starts])
     return batch.with_extras(**extras)
 
 
 def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
     """Dual-clip PPO token-mean loss minus the entropy bonus for one micro-batch (docs/spa-ppo.md#losses)."""
     with_entropy = config.entropy_coeff != 0.0
-    log_probs, entropy = token_log_probs(state.actor, micro, config.temperature, with_entropy)
+    log_probs, entropy = token_log_probs(state.trained_actor(), micro, config.temperature, with_entropy)
     mask = micro.response_mask
     per_sequence = config.loss_agg == "seq-mean-token-mean"
     pg = policy_loss(
@@ -231,8 +254,8 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
 def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped value loss for one micro-batch (docs/spa-ppo.md#losses)."""
     with _autocast(micro.input_ids.device):
-        values = state.critic.response_values(
-            micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
+        values = response_values(
+            state.trained_critic(), micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
         )
     loss, clipfrac = value_loss(
         values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask,
@@ -253,13 +276,41 @@ def _optimizer_step(params: Sequence[torch.nn.Parameter], optimizer: torch.optim
     return float(grad_norm)
 
 
+def sum_by_key(stats: dict[str, float], ranks: Ranks) -> dict[str, float]:
+    """Every rank's `stats` summed key by key (a rank without micro-batches has none), in rank
+    0's key order; `stats` itself for a single rank."""
+    if not ranks.parallel:
+        return stats
+    total: dict[str, float] = {}
+    for part in gather_to_all(dict(stats), ranks):
+        for k, v in part.items():
+            total[k] = total.get(k, 0.0) + v
+    return total
+
+
+def _join_with_zeros(state: PpoState) -> None:
+    """A rank without a micro-batch in a minibatch still joins both gradient all-reduces: one
+    forward of each model on a two-token input, backward of zero times its output."""
+    ids = torch.zeros((1, 2), dtype=torch.long, device=state.device)
+    mask, positions = torch.ones_like(ids), torch.arange(2, device=state.device).unsqueeze(0)
+    out = state.trained_actor()(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
+    (out.logits.sum() * 0.0).backward()
+    (state.trained_critic()(ids, mask, positions).sum() * 0.0).backward()
+
+
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
     """`ppo_epochs` passes over the batch in minibatches; one actor and one critic optimizer step
     per minibatch, gradients accumulated over micro-batches weighted by their share of the
     minibatch: of its rows (`seq-mean-token-mean`) or of its trained tokens (`token-mean`), so the
-    sum is the minibatch's loss for any micro-batch size (docs/spa-ppo.md#aggregation)."""
-    state.actor.train()
-    state.critic.train()
+    sum is the minibatch's loss for any micro-batch size (docs/spa-ppo.md#aggregation).
+
+    Data-parallel, each rank trains micro-batches i ≡ rank (mod world size) of every minibatch,
+    with the same weights times the world size, so DDP's average over ranks is the single-process
+    gradient; each minibatch's metrics are summed over every rank's micro-batches."""
+    ranks = state.ranks
+    actor, critic = state.trained_actor(), state.trained_critic()
+    actor.train()
+    critic.train()
     collected: dict[str, list[float]] = defaultdict(list)
     actor_params = [p for p in state.actor.parameters() if p.requires_grad]
     critic_params = [p for p in state.critic.parameters() if p.requires_grad]
@@ -269,17 +320,23 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
             mini_rows = rows[start : start + config.mini_batch_size]
             mini_tokens = batch.response_mask[mini_rows].sum().clamp(min=1)
             mini_stats: dict[str, float] = defaultdict(float)
-            for micro in _micro_batches(batch, mini_rows, config.micro_batch_size):
-                if config.loss_agg == "seq-mean-token-mean":
-                    share = micro.size / len(mini_rows)
-                else:
-                    share = float(micro.response_mask.sum() / mini_tokens)
-                for loss_fn in (actor_micro_loss, critic_micro_loss):
-                    loss, stats = loss_fn(state, micro, config)
-                    (loss * share).backward()
+            mine = share(_micro_batches(batch, mini_rows, config.micro_batch_size), ranks)
+            # The actor's micro-batches, then the critic's (the models are independent): each DDP
+            # wrapper's collectives then come in the same order on every rank.
+            for loss_fn, model in ((actor_micro_loss, actor), (critic_micro_loss, critic)):
+                for i, micro in enumerate(mine):
+                    if config.loss_agg == "seq-mean-token-mean":
+                        weight = micro.size / len(mini_rows)
+                    else:
+                        weight = float(micro.response_mask.sum() / mini_tokens)
+                    with accumulating(model, last=i == len(mine) - 1):
+                        loss, stats = loss_fn(state, micro, config)
+                        (loss * weight * dp_scale(ranks)).backward()
                     for k, v in stats.items():
-                        mini_stats[k] += v * share
-            for k, v in mini_stats.items():
+                        mini_stats[k] += v * weight
+            if not mine and ranks.parallel:
+                _join_with_zeros(state)
+            for k, v in sum_by_key(mini_stats, ranks).items():
                 collected[k].append(v)
             collected["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
             collected["critic/grad_norm"].append(

@@ -70,6 +70,7 @@ def write_ppo_checkpoint(
             step=progress.step,
             rows_trained=progress.records_trained,
             offsets=progress.next_offsets,
+            world_size=state.ranks.world_size,
             source=source,
             extra={"progress": asdict(progress), "config": config},
         )

@@ -14,6 +14,11 @@ One loop, top to bottom, per step:
 The trainer's version (for staleness) is the latest published one: `--start-version` (the SFT
 export's; default the highest `v<n>` under `--export-root`) + 1 per export. Re-running the same
 command resumes from `<out>/checkpoints/latest`: the same records, none skipped or repeated.
+
+`torchrun --nproc_per_node N -m spa_trainer.ppo_service ...` trains data-parallel: rank 0 runs this
+loop and hands each step's records to the other ranks, every rank trains its share of the
+micro-batches (`ppo.update`), and rank 0 alone dead-letters, checkpoints, commits, exports and
+publishes (trainer/README.md, "Data-parallel training").
 """
 
 from __future__ import annotations
@@ -35,12 +40,14 @@ from transformers.utils import logging as hf_logging
 
 from .checkpoint import latest_checkpoint
 from .cli_errors import exit_code
+from .data_parallel import Ranks, from_main, join_ranks, leave, single
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
 from .json_files import dumps
 from .models import load_policy, resolve_model_dir
 from .otlp import OtlpJsonTracer, tracer_from_env
 from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
+from .ppo_batch import Rollout
 from .ppo_checkpoint import (
     Progress,
     read_pending,
@@ -170,26 +177,37 @@ def _open_io(cfg: ServiceConfig, out: Path, start: Offsets) -> tuple[RolloutSour
     return source, dead_letters
 
 
-def prepare_service(cfg: ServiceConfig) -> Service:
-    """Fresh start from `--model`, or resume everything from `<out>/checkpoints/latest`."""
+def load_training_state(
+    cfg: ServiceConfig, resume: Path | None, ranks: Ranks
+) -> tuple[PpoState, PreTrainedTokenizerBase]:
+    """Actor, critic, optimizers and RNG from `--model` or the checkpoint `resume` (every rank
+    loads the same; with several ranks the models are wrapped in DDP)."""
+    torch.manual_seed(cfg.seed)
+    start_model = str(resolve_model_dir(cfg.model))
+    actor, tokenizer, _ = load_policy(str(resume / "model") if resume else start_model, ranks.device)
+    # The KL reference is the start model, also when the actor resumes from a checkpoint.
+    reference = load_policy(start_model, ranks.device)[0] if resume and cfg.ppo.kl_loss_coef > 0 else None
+    ppo_config = PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask})
+    state = init_ppo(actor, ppo_config, reference=reference, ranks=ranks)
+    if resume is not None:
+        restore_training_state(resume, state, read_progress(resume)[1])
+    return state, tokenizer
+
+
+def prepare_service(cfg: ServiceConfig, ranks: Ranks) -> Service:
+    """Fresh start from `--model`, or resume everything from `<out>/checkpoints/latest` (rank 0;
+    the other ranks `follow_main`)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    resume = latest_checkpoint(out)
+    resume = from_main(latest_checkpoint(out), ranks)
     if resume is None:
         start = cfg.start_version if cfg.start_version is not None else next_version(Path(cfg.export_root)) - 1
-        progress, rng = Progress(version=start), None
+        progress = Progress(version=start)
     else:
-        progress, rng = read_progress(resume)
+        progress, _rng = read_progress(resume)
     source, dead_letters = _open_io(cfg, out, progress.next_offsets)
     try:
-        torch.manual_seed(cfg.seed)
-        start_model = str(resolve_model_dir(cfg.model))
-        actor, tokenizer, _ = load_policy(str(resume / "model") if resume else start_model)
-        # The KL reference is the start model, also when the actor resumes from a checkpoint.
-        reference = load_policy(start_model)[0] if resume and cfg.ppo.kl_loss_coef > 0 else None
-        state = init_ppo(actor, PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask}), reference=reference)
-        if resume is not None and rng is not None:
-            restore_training_state(resume, state, rng)
+        state, tokenizer = load_training_state(cfg, resume, ranks)
     except BaseException:
         source.close()
         raise
@@ -205,8 +223,9 @@ def prepare_service(cfg: ServiceConfig) -> Service:
         kept = [ln for ln in metrics.read_text().splitlines() if ln and json.loads(ln)["step"] <= progress.step]
         metrics.write_text("".join(ln + "\n" for ln in kept))
     where = f"resumed {resume.name}" if resume else f"started from {cfg.model}"
+    device = f"{ranks.world_size} ranks on {ranks.device.type}" if ranks.parallel else str(state.device)
     svc.log(f"{where}: step {progress.step}/{cfg.steps}, version {progress.version}, offsets {progress.next_offsets}, "
-            f"{len(buffer.items())} pending records; input {source.describe()} on {state.device}")  # fmt: skip
+            f"{len(buffer.items())} pending records; input {source.describe()} on {device}")  # fmt: skip
     return svc
 
 
@@ -318,8 +337,10 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     # A `train step N` span linked to every record's traceparent (infra/otel/README.md).
     topic = svc.source.describe().split(":", 1)[1]
     records = [(topic, i.headers) for i in items]
+    rollouts = [i.record for i in items if i.record is not None]
+    from_main((svc.state.version, rollouts), svc.state.ranks)  # the other ranks train their share of them
     with svc.tracer.traced_step(progress.step + 1, records, "ppo") if svc.tracer else contextlib.nullcontext():
-        report = ppo_step(svc.state, [i.record for i in items if i.record is not None], svc.tokenizer)
+        report = ppo_step(svc.state, rollouts, svc.tokenizer)
     over = sum(n for lag, n in report.staleness.items() if cfg.max_staleness is not None and lag > cfg.max_staleness)
     progress.step += 1
     progress.records_trained += len(items)
@@ -348,16 +369,30 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     return line
 
 
-def run_service(cfg: ServiceConfig, on_step: StepHook | None = None) -> Progress:
-    """Train until `cfg.steps` steps are checkpointed (resuming if `<out>` has a checkpoint)."""
+def follow_main(cfg: ServiceConfig, ranks: Ranks) -> None:
+    """A rank other than 0: load what rank 0 loads, then train its share of every step's records,
+    which rank 0 reads, checks and hands over, until rank 0 says the run is done (None)."""
+    resume = from_main(None, ranks)
+    state, tokenizer = load_training_state(cfg, resume, ranks)
+    step: tuple[int, list[Rollout]] | None
+    while (step := from_main(None, ranks)) is not None:
+        state.version, rollouts = step
+        ppo_step(state, rollouts, tokenizer)
+
+
+def run_service(cfg: ServiceConfig, on_step: StepHook | None = None, ranks: Ranks | None = None) -> Progress:
+    """Train until `cfg.steps` steps are checkpointed (resuming if `<out>` has a checkpoint). Under
+    torchrun this is rank 0's loop (`ranks`); the other ranks run `follow_main`."""
     hf_logging.disable_progress_bar()
-    svc = prepare_service(cfg)
+    ranks = ranks or single()
+    svc = prepare_service(cfg, ranks)
     try:
         latest = latest_checkpoint(svc.out)
         if latest is not None and svc.progress.exported_step == svc.progress.step:
             export_and_publish(svc, latest)  # the last run may have died between checkpoint and publish
         while svc.progress.step < cfg.steps:
             train_one_step(svc, on_step)
+        from_main(None, ranks)  # the other ranks are done
         write_progress_file(svc.out, svc.progress, cfg.steps)  # also when there was nothing left to train
     finally:
         svc.source.close()
@@ -432,7 +467,14 @@ def main(argv: list[str]) -> int:
     cfg = parse_args(argv)
 
     def serve() -> None:
-        progress = run_service(cfg)
+        ranks = join_ranks()  # torchrun's rank, or the single process
+        try:
+            if not ranks.main:  # rank 0 reads, checkpoints and reports
+                follow_main(cfg, ranks)
+                return
+            progress = run_service(cfg, ranks=ranks)
+        finally:
+            leave(ranks)
         print(dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
                      "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
 

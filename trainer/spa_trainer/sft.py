@@ -9,7 +9,9 @@ length 2048, 5 epochs, bf16 autocast on CUDA); the training rows are reshuffled 
 paper's masking ablation (both states out of the loss), `--mask-predictions` masks the next
 state only (docs/spa-sft.md#masking). The final metrics (and the exported version) go to
 `<out>/metrics.json`. Re-running the same command with the same `--out` resumes from the latest
-checkpoint.
+checkpoint. `torchrun --nproc_per_node N -m spa_trainer.sft ...` trains data-parallel: every rank
+reads the same range and trains its share of every global batch (trainer/README.md,
+"Data-parallel training"); rank 0 alone logs, checkpoints, evaluates and exports.
 """
 
 from __future__ import annotations
@@ -33,6 +35,20 @@ from transformers.utils import logging as hf_logging
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 from .cli_errors import exit_code
 from .data import BadRow, RowSource, SftRow, SourcedRow
+from .data_parallel import (
+    Ranks,
+    accumulating,
+    data_parallel,
+    dp_scale,
+    from_main,
+    gather_to_all,
+    join_ranks,
+    leave,
+    share,
+    single,
+    sum_over_ranks,
+    wait_for_all,
+)
 from .dead_letters import DeadLetters, open_dead_letters
 from .json_files import dumps, write_json
 from .masking import (
@@ -43,7 +59,7 @@ from .masking import (
     encode_faithful,
     encode_released,
 )
-from .models import load_policy, pick_device
+from .models import load_policy
 from .otlp import OtlpJsonTracer, tracer_from_env
 from .sft_data import read_range, remaining_batches
 from .sft_metrics import evaluate
@@ -85,7 +101,7 @@ class SftConfig:
 
 
 StepHook = Callable[[int, list[SourcedRow], float], None]
-"""Called after every optimizer step with (global step, rows trained in it, loss)."""
+"""Called after every optimizer step with (global step, rows of its global batch, loss)."""
 
 
 def state_mask(cfg: SftConfig, row: SftRow) -> StateMask:
@@ -104,28 +120,40 @@ def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable
 
 
 def train_step(
-    model: PreTrainedModel,
+    model: torch.nn.Module,
     batch: list[Example],
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     cfg: SftConfig,
+    ranks: Ranks | None = None,
 ) -> tuple[float, float]:
     """One optimizer step over micro-batches of one row; loss normalised as SPA (per micro-batch
-    token mean, divided by the number of micro-batches, docs/spa-sft.md#target). Returns (loss, grad norm)."""
+    token mean, divided by the number of micro-batches, docs/spa-sft.md#target). Returns (loss, grad norm).
+
+    Data-parallel, `batch` is this rank's share of the global batch and `model` its DDP wrapper:
+    the divisor is the global number of micro-batches and the loss is scaled by the world size, so
+    DDP's average of the ranks' gradients is the single-process gradient."""
+    ranks = ranks or single()
     device = next(model.parameters()).device
     model.train()
     optimizer.zero_grad(set_to_none=True)
     usable = [ex for ex in batch if any(t != -100 for t in ex.labels[1:])]
+    [count] = sum_over_ranks([len(usable)], ranks)
     total = 0.0
-    for ex in usable:
+    for i, ex in enumerate(usable):
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
-        with autocast:
-            out = model(
-                input_ids=torch.tensor([ex.input_ids], device=device),
-                labels=torch.tensor([ex.labels], device=device),
-            )
-        (out.loss / len(usable)).backward()
-        total += float(out.loss.detach()) / len(usable)
+        with accumulating(model, last=i == len(usable) - 1):
+            with autocast:
+                out = model(
+                    input_ids=torch.tensor([ex.input_ids], device=device),
+                    labels=torch.tensor([ex.labels], device=device),
+                )
+            (out.loss * dp_scale(ranks) / count).backward()
+        total += float(out.loss.detach()) / count
+    if count and not usable:  # an empty share still joins the ranks' gradient all-reduce, with zeros
+        out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device))
+        (out.logits.sum() * 0.0).backward()
+    [total] = sum_over_ranks([total], ranks)
     grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm))
     if math.isfinite(grad_norm):  # SPA skips the update on a non-finite grad norm
         optimizer.step()
@@ -138,7 +166,9 @@ class SftRun:
     """Everything a run holds: source, model, optimizer, schedule, position, training and held-out rows."""
 
     source: RowSource
-    model: PreTrainedModel
+    model: PreTrainedModel  # the weights (saved, evaluated, exported)
+    trained: torch.nn.Module  # what the steps call: `model`, or its DDP wrapper under torchrun
+    ranks: Ranks
     tokenizer: PreTrainedTokenizerBase
     model_dir: Path
     encode: Callable[[SftRow], Example]
@@ -159,9 +189,13 @@ def read_rows(cfg: SftConfig, source: RowSource, state: TrainerState) -> tuple[l
     return rows.train, [s.row for s in val_source.read({}, val_source.end_offsets())]
 
 
-def skip_bad_rows_of(cfg: SftConfig, source: RowSource, out: Path) -> DeadLetters:
+def skip_bad_rows_of(cfg: SftConfig, source: RowSource, out: Path, ranks: Ranks) -> DeadLetters | None:
     """Sends the source's undecodable rows to the dead letters (`--dlq`; default the input's own
-    kind: kafka:spa.dlq or jsonl:<out>/dlq.jsonl), with a line each, instead of stopping."""
+    kind: kafka:spa.dlq or jsonl:<out>/dlq.jsonl), with a line each, instead of stopping. Every
+    rank reads the same rows: rank 0 alone writes the dead letters, the others skip them quietly."""
+    if not ranks.main:
+        source.on_bad_row = lambda _bad: None
+        return None
     default = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
     target = cfg.dlq or default
     dead_letters = open_dead_letters(target, brokers=cfg.brokers)
@@ -174,22 +208,23 @@ def skip_bad_rows_of(cfg: SftConfig, source: RowSource, out: Path) -> DeadLetter
     return dead_letters
 
 
-def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
+def prepare_run(cfg: SftConfig, out: Path, ranks: Ranks) -> SftRun:
     """Fresh start, or resume from `<out>`'s latest checkpoint (model, optimizer, schedule, RNG,
-    epoch position, shuffle seed and the offset range all come from it)."""
+    epoch position, shuffle seed and the offset range all come from it). Every rank prepares the
+    same run: rank 0 decides the checkpoint and, on a fresh start, the range's end."""
     random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     source = open_source(cfg.input, brokers=cfg.brokers)
-    dead_letters = skip_bad_rows_of(cfg, source, out) if cfg.skip_bad_rows else None
-    resume = latest_checkpoint(out)
+    dead_letters = skip_bad_rows_of(cfg, source, out, ranks) if cfg.skip_bad_rows else None
+    resume = from_main(latest_checkpoint(out) if ranks.main else None, ranks)
     # the checkpoint's model/ is a normal HF folder
-    model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, pick_device())
+    model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, ranks.device)
     if cfg.released_masking and OBS_PLACEHOLDER not in tokenizer.get_vocab():
         add_released_placeholders(tokenizer, model)
     # the range is fixed at the first start (SPA trains epochs over a fixed dataset)
     state = TrainerState(source=source.describe(), shuffle_seed=cfg.seed, extra={"config": asdict(cfg)})
     if resume is None:
-        state.range_end = source.end_offsets()
+        state.range_end = from_main(source.end_offsets() if ranks.main else {}, ranks)
         state.range_start = {p: 0 for p in state.range_end}
     else:
         state = TrainerState.from_json(json.loads((resume / "trainer_state.json").read_text()))
@@ -203,52 +238,90 @@ def prepare_run(cfg: SftConfig, out: Path) -> SftRun:
     scheduler = get_cosine_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total_steps), total_steps)
     if resume is not None:
         state = restore_checkpoint(resume, optimizer, scheduler)
-        print(f"[sft] resumed {resume.name}: epoch {state.epoch} (row {state.epoch_rows}) step {state.step}")
+        if ranks.main:
+            print(f"[sft] resumed {resume.name}: epoch {state.epoch} (row {state.epoch_rows}) step {state.step}"
+                  + (f"; written by {state.world_size} ranks, continuing with {ranks.world_size} (the global "
+                     "batches do not depend on it)" if state.world_size != ranks.world_size else ""))  # fmt: skip
+    if ranks.main:
+        keep_step_lines(out, state.step)
     state.total_steps = total_steps
+    state.world_size = ranks.world_size
     # --max-steps ends training early without changing the schedule, as SPA's total_training_steps
     end_step = min(total_steps, cfg.max_steps) if cfg.max_steps is not None else total_steps
-    print(
-        f"[sft] {source.describe()}: {len(train_rows)} train rows, {len(held_out)} held out; "
-        f"{end_step} of {total_steps} steps over {cfg.epochs} epochs on {pick_device()}",
-        flush=True,
-    )
+    if ranks.main:
+        where = f"{ranks.world_size} ranks on {ranks.device.type}" if ranks.parallel else str(ranks.device)
+        print(
+            f"[sft] {source.describe()}: {len(train_rows)} train rows, {len(held_out)} held out; "
+            f"{end_step} of {total_steps} steps over {cfg.epochs} epochs on {where}",
+            flush=True,
+        )
     encode = make_encoder(cfg, tokenizer)
+    trained = data_parallel(model, ranks)
     return SftRun(
-        source, model, tokenizer, model_dir, encode, optimizer, scheduler, state, train_rows, held_out, end_step
-    )
+        source, model, trained, ranks, tokenizer, model_dir, encode, optimizer, scheduler, state, train_rows,
+        held_out, end_step,
+    )  # fmt: skip
+
+
+def keep_step_lines(out: Path, step: int) -> None:
+    """Drop the lines of `<out>/steps.jsonl` past `step` (the checkpoint resumed from): those steps
+    are trained again."""
+    path = out / "steps.jsonl"
+    if path.is_file():
+        kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln and json.loads(ln)["step"] <= step]
+        path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
 
 
 def checkpoint(run: SftRun, out: Path) -> None:
     """Save a checkpoint; once every row of the range has been trained (one epoch done), the
-    range's end is committed to the Kafka group too, only after the checkpoint is on disk."""
+    range's end is committed to the Kafka group too, only after the checkpoint is on disk. Every
+    rank stands at the same place of the same global order, so rank 0's checkpoint holds every
+    rank's position (and the world size); the other ranks write nothing."""
     state = run.state
+    if not run.ranks.main:
+        return
     state.offsets = dict(state.range_end) if state.epoch > 0 else {}
     save_checkpoint(out, run.model, run.tokenizer, run.optimizer, run.scheduler, state)
     run.source.commit(state.offsets)
 
 
 def run_step(
-    run: SftRun, rows: list[SourcedRow], cfg: SftConfig, tracer: OtlpJsonTracer | None, on_step: StepHook | None
+    run: SftRun,
+    rows: list[SourcedRow],
+    cfg: SftConfig,
+    out: Path,
+    tracer: OtlpJsonTracer | None,
+    on_step: StepHook | None,
 ) -> None:
-    """One optimizer step on `rows`, traced and logged; advances the run's position."""
-    state = run.state
+    """One optimizer step on the global batch `rows` (this rank trains its share), traced and
+    logged; advances the run's position. Rank 0 appends the step to `<out>/steps.jsonl`."""
+    state, ranks = run.state, run.ranks
     t0 = time.perf_counter()
-    examples = [run.encode(r.row) for r in rows]
+    mine = share(rows, ranks)
+    examples = [run.encode(r.row) for r in mine]
     # A `train step N` span, linked to the rows' traceparents (infra/otel/README.md).
     topic = run.source.describe().split(":", 1)[-1]
     records = [(topic, r.headers) for r in rows]
     with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
-        loss, grad_norm = train_step(run.model, examples, run.optimizer, run.scheduler, cfg)
+        loss, grad_norm = train_step(run.trained, examples, run.optimizer, run.scheduler, cfg, ranks)
+    trained_by_rank = gather_to_all([[r.partition, r.offset] for r in mine], ranks)
+    epoch = state.epoch
     state.step += 1
     state.rows_trained += len(rows)
     state.epoch_rows += len(rows)
     if on_step is not None:
         on_step(state.step, rows, loss)
+    if not ranks.main:
+        return
+    lr = run.scheduler.get_last_lr()[0]
+    line = {"step": state.step, "epoch": epoch, "loss": loss, "grad_norm": grad_norm, "lr": lr}
+    with (out / "steps.jsonl").open("a", encoding="utf-8") as f:
+        f.write(dumps({**line, "rows_by_rank": trained_by_rank}) + "\n")
     if state.step % cfg.log_every == 0 or state.step in (1, run.end_step):
-        tokens = sum(len(e.input_ids) for e in examples)
+        tokens = sum(len(e.input_ids) for e in examples) * ranks.world_size  # rank 0's share, times the ranks
         print(
             f"[sft] epoch {state.epoch} step {state.step}/{run.end_step} loss {loss:.4f} "
-            f"grad {grad_norm:.3f} lr {run.scheduler.get_last_lr()[0]:.2e} "
+            f"grad {grad_norm:.3f} lr {lr:.2e} "
             f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
             flush=True,
         )
@@ -261,12 +334,12 @@ def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> b
     Checkpoints every `checkpoint_every` steps, at the end of every epoch (SPA saves every epoch)
     and at the last step. Returns True when training reached its end step.
     """
-    state, tracer = run.state, tracer_from_env("spa-trainer")
+    state, tracer = run.state, tracer_from_env("spa-trainer") if run.ranks.main else None
     stop_at = run.end_step if cfg.stop_after_steps is None else min(run.end_step, cfg.stop_after_steps)
     while state.step < stop_at:
         epoch = remaining_batches(run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size)
         for rows in epoch:
-            run_step(run, rows, cfg, tracer, on_step)
+            run_step(run, rows, cfg, out, tracer, on_step)
             if state.epoch_rows == len(run.train_rows):
                 state.epoch, state.epoch_rows = state.epoch + 1, 0
                 checkpoint(run, out)
@@ -286,15 +359,22 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     hf_logging.disable_progress_bar()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    run = prepare_run(cfg, out)
+    ranks = join_ranks()  # torchrun's rank, or the single process
+    try:
+        run = prepare_run(cfg, out, ranks)
+        finished = train(run, cfg, out, on_step)
+        wait_for_all(ranks)  # the last collective: evaluation and export are rank 0's alone
+    finally:
+        leave(ranks)
     state = run.state
-    finished = train(run, cfg, out, on_step)
     position: dict[str, object] = {
         "finished": finished,
         "step": state.step,
         "epoch": state.epoch,
         "rows_trained": state.rows_trained,
     }
+    if not ranks.main:
+        return position
     if not finished:
         write_json(out / "metrics.json", position)
         print(f"[sft] stopped after step {state.step} (--stop-after-steps); the same command without it resumes")

@@ -45,8 +45,20 @@ class ValueModel(nn.Module):
         """Values on the response axis `(B, T − 1)` times the loss mask: value j sits at the same
         position as the log-prob of token j+1 (verl reads `[-L−1:-1]`, docs/spa-ppo.md#losses) and is
         zeroed outside the mask before GAE (verl `dp_critic.compute_values`)."""
-        values = self(input_ids, attention_mask, position_ids)[:, :-1]
-        return values * mask.to(values.dtype)
+        return response_values(self, input_ids, attention_mask, position_ids, mask)
+
+
+def response_values(
+    critic: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    position_ids: torch.Tensor,
+    mask: torch.Tensor,
+) -> torch.Tensor:
+    """`ValueModel.response_values` through any module whose forward is a ValueModel's, e.g. its
+    DistributedDataParallel wrapper (whose forward is what averages gradients over ranks)."""
+    values = critic(input_ids, attention_mask, position_ids)[:, :-1]
+    return values * mask.to(values.dtype)
 
 
 def critic_from_actor(actor: PreTrainedModel, seed: int = 0) -> ValueModel:

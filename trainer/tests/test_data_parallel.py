@@ -1,0 +1,293 @@
+"""Data-parallel training under torchrun (2 CPU ranks, gloo) against the single process.
+
+The runs are real: `torchrun --standalone --nproc_per_node 2 -m spa_trainer.sft ...` as a
+subprocess, compared with `python -m spa_trainer.sft ...` through `<out>/steps.jsonl` (one line
+per optimizer step, written by rank 0: loss, grad norm, the rows each rank trained). The Kafka
+test starts its own broker on port 19446 (controller 19447) and stops it afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from .ppo_rollouts import rollout
+from .synthetic import sokoban_rows, write_jsonl
+
+pytestmark = pytest.mark.slow
+
+TRAINER = Path(__file__).resolve().parents[1]
+REPO = TRAINER.parent
+# 13 rows in batches of 3: every epoch ends with a batch of one row, so rank 1's share is empty
+# there and it joins the gradient all-reduce with zeros.
+SFT_FLAGS = ["--epochs", "4", "--batch-size", "3", "--lr", "3e-3", "--val-fraction", "0", "--eval-rows", "0"]
+SFT_FLAGS += ["--checkpoint-every", "2", "--log-every", "1000"]
+
+
+def sft_command(ranks: int, data: str, out: Path, *extra: str) -> list[str]:
+    """`python -m spa_trainer.sft`, under torchrun when `ranks` > 1."""
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks > 1 else []
+    return [sys.executable, *launcher, "-m", "spa_trainer.sft", "--input", data, "--out", str(out), *SFT_FLAGS, *extra]
+
+
+def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run `command` from trainer/ to the end; on a timeout its whole process group (torchrun and
+    its ranks) is killed, so no rank outlives the test."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun sets it for its ranks; the same for one process
+    proc = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, f"{' '.join(command)} exited {proc.returncode}:\n{stdout}\n{stderr}"
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+
+
+def steps(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "steps.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def weights(out: Path) -> dict[str, torch.Tensor]:
+    latest = (out / "checkpoints" / "latest").read_text(encoding="utf-8").strip()
+    return load_file(str(out / "checkpoints" / latest / "model" / "model.safetensors"))
+
+
+def trainer_state(out: Path) -> dict[str, Any]:
+    latest = (out / "checkpoints" / "latest").read_text(encoding="utf-8").strip()
+    return json.loads((out / "checkpoints" / latest / "trainer_state.json").read_text(encoding="utf-8"))
+
+
+def assert_same_losses(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> None:
+    assert [s["step"] for s in got] == [s["step"] for s in want]
+    for key in ("loss", "grad_norm", "lr"):
+        torch.testing.assert_close(
+            torch.tensor([s[key] for s in got], dtype=torch.float64),
+            torch.tensor([s[key] for s in want], dtype=torch.float64),
+            rtol=1e-5,
+            atol=1e-6,
+            msg=lambda m, key=key: f"{key} per step differs: {m}",
+        )
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same SFT run once in one process and once on 2 ranks, uninterrupted."""
+    root = tmp_path_factory.mktemp("ddp")
+    data = f"jsonl:{write_jsonl(root / 'rows.jsonl', sokoban_rows(13))}"
+    run(sft_command(1, data, root / "one"))
+    run(sft_command(2, data, root / "two"))
+    return {"data": Path(data.removeprefix("jsonl:")), "one": root / "one", "two": root / "two"}
+
+
+def test_two_ranks_train_the_single_process_losses(reference: dict[str, Path]) -> None:
+    one, two = steps(reference["one"]), steps(reference["two"])
+    assert len(one) == 20  # 4 epochs of ceil(13 / 3) steps
+    assert_same_losses(two, one)
+    for a, b in zip(one, two, strict=True):
+        [alone] = a["rows_by_rank"]
+        rank0, rank1 = b["rows_by_rank"]
+        # each rank trains rows i ≡ rank (mod 2) of the same global batch
+        assert rank0 == alone[0::2] and rank1 == alone[1::2], (a["step"], alone, rank0, rank1)
+    assert not steps(reference["two"])[4]["rows_by_rank"][1]  # the one-row batch: rank 1 had nothing
+    # Adam divides by the gradient's root mean square: for a weight whose gradient is near zero the
+    # summation order's rounding moves the update by up to ~lr x 1e-3 over 20 steps (measured 1.4e-6)
+    for name, tensor in weights(reference["one"]).items():
+        torch.testing.assert_close(weights(reference["two"])[name], tensor, rtol=1e-4, atol=1e-5)
+    assert trainer_state(reference["one"])["world_size"] == 1
+    assert trainer_state(reference["two"])["world_size"] == 2
+
+
+def rank_pid(launcher: subprocess.Popen[str], rank: int) -> int | None:
+    """The pid of torchrun's worker `rank` (a child of the launcher with RANK=<rank>), if it runs."""
+    for proc in Path("/proc").iterdir():
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            env = (proc / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == launcher.pid and f"RANK={rank}".encode() in env:
+            return int(proc.name)
+    return None
+
+
+def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    command = sft_command(2, f"jsonl:{reference['data']}", out)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    launcher = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)  # fmt: skip
+    try:
+        deadline, killed = time.monotonic() + 240, None
+        while killed is None and time.monotonic() < deadline and launcher.poll() is None:
+            latest = out / "checkpoints" / "latest"
+            if latest.is_file() and latest.read_text().strip() >= "step_00000006":
+                pid = rank_pid(launcher, 1)
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+                    killed = pid
+            time.sleep(0.02)
+        log, _ = launcher.communicate(timeout=60)
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.communicate()
+    assert killed is not None, "the run ended before rank 1 could be killed"
+    assert launcher.returncode != 0, log  # torchrun tore the job down
+    stopped_at = steps(out)[-1]["step"]
+    assert stopped_at < 20, "the kill came after the last step"
+
+    resumed = run(command)
+    assert "[sft] resumed step_" in resumed.stdout, resumed.stdout
+    # steps.jsonl: the lines past the checkpoint were dropped and trained again, the same
+    assert [s["step"] for s in steps(out)] == list(range(1, 21))
+    assert steps(out) == steps(reference["two"])
+    assert trainer_state(out)["world_size"] == 2
+    for name, tensor in weights(reference["two"]).items():
+        assert torch.equal(weights(out)[name], tensor), name
+
+
+def test_a_checkpoint_of_two_ranks_resumes_in_one_process(reference: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "shrunk"
+    data = f"jsonl:{reference['data']}"
+    run(sft_command(2, data, out, "--stop-after-steps", "7"))
+    assert trainer_state(out)["world_size"] == 2
+    resumed = run(sft_command(1, data, out))
+    assert "written by 2 ranks, continuing with 1" in resumed.stdout, resumed.stdout
+    assert trainer_state(out)["world_size"] == 1
+    assert_same_losses(steps(out), steps(reference["two"]))
+
+
+# --- the Kafka path: 2 ranks reading a real topic ---------------------------------------------
+
+PORT = 19446  # this suite's broker (controller 19447); never the shared 9092
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[str]:
+    """A broker of our own (infra/kafka/cli.ts, instance `trainer-ddp`), stopped afterwards."""
+    env = {**os.environ, "KAFKA_PORT": str(PORT), "KAFKA_INSTANCE": "trainer-ddp"}
+    env.pop("KAFKA_BROKERS", None)
+    tsx = [str(REPO / "node_modules" / ".bin" / "tsx"), str(REPO / "infra" / "kafka" / "cli.ts")]
+    started = subprocess.run(
+        [*tsx, "start", "--no-topics"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert started.returncode == 0, f"broker on {PORT} did not start:\n{started.stdout}\n{started.stderr}"
+    try:
+        yield f"127.0.0.1:{PORT}"
+    finally:
+        subprocess.run([*tsx, "stop"], cwd=REPO, env=env, capture_output=True, timeout=60, check=False)
+
+
+def test_two_ranks_on_a_kafka_topic_train_every_row_once_per_epoch(broker: str, tmp_path: Path) -> None:
+    ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv")
+    from spa_trainer.avro_records import spa_schemas
+
+    from .kafka_topics import topic_factory
+
+    factory = topic_factory(broker, "test.ddp")
+    create = next(factory)
+    try:
+        topic = create(3)
+        producer = ck.Producer({"bootstrap.servers": broker, "enable.idempotence": True})
+        rows = sokoban_rows(14)
+        for i, row in enumerate(rows):
+            record = {**row, "env": "sokoban", "policy_version": 0, "annotation": "gt", "mask_transitions": False}
+            producer.produce(topic, key=f"{i}".encode(), value=spa_schemas().encode("SftRow", record), partition=i % 3)
+        assert producer.flush(30) == 0
+
+        one, two = tmp_path / "one", tmp_path / "two"
+        flags = ["--brokers", broker, "--epochs", "2"]
+        run(sft_command(1, f"kafka:{topic}", one, *flags))
+        run(sft_command(2, f"kafka:{topic}", two, *flags))
+        everything = sorted((i % 3, i // 3) for i in range(len(rows)))
+        lines = steps(two)
+        for epoch in (0, 1):
+            trained = [
+                tuple(pos) for s in lines if s["epoch"] == epoch for ranked in s["rows_by_rank"] for pos in ranked
+            ]
+            assert sorted(trained) == everything, f"epoch {epoch}: {sorted(trained)}"
+        assert_same_losses(lines, steps(one))
+        # rank 0 committed the range's end to the group once the first epoch was on disk
+        consumer = ck.Consumer({"bootstrap.servers": broker, "group.id": "spa-trainer-sft"})
+        committed = consumer.committed([ck.TopicPartition(topic, p) for p in range(3)], timeout=10)
+        consumer.close()
+        assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 5, 2: 4}
+    finally:
+        next(factory, None)
+
+
+# --- PPO: the update of 2 ranks equals the single process's --------------------------------------
+
+
+def ppo_records(steps: int) -> list[dict[str, Any]]:
+    """`steps` groups of three episodes with different scores (a winner, a loser, one between)."""
+    records = []
+    for g in range(steps):
+        records += [
+            rollout(f"t{g}a", f"g{g}", ["Right"], [1.0 + 0.1 * g], success=True, policy_version=1),
+            rollout(f"t{g}b", f"g{g}", ["Left", "Up"], [-0.1, -0.1], penalty=-0.1, policy_version=1),
+            rollout(f"t{g}c", f"g{g}", ["Up"], [0.3], policy_version=1),
+        ]
+    return records
+
+
+def ppo_command(ranks: int, data: Path, out: Path, micro_batch: int, extra: list[str]) -> list[str]:
+    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks > 1 else []
+    flags = ["--model", "tiny", "--input", f"jsonl:{data}", "--out", str(out / "run"), "--steps", "4"]
+    flags += ["--groups-per-step", "1", "--group-size", "3", "--export-every", "100", "--keep-ratio", "1.0"]
+    flags += ["--export-root", str(out / "policy"), "--start-version", "1", "--actor-lr", "1e-3", "--critic-lr", "1e-3"]
+    flags += ["--micro-batch-size", str(micro_batch), *extra]
+    return [sys.executable, *launcher, "-m", "spa_trainer.ppo_service", *flags]
+
+
+def ppo_losses(out: Path) -> list[dict[str, float]]:
+    lines = [json.loads(ln) for ln in (out / "run" / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [{k: v for k, v in ln["ppo"].items() if k.split("/")[0] in ("actor", "critic", "score")} for ln in lines]
+
+
+# 3 episodes a step: micro-batches of 1 split 2 / 1 between the ranks (here with the KL loss to
+# the start model, whose log-probs the ranks share out too); one micro-batch of 4 leaves rank 1
+# without any, so it joins the all-reduces with zeros (here with SPA's released aggregation).
+@pytest.mark.parametrize(
+    ("micro_batch", "extra"),
+    [(1, ["--kl-loss-coef", "0.1"]), (4, ["--loss-agg", "seq-mean-token-mean"])],
+    ids=["split-2-1-kl", "split-1-0-seq-mean"],
+)
+def test_two_ranks_make_the_single_process_ppo_updates(tmp_path: Path, micro_batch: int, extra: list[str]) -> None:
+    data = tmp_path / "rollouts.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ppo_records(4)), encoding="utf-8")
+    run(ppo_command(1, data, tmp_path / "one", micro_batch, extra))
+    run(ppo_command(2, data, tmp_path / "two", micro_batch, extra))
+    one, two = ppo_losses(tmp_path / "one"), ppo_losses(tmp_path / "two")
+    assert len(one) == 4 and one[0].keys() == two[0].keys()
+    for key in one[0]:
+        torch.testing.assert_close(
+            torch.tensor([s[key] for s in two], dtype=torch.float64),
+            torch.tensor([s[key] for s in one], dtype=torch.float64),
+            rtol=1e-5,
+            atol=1e-6,
+            msg=lambda m, key=key: f"{key} per step differs: {m}",
+        )
+    assert one[-1]["actor/pg_loss"] != one[0]["actor/pg_loss"]  # the updates moved the policy
+    assert ("actor/kl_loss" in one[0]) == ("--kl-loss-coef" in extra)
+    for name in ("model/model.safetensors", "critic.safetensors"):
+        want = load_file(str(tmp_path / "one" / "run" / "checkpoints" / "step_00000004" / name))
+        got = load_file(str(tmp_path / "two" / "run" / "checkpoints" / "step_00000004" / name))
+        for key, tensor in want.items():
+            torch.testing.assert_close(got[key], tensor, rtol=1e-4, atol=1e-5)
+    state = json.loads((tmp_path / "two" / "run" / "checkpoints" / "step_00000004" / "trainer_state.json").read_text())
+    assert state["world_size"] == 2
