@@ -1,17 +1,18 @@
 /**
  * Sharded generators as a user runs them: `spa generate --shard i/n --out kafka` child processes
- * against a real broker. (a) Shards 0/2 and 1/2 together commit the same records as one unsharded
+ * against a real 3-broker cluster. (a) Shards 0/2 and 1/2 together commit the same records as one unsharded
  * `spa generate` with the same flags; (b) a shard SIGKILLed mid-run and restarted with the same
  * flags still leaves every trajectory exactly once on every topic (read_committed).
  */
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCluster, stopCluster } from '../../infra/kafka/cluster.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { groupsOfShard, type Shard } from '../../streams/episodes/shard.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
-import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { eventually, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 /** A Kafka the suite runs against: its bootstrap brokers and how to stop it. */
@@ -20,18 +21,16 @@ interface TestKafka {
   stop(): Promise<void>;
 }
 
-/** One fresh test broker on this suite's own ports (19350–19399). */
-async function singleTestBroker(): Promise<TestKafka> {
-  const ports = { port: 19350, controllerPort: 19351 };
-  const { brokers } = await startTestBroker('genshards', ports);
-  return { brokers, stop: () => stopTestBroker('genshards', ports) };
-}
-
 /**
- * The Kafka under test, a parameter of the suite: a multi-broker cluster (a factory returning its
- * broker list) can replace the single test broker here without touching the tests.
+ * The Kafka under test: a fresh local 3-broker cluster on this suite's own ports (19360–19365),
+ * topics with 3 copies and min.insync.replicas 2, as a scaled-out deployment runs them.
  */
-const startKafka: () => Promise<TestKafka> = singleTestBroker;
+const cluster = { name: 'test-genshards', brokers: 3, port: 19360 };
+async function startKafka(): Promise<TestKafka> {
+  await stopCluster(cluster); // left running by an interrupted run
+  const { brokers } = await startCluster({ ...cluster, fresh: true, startTimeoutMs: 180_000, log: () => {} });
+  return { brokers, stop: async () => void (await stopCluster(cluster)) };
+}
 
 /**
  * The run every generator in this file plays: 160 groups, 1,280 trajectories, a few seconds per
