@@ -3,7 +3,6 @@
  * during PPO each run as two `spa generate --shard i/2` processes, and the run's topics hold each
  * of their trajectories exactly once.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import type { RunningBroker } from '../../infra/kafka/broker.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
+import { runSpa } from './spa-process.js';
 
 const ports = { port: 19354, controllerPort: 19355 };
 let broker: RunningBroker;
@@ -27,19 +27,7 @@ afterAll(async () => {
   if (runsDir) await rm(runsDir, { recursive: true, force: true });
 });
 
-function spa(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/spa.mjs', ...args], {
-      env: { ...process.env, KAFKA_BROKERS: broker.brokers.join(',') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const spa = (args: readonly string[]) => runSpa(args, broker.brokers);
 
 /** The ids `groups` × `groupSize` per batch of run `runId` are played under. */
 function ids(runId: string, batches: number, groups: number, groupSize: number): string[] {

@@ -14,6 +14,7 @@ import type { RunningBroker } from '../../infra/kafka/broker.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
+import { runSpa } from './spa-process.js';
 
 const ports = { port: 19600, controllerPort: 19601 };
 let broker: RunningBroker;
@@ -29,20 +30,7 @@ afterAll(async () => {
   if (runsDir) await rm(runsDir, { recursive: true, force: true });
 });
 
-/** Runs the CLI to completion; resolves with its exit code and output. */
-function spa(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('node', ['bin/spa.mjs', ...args], {
-      env: { ...process.env, KAFKA_BROKERS: broker.brokers.join(',') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const spa = (args: readonly string[]) => runSpa(args, broker.brokers);
 
 interface Summary {
   runDir: string;
