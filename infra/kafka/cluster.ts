@@ -130,7 +130,12 @@ export async function clusterStatus(options: ClusterOptions = {}): Promise<Clust
   );
 }
 
-/** Polls until the cluster reports `count` live brokers; false after `timeoutMs`. */
+/**
+ * Polls until every node reports `count` live brokers; false after `timeoutMs`. Each node's
+ * metadata catches up with the cluster's a moment apart: asking one node is not enough, as a
+ * client that then asks a lagging one (for instance to size a new topic's replication) would
+ * see fewer brokers.
+ */
 async function waitForBrokers(
   brokers: readonly string[],
   count: number,
@@ -138,7 +143,8 @@ async function waitForBrokers(
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (await brokerAnswers(brokers, 2000, count)) return true;
+    const answers = await Promise.all(brokers.map((broker) => brokerAnswers([broker], 2000, count)));
+    if (answers.every(Boolean)) return true;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return false;

@@ -4,16 +4,18 @@
  * `spa generate` with the same flags; (b) a shard SIGKILLed mid-run and restarted with the same
  * flags still leaves every trajectory exactly once on every topic (read_committed).
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, stopCluster } from '../../infra/kafka/cluster.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
+import { episodeConfig } from '../../streams/episodes/episode-config.js';
+import { plannedTrajectoryIds } from '../../streams/episodes/episodes.js';
 import { groupsOfShard, type Shard } from '../../streams/episodes/shard.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
-import { eventually, testConnection } from './harness.js';
-import { readAllRecords } from './read-records.js';
+import { freezeMidRun, spawnGenerator, type GeneratorProcess } from './generator-process.js';
+import { testConnection } from './harness.js';
+import { readAllRecords, readCommitted } from './read-records.js';
 
 /** A Kafka the suite runs against: its bootstrap brokers and how to stop it. */
 interface TestKafka {
@@ -32,11 +34,8 @@ async function startKafka(): Promise<TestKafka> {
   return { brokers, stop: async () => void (await stopCluster(cluster)) };
 }
 
-/**
- * The run every generator in this file plays: 160 groups, 1,280 trajectories, a few seconds per
- * shard on 2 busy cores, so a kill after the first progress lines lands mid-run.
- */
-const run = { runId: 'shards-run', env: 'sokoban', groups: 16, groupSize: 8, batches: 10 };
+/** The run every generator in this file plays: 160 groups, 1,280 trajectories. */
+const run = { runId: 'shards-run', env: 'sokoban', groups: 16, groupSize: 8, batches: 10 } as const;
 const totalGroups = run.groups * run.batches;
 const total = totalGroups * run.groupSize;
 /** Topic prefixes: the unsharded reference, the two shards, and the two shards with a kill. */
@@ -45,40 +44,13 @@ const prefixes = { whole: 'spa.whole.', sharded: 'spa.sharded.', killed: 'spa.ki
 let kafka: TestKafka;
 let transport: KafkaTransport;
 
-interface Generation {
-  readonly kill: () => void;
-  readonly exited: Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }>;
-}
-
-/**
- * `spa generate` as a child process, as a user runs it; `progress` hears the trajectories count
- * of each progress line.
- */
-function spaGenerate(
-  prefix: string,
-  shard: Shard | undefined,
-  progress: (trajectories: number) => void = () => undefined,
-): Generation {
-  const args = ['bin/spa.mjs', 'generate', '--env', run.env, '--policy', 'random', '--out', 'kafka'];
+/** `spa generate` of `run` into the topics of `prefix` (one shard of it, if given), as a child process. */
+function spaGenerate(prefix: string, shard: Shard | undefined): GeneratorProcess {
+  const args = ['--env', run.env, '--policy', 'random', '--out', 'kafka', '--topic-prefix', prefix];
   args.push('--run-id', run.runId, '--groups', String(run.groups), '--group-size', String(run.groupSize));
-  args.push('--batches', String(run.batches), '--topic-prefix', prefix);
+  args.push('--batches', String(run.batches));
   if (shard) args.push('--shard', `${shard.index}/${shard.count}`);
-  const child = spawn(process.execPath, args, {
-    env: { ...process.env, KAFKA_BROKERS: kafka.brokers.join(',') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-    const counts = [...chunk.toString().matchAll(/trajectories (\d+)\//g)].map((m) => Number(m[1]));
-    if (counts.length > 0) progress(Math.max(...counts));
-  });
-  const exited = new Promise<Awaited<Generation['exited']>>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-  return { kill: () => child.kill('SIGKILL'), exited };
+  return spawnGenerator(args, kafka.brokers);
 }
 
 /** What `spa generate --out kafka` prints last: its counts and how many an earlier attempt had committed. */
@@ -88,7 +60,7 @@ interface GenerateResult {
   readonly transactionalId: string;
 }
 
-async function succeeded(generation: Generation): Promise<GenerateResult> {
+async function succeeded(generation: GeneratorProcess): Promise<GenerateResult> {
   const result = await generation.exited;
   expect(result.code, result.stderr.slice(-2000)).toBe(0);
   return JSON.parse(result.stdout.trim().split('\n').at(-1)!) as GenerateResult;
@@ -179,22 +151,24 @@ describe('spa generate --shard i/n', () => {
     const killed: Shard = { index: 1, count: 2 };
     const shardTotal = groupsOfShard(totalGroups, killed) * run.groupSize;
     const other = spaGenerate(prefixes.killed, { index: 0, count: 2 });
-    let produced = 0;
-    const victim = spaGenerate(prefixes.killed, killed, (n) => (produced = n));
-    // Past its first two batches (of ten): a batch starts only with at most SINK_IN_FLIGHT_LIMIT
-    // (256) records uncommitted (streams/demand-gate.ts), and two batches hold ~600 (trajectories
-    // and their SFT rows), so some are committed by then and the kill cuts the shard mid-run.
-    const twoBatches = 2 * (run.groups / killed.count) * run.groupSize;
-    await eventually(() => produced > twoBatches, 300_000, `shard 1/2 past ${twoBatches} trajectories`);
+    const victim = spaGenerate(prefixes.killed, killed);
+    // Frozen with part of the shard committed, so the kill cuts it mid-run on any machine.
+    const connection = { transport, config: testConnection(kafka.brokers) };
+    const topic = spaTopicNames({ prefix: prefixes.killed }).trajectories;
+    const shardIds = new Set(plannedTrajectoryIds(episodeConfig({ ...run, shard: killed })));
+    const committedOfShard = async () =>
+      (await readCommitted(connection, topic, (r) => r.key?.toString('utf8') ?? '')).filter((id) =>
+        shardIds.has(id),
+      ).length;
+    const killedAt = await freezeMidRun(victim, committedOfShard, shardTotal);
     victim.kill();
     const death = await victim.exited;
     expect(death.signal).toBe('SIGKILL');
-    const killedAt = produced;
 
     const restarted = await succeeded(spaGenerate(prefixes.killed, killed));
     const first = await succeeded(other);
     console.info(
-      `[generator-shards] shard 1/2 killed after ${killedAt}/${shardTotal} trajectories were handed to Kafka; ` +
+      `[generator-shards] shard 1/2 killed with ${killedAt}/${shardTotal} trajectories committed; ` +
         `the restart found ${restarted.resumed} committed and played ${restarted.counts.trajectories}`,
     );
     // The kill really came mid-run: part of the shard was committed, part was not.
