@@ -10,6 +10,8 @@ import { eventually, startTestBroker, stopTestBroker, testConnection } from './h
 const ports = { port: 19192, controllerPort: 19193 };
 const total = 3000;
 const batchSize = 50;
+/** Acknowledged records when the broker is killed. */
+const killAt = 1000;
 let transport: KafkaTransport;
 let brokers: readonly string[];
 
@@ -33,10 +35,13 @@ afterAll(async () => {
 describe('idempotent producer across a kill -9 of the broker', () => {
   it('loses no record and duplicates none when the broker is SIGKILLed mid-production and restarted', async () => {
     const sink = await transport.sink();
-    let acknowledged = 0;
     let failedAttempts = 0;
+    let killing: Promise<unknown> | undefined;
     const produce = async (): Promise<void> => {
       for (let first = 0; first < total; first += batchSize) {
+        // The kill starts from inside the loop, racing the next send, so it lands mid-production
+        // however fast the machine is.
+        if (first === killAt) killing = killBroker({ ...ports, name: 'test-crash' });
         const batch: OutgoingRecord[] = Array.from({ length: batchSize }, (_, i) => ({
           topic: 'crash',
           key: Buffer.from(`episode-${(first + i) % 17}`),
@@ -52,18 +57,15 @@ describe('idempotent producer across a kill -9 of the broker', () => {
             if (failedAttempts > 20) throw new Error('producer kept failing after the broker restart');
           }
         }
-        acknowledged += batchSize;
       }
     };
     const production = produce();
-    await eventually(() => acknowledged >= 1000, 60_000, '1000 acknowledged records');
-    await killBroker({ ...ports, name: 'test-crash' });
-    const killedAt = acknowledged;
+    await eventually(() => killing !== undefined, 60_000, `${killAt} acknowledged records`);
+    await killing;
     await startBroker({ ...ports, name: 'test-crash', startTimeoutMs: 180_000, log: () => {} });
     await production;
-    expect(killedAt).toBeLessThan(total); // the kill really happened mid-production
     console.info(
-      `[crash] killed after ${killedAt} acknowledged records; ${failedAttempts} batch sends failed and were retried`,
+      `[crash] killed after ${killAt} acknowledged records; ${failedAttempts} batch sends failed and were retried`,
     );
 
     const source = await transport.source({
