@@ -6,7 +6,7 @@
 //   node scripts/setup-python.mjs        (or: node scripts/setup.mjs python)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -98,7 +98,15 @@ function setup() {
     join(trainer, 'requirements.txt'),
   ]);
   // The trainer source on the venv's path (no build step: the package is plain sources).
-  writeFileSync(join(sitePackages(), 'spa_trainer_src.pth'), `${trainer}\n`);
+  const pth = join(sitePackages(), 'spa_trainer_src.pth');
+  const onPath = existsSync(pth) ? readFileSync(pth, 'utf8').trim() : '';
+  if (lstatSync(venv).isSymbolicLink() && onPath && onPath !== trainer)
+    // A venv shared with another checkout (a git worktree linking it) keeps that checkout's
+    // trainer on its path: rewriting it would switch the other checkout's runs to this one's code.
+    log(
+      `trainer/.venv is shared: it imports spa_trainer from ${onPath}; set PYTHONPATH=${trainer} to use this checkout's`,
+    );
+  else writeFileSync(pth, `${trainer}\n`);
   ensureKafkaClient();
   const check = quiet(python, [
     '-c',
