@@ -3,7 +3,7 @@
 The runs are real: `torchrun --standalone --nproc_per_node 2 -m spa_trainer.sft ...` as a
 subprocess, compared with `python -m spa_trainer.sft ...` through `<out>/steps.jsonl` (one line
 per optimizer step, written by rank 0: loss, grad norm, the rows each rank trained). The Kafka
-test starts its own broker on port 19446 (controller 19447) and stops it afterwards.
+tests start their own 3-broker cluster on ports 19520–19525 and stop it afterwards.
 """
 
 from __future__ import annotations
@@ -124,9 +124,9 @@ def rank_pid(launcher: subprocess.Popen[str], rank: int) -> int | None:
     return None
 
 
-def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Path], tmp_path: Path) -> None:
-    out = tmp_path / "killed"
-    command = sft_command(2, f"jsonl:{reference['data']}", out)
+def run_killing_rank_1(command: list[str], out: Path, after: str) -> tuple[int | None, int, str]:
+    """Runs `command` (2 ranks) and SIGKILLs rank 1 once checkpoint `after` (e.g. step_00000006) is
+    on disk; returns the killed pid (None if the run ended first), torchrun's exit code and log."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launcher = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, start_new_session=True)  # fmt: skip
@@ -134,7 +134,7 @@ def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Pa
         deadline, killed = time.monotonic() + 240, None
         while killed is None and time.monotonic() < deadline and launcher.poll() is None:
             latest = out / "checkpoints" / "latest"
-            if latest.is_file() and latest.read_text().strip() >= "step_00000006":
+            if latest.is_file() and latest.read_text().strip() >= after:
                 pid = rank_pid(launcher, 1)
                 if pid is not None:
                     os.kill(pid, signal.SIGKILL)
@@ -145,19 +145,30 @@ def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Pa
         if launcher.poll() is None:
             os.killpg(launcher.pid, signal.SIGKILL)
             launcher.communicate()
+    return killed, launcher.returncode, log
+
+
+def assert_killed_then_resumed_exactly(command: list[str], out: Path, reference: Path, total_steps: int) -> None:
+    """Kills rank 1 mid-run, reruns `command`: the steps and weights equal the uninterrupted run's."""
+    killed, code, log = run_killing_rank_1(command, out, "step_00000006")
     assert killed is not None, "the run ended before rank 1 could be killed"
-    assert launcher.returncode != 0, log  # torchrun tore the job down
+    assert code != 0, log  # torchrun tore the job down
     stopped_at = steps(out)[-1]["step"]
-    assert stopped_at < 20, "the kill came after the last step"
+    assert stopped_at < total_steps, "the kill came after the last step"
 
     resumed = run(command)
     assert "[sft] resumed step_" in resumed.stdout, resumed.stdout
     # steps.jsonl: the lines past the checkpoint were dropped and trained again, the same
-    assert [s["step"] for s in steps(out)] == list(range(1, 21))
-    assert steps(out) == steps(reference["two"])
+    assert [s["step"] for s in steps(out)] == list(range(1, total_steps + 1))
+    assert steps(out) == steps(reference)
     assert trainer_state(out)["world_size"] == 2
-    for name, tensor in weights(reference["two"]).items():
+    for name, tensor in weights(reference).items():
         assert torch.equal(weights(out)[name], tensor), name
+
+
+def test_killing_one_rank_then_rerunning_resumes_exactly(reference: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    assert_killed_then_resumed_exactly(sft_command(2, f"jsonl:{reference['data']}", out), out, reference["two"], 20)
 
 
 def test_a_checkpoint_of_two_ranks_resumes_in_one_process(reference: dict[str, Path], tmp_path: Path) -> None:
@@ -171,63 +182,84 @@ def test_a_checkpoint_of_two_ranks_resumes_in_one_process(reference: dict[str, P
     assert_same_losses(steps(out), steps(reference["two"]))
 
 
-# --- the Kafka path: 2 ranks reading a real topic ---------------------------------------------
+# --- the Kafka path: 2 ranks reading a topic of a local 3-broker cluster -------------------------
 
-PORT = 19446  # this suite's broker (controller 19447); never the shared 9092
+PORT = 19520  # this suite's cluster: brokers on 19520, 19522, 19524 (controllers +1); never 9092
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[str]:
-    """A broker of our own (infra/kafka/cli.ts, instance `trainer-ddp`), stopped afterwards."""
+def cluster() -> Iterator[str]:
+    """A 3-broker cluster of our own (`infra/kafka/cli.ts start --brokers 3`, instance
+    `trainer-ddp`), stopped afterwards; yields its bootstrap list."""
     env = {**os.environ, "KAFKA_PORT": str(PORT), "KAFKA_INSTANCE": "trainer-ddp"}
     env.pop("KAFKA_BROKERS", None)
     tsx = [str(REPO / "node_modules" / ".bin" / "tsx"), str(REPO / "infra" / "kafka" / "cli.ts")]
     started = subprocess.run(
-        [*tsx, "start", "--no-topics"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert started.returncode == 0, f"broker on {PORT} did not start:\n{started.stdout}\n{started.stderr}"
+        [*tsx, "start", "--brokers", "3", "--no-topics"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert started.returncode == 0, f"cluster on {PORT} did not start:\n{started.stdout}\n{started.stderr}"
     try:
-        yield f"127.0.0.1:{PORT}"
+        yield started.stdout.strip().splitlines()[-1]
     finally:
-        subprocess.run([*tsx, "stop"], cwd=REPO, env=env, capture_output=True, timeout=60, check=False)
+        subprocess.run([*tsx, "stop"], cwd=REPO, env=env, capture_output=True, timeout=120, check=False)
 
 
-def test_two_ranks_on_a_kafka_topic_train_every_row_once_per_epoch(broker: str, tmp_path: Path) -> None:
+KAFKA_ROWS = 14  # on 3 partitions: 5, 5 and 4 rows
+KAFKA_EPOCHS = 4  # 5 steps of 3 rows an epoch
+
+
+@pytest.fixture(scope="module")
+def kafka_reference(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """An SFT topic (3 partitions, 3 replicas) on the cluster, trained uninterrupted in one
+    process and on 2 ranks."""
     ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv")
     from spa_trainer.avro_records import spa_schemas
 
     from .kafka_topics import topic_factory
 
-    factory = topic_factory(broker, "test.ddp")
+    factory = topic_factory(cluster, "test.ddp", replication=3)
     create = next(factory)
     try:
         topic = create(3)
-        producer = ck.Producer({"bootstrap.servers": broker, "enable.idempotence": True})
-        rows = sokoban_rows(14)
-        for i, row in enumerate(rows):
+        producer = ck.Producer({"bootstrap.servers": cluster, "enable.idempotence": True})
+        for i, row in enumerate(sokoban_rows(KAFKA_ROWS)):
             record = {**row, "env": "sokoban", "policy_version": 0, "annotation": "gt", "mask_transitions": False}
             producer.produce(topic, key=f"{i}".encode(), value=spa_schemas().encode("SftRow", record), partition=i % 3)
         assert producer.flush(30) == 0
-
-        one, two = tmp_path / "one", tmp_path / "two"
-        flags = ["--brokers", broker, "--epochs", "2"]
-        run(sft_command(1, f"kafka:{topic}", one, *flags))
-        run(sft_command(2, f"kafka:{topic}", two, *flags))
-        everything = sorted((i % 3, i // 3) for i in range(len(rows)))
-        lines = steps(two)
-        for epoch in (0, 1):
-            trained = [
-                tuple(pos) for s in lines if s["epoch"] == epoch for ranked in s["rows_by_rank"] for pos in ranked
-            ]
-            assert sorted(trained) == everything, f"epoch {epoch}: {sorted(trained)}"
-        assert_same_losses(lines, steps(one))
-        # rank 0 committed the range's end to the group once the first epoch was on disk
-        consumer = ck.Consumer({"bootstrap.servers": broker, "group.id": "spa-trainer-sft"})
-        committed = consumer.committed([ck.TopicPartition(topic, p) for p in range(3)], timeout=10)
-        consumer.close()
-        assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 5, 2: 4}
+        root = tmp_path_factory.mktemp("ddp-kafka")
+        flags = ["--brokers", cluster, "--epochs", str(KAFKA_EPOCHS)]
+        run(sft_command(1, f"kafka:{topic}", root / "one", *flags))
+        run(sft_command(2, f"kafka:{topic}", root / "two", *flags))
+        yield {"topic": topic, "flags": flags, "one": root / "one", "two": root / "two"}
     finally:
         next(factory, None)
+
+
+def test_two_ranks_on_a_kafka_topic_train_every_row_once_per_epoch(
+    cluster: str, kafka_reference: dict[str, Any]
+) -> None:
+    import confluent_kafka as ck
+
+    topic, lines = kafka_reference["topic"], steps(kafka_reference["two"])
+    everything = sorted((i % 3, i // 3) for i in range(KAFKA_ROWS))
+    for epoch in range(KAFKA_EPOCHS):
+        trained = [tuple(pos) for s in lines if s["epoch"] == epoch for ranked in s["rows_by_rank"] for pos in ranked]
+        assert sorted(trained) == everything, f"epoch {epoch}: {sorted(trained)}"
+    assert_same_losses(lines, steps(kafka_reference["one"]))
+    # rank 0 committed the range's end to the group once the first epoch was on disk
+    consumer = ck.Consumer({"bootstrap.servers": cluster, "group.id": "spa-trainer-sft"})
+    committed = consumer.committed([ck.TopicPartition(topic, p) for p in range(3)], timeout=10)
+    consumer.close()
+    assert {tp.partition: tp.offset for tp in committed} == {0: 5, 1: 5, 2: 4}
+
+
+def test_killing_one_rank_reading_the_cluster_then_rerunning_resumes_exactly(
+    kafka_reference: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "killed"
+    command = sft_command(2, f"kafka:{kafka_reference['topic']}", out, *kafka_reference["flags"])
+    assert_killed_then_resumed_exactly(command, out, kafka_reference["two"], 5 * KAFKA_EPOCHS)
 
 
 # --- PPO: the update of 2 ranks equals the single process's --------------------------------------
