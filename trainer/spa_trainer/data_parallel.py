@@ -73,9 +73,23 @@ def join_ranks() -> Ranks:
 
 
 def leave(ranks: Ranks) -> None:
-    """Leave the process group (after the last collective of the job)."""
+    """Leave the process group: a last barrier, then the group is destroyed. The caller drops its
+    DDP wrappers first.
+
+    The order avoids a deadlock at exit (seen: rank 1 of a finished SFT run hanging forever). The
+    group's destructor joins its gloo worker threads, and runs in whichever thread drops the
+    group's last reference; a DDP wrapper's reducer drops its reference holding the GIL. A worker
+    still freeing a finished collective (tensors whose Python objects need the GIL to be released)
+    then waits for the GIL while the main thread waits for the worker (pytorch/pytorch#56297). So:
+    the wrappers go while the group is still registered (their reference is not the last); the
+    barrier's handle is held until the group is destroyed (the worker's reference to it is not the
+    last); and destroy_process_group drops the last reference."""
     if ranks.parallel and dist.is_initialized():
+        done = dist.barrier(async_op=True)
+        if done is not None:
+            done.wait()
         dist.destroy_process_group()
+        del done
 
 
 def share(items: Sequence[T], ranks: Ranks) -> list[T]:
@@ -138,9 +152,3 @@ def gather_to_all(value: T, ranks: Ranks) -> list[T]:
     gathered: list[Any] = [None] * ranks.world_size
     dist.all_gather_object(gathered, value)
     return gathered
-
-
-def wait_for_all(ranks: Ranks) -> None:
-    """A barrier (no-op for a single rank)."""
-    if ranks.parallel:
-        dist.barrier()

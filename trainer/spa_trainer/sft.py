@@ -47,7 +47,6 @@ from .data_parallel import (
     share,
     single,
     sum_over_ranks,
-    wait_for_all,
 )
 from .dead_letters import DeadLetters, open_dead_letters
 from .json_files import dumps, write_json
@@ -362,10 +361,12 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     ranks = join_ranks()  # torchrun's rank, or the single process
     try:
         run = prepare_run(cfg, out, ranks)
-        finished = train(run, cfg, out, on_step)
-        wait_for_all(ranks)  # the last collective: evaluation and export are rank 0's alone
+        try:
+            finished = train(run, cfg, out, on_step)
+        finally:
+            run.trained = run.model  # the DDP wrapper goes before the process group (data_parallel.leave)
     finally:
-        leave(ranks)
+        leave(ranks)  # the last collective: evaluation and export are rank 0's alone
     state = run.state
     position: dict[str, object] = {
         "finished": finished,
