@@ -42,8 +42,8 @@ def sft_command(ranks: int, data: str, out: Path, *extra: str) -> list[str]:
 
 
 def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run `command` from trainer/ to the end; on a timeout its whole process group (torchrun and
-    its ranks) is killed, so no rank outlives the test."""
+    """Run `command` from trainer/ to the end; on a timeout torchrun and its ranks are killed, so no
+    rank outlives the test."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun sets it for its ranks; the same for one process
     proc = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # fmt: skip
@@ -51,7 +51,7 @@ def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess
         stdout, stderr = proc.communicate(timeout=timeout)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_job(proc)
             proc.communicate()
     assert proc.returncode == 0, f"{' '.join(command)} exited {proc.returncode}:\n{stdout}\n{stderr}"
     return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
@@ -124,6 +124,16 @@ def rank_pid(launcher: subprocess.Popen[str], rank: int) -> int | None:
     return None
 
 
+def kill_job(launcher: subprocess.Popen[str]) -> None:
+    """SIGKILL a torchrun job: its ranks first (each runs in a session of its own, so killing
+    torchrun's process group would leave them running), then torchrun's group."""
+    for rank in range(2):
+        pid = rank_pid(launcher, rank)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
+    os.killpg(launcher.pid, signal.SIGKILL)
+
+
 def run_killing_rank_1(command: list[str], out: Path, after: str) -> tuple[int | None, int, str]:
     """Runs `command` (2 ranks) and SIGKILLs rank 1 once checkpoint `after` (e.g. step_00000006) is
     on disk; returns the killed pid (None if the run ended first), torchrun's exit code and log."""
@@ -143,7 +153,7 @@ def run_killing_rank_1(command: list[str], out: Path, after: str) -> tuple[int |
         log, _ = launcher.communicate(timeout=60)
     finally:
         if launcher.poll() is None:
-            os.killpg(launcher.pid, signal.SIGKILL)
+            kill_job(launcher)
             launcher.communicate()
     return killed, launcher.returncode, log
 
