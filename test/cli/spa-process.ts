@@ -1,23 +1,37 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 
-/** What a finished `spa` command left: its exit code and everything it printed. */
+/** What a finished `spa` command left: how it ended and everything it printed. */
 export interface SpaResult {
   readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
   readonly stdout: string;
   readonly stderr: string;
 }
 
-/** Runs `spa <args>` (bin/spa.mjs) to completion against `brokers`, as a user would. */
-export function runSpa(args: readonly string[], brokers: readonly string[]): Promise<SpaResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/spa.mjs', ...args], {
-      env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+/** A running `spa` command: the child process, and its result once it has ended. */
+export interface SpaProcess {
+  readonly child: ChildProcess;
+  readonly ended: Promise<SpaResult>;
+}
+
+/** Starts `spa <args>` (bin/spa.mjs) against `brokers`, as a user would. */
+export function spawnSpa(args: readonly string[], brokers: readonly string[]): SpaProcess {
+  const child = spawn(process.execPath, ['bin/spa.mjs', ...args], {
+    env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const ended = new Promise<SpaResult>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+  return { child, ended };
+}
+
+/** Runs `spa <args>` to completion against `brokers`. */
+export function runSpa(args: readonly string[], brokers: readonly string[]): Promise<SpaResult> {
+  return spawnSpa(args, brokers).ended;
 }

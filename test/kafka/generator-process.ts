@@ -1,39 +1,21 @@
-import { spawn } from 'node:child_process';
-
-/** What a `spa generate` child left when it exited. */
-interface GeneratorExit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+import { spawnSpa, type SpaResult } from '../cli/spa-process.js';
 
 /** A `spa generate` child process the test can freeze, thaw and kill. */
 export interface GeneratorProcess {
   readonly pause: () => void;
   readonly resume: () => void;
   readonly kill: () => void;
-  readonly exited: Promise<GeneratorExit>;
+  readonly exited: Promise<SpaResult>;
 }
 
 /** Runs `spa generate <args>` against `brokers` as a child process, as a user runs it. */
 export function spawnGenerator(args: readonly string[], brokers: readonly string[]): GeneratorProcess {
-  const child = spawn(process.execPath, ['bin/spa.mjs', 'generate', ...args], {
-    env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<GeneratorExit>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
+  const { child, ended } = spawnSpa(['generate', ...args], brokers);
   return {
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
     kill: () => child.kill('SIGKILL'),
-    exited,
+    exited: ended,
   };
 }
 

@@ -3,7 +3,6 @@
  * ablation topics. With `self-belief` the rows keep the model's own observation/prediction
  * text; with `gt` they carry the true states (docs/spa-data.md#replacement).
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
@@ -18,6 +17,7 @@ import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { runSpa } from '../cli/spa-process.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
@@ -130,16 +130,8 @@ describe('spa replay', () => {
   });
 
   it('runs as `spa replay`: creates the target, stops at the end offsets, summary on stdout', async () => {
-    const args = ['bin/spa.mjs', 'replay', '--to-topic', 'ablation.cli', '--annotate', 'random-coords'];
-    const child = spawn(process.execPath, args, {
-      env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const args = ['replay', '--to-topic', 'ablation.cli', '--annotate', 'random-coords'];
+    const { code, stdout, stderr } = await runSpa(args, brokers);
     expect(code, stderr).toBe(0);
     expect(stderr).toContain("created topic ablation.cli with spa.sft's config");
     const summary = JSON.parse(stdout.trim()) as { read: number; rows: number; annotation: string };

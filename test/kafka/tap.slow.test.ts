@@ -3,7 +3,6 @@
  * reject reasons, filters and limits, commits nothing and leaves no group behind; topics
  * reports record counts and a consumer group's lag.
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filter, lastValueFrom, map, toArray } from 'rxjs';
 import type { Admin } from 'kafkajs';
@@ -20,6 +19,7 @@ import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { tapTopic, type TapOptions } from '../../streams/kafka/tap.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { runSpa, type SpaResult } from '../cli/spa-process.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const ports = { port: 19450, controllerPort: 19451 };
@@ -29,17 +29,7 @@ let kafka: KafkaConnection;
 let admin: Admin;
 let trajectories: Trajectory[];
 
-function cli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['bin/spa.mjs', ...args], {
-    env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (...args: string[]): Promise<SpaResult> => runSpa(args, brokers);
 
 /** Taps `topic` in-process and returns what it printed, waiting out the post-commit marker lag. */
 async function tapped(options: Partial<TapOptions> & { topic: string }, atLeast = 1): Promise<string[]> {
