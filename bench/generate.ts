@@ -28,7 +28,7 @@
  * sizes side by side. Goal at the larger size: ≥ 0.95×. The first run builds and exports it
  * (about a minute, cached in .cache/test-policy/).
  */
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Rng } from '../envs/rng.js';
@@ -38,6 +38,7 @@ import { OnnxCausalLm } from '../streams/policies/onnx/causal-lm.js';
 import { generateBatch } from '../streams/policies/onnx/generate.js';
 import { PolicyTokenizer } from '../streams/policies/onnx/tokenizer.js';
 import { callReference, referenceFixture, referenceServer, spaPrompts } from './python/generate-reference.js';
+import { loadAverage, median } from './stats.js';
 
 const BATCH_SIZES = [1, 8] as const;
 const THREADS = [1, 2] as const; // the machine's 2 cores
@@ -140,12 +141,6 @@ async function nodeContenders(
   return Promise.all([...THREADS.map((t) => open(NODE, t, true)), ...exported]);
 }
 
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
-
 /** One configuration's paired runs: its seconds, and node's seconds in the same pairs. */
 interface Measured {
   readonly result: GenerateResult;
@@ -189,7 +184,7 @@ async function measurePaired(
         };
         measured.push({ result, ratios });
       });
-      console.log(`${label}threads ${threads}, batch ${batch} done; ${load()}`);
+      console.log(`${label}threads ${threads}, batch ${batch} done; ${loadAverage()}`);
     }
   }
   return measured;
@@ -225,11 +220,6 @@ function goals(measured: readonly GenerateResult[]): string {
     );
   }).join('\n');
 }
-
-const load = () =>
-  `load average ${loadavg()
-    .map((x) => x.toFixed(2))
-    .join(', ')}`;
 
 /** Median µs of one `session.run` on `modelPath` (one-float inputs), 1 thread, as the policy calls it. */
 async function nodeCallMicroseconds(modelPath: string, calls = 2000, rounds = 15): Promise<number> {
@@ -336,7 +326,7 @@ async function largeModel(options: Options): Promise<Measured[]> {
   );
   console.log(
     `\nlarger model: ${fixture.artifact} (Qwen2 hidden 512, 8 layers, MLP 1536, 24.6 M parameters, tiny ` +
-      `tokenizer, random weights); ${options.largeTokens} new tokens/row, greedy, the same prompts; ${load()}`,
+      `tokenizer, random weights); ${options.largeTokens} new tokens/row, greedy, the same prompts; ${loadAverage()}`,
   );
   const { measured, python } = await measureArtifact(
     fixture.artifact,
@@ -373,7 +363,7 @@ export async function run(args: string[]): Promise<void> {
   );
   console.log(
     `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ` +
-      `${options.pairs} paired runs per configuration; ${load()}`,
+      `${options.pairs} paired runs per configuration; ${loadAverage()}`,
   );
   const tiny = await measureArtifact(fixture.artifact, prompts, options, options.tokens, true);
   const measured = tiny.measured;
@@ -407,5 +397,5 @@ export async function run(args: string[]): Promise<void> {
         `  25m (24.6 M parameters, ${options.largeTokens} tokens/row; goal ≥ ${LARGE_GOAL}): ${nodeOverPython(large)}`,
     );
   }
-  console.log(load());
+  console.log(loadAverage());
 }

@@ -44,6 +44,7 @@ import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
 import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
+import { loadAverage, spread } from './stats.js';
 
 const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
 
@@ -329,11 +330,6 @@ const ratioLine = (ours: Rate, theirs: Rate): string =>
   `  ratio ours/Kafka: ${ratio(ours, theirs).toFixed(2)}× records/s, ` +
   `${(perSecond(ours.bytes, ours.seconds) / perSecond(theirs.bytes, theirs.seconds)).toFixed(2)}× MB/s`;
 
-const loadAverage = (): string =>
-  `load average ${loadavg()
-    .map((x) => x.toFixed(2))
-    .join(', ')}`;
-
 /** Topic definitions of one round; with `--compression none` the topics keep batches as sent. */
 function roundTopics(prefix: string, compression: Compression): TopicDefinition[] {
   const definitions = spaTopics({ prefix });
@@ -411,18 +407,6 @@ function printRound(r: Round, index: number, of: number): void {
     ratioLine(r.read, r.consumer),
     r.replay,
   ]);
-}
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
-
-/** "median (min–max)" of a figure over the rounds. */
-function spread(values: readonly number[], digits: number): string {
-  const f = (x: number): string => x.toFixed(digits);
-  return `${f(median(values))} (${f(Math.min(...values))}–${f(Math.max(...values))})`;
 }
 
 function printSummary(rounds: readonly Round[]): void {

@@ -5,9 +5,10 @@
  * spa_* counters on every record, spans exported over OTLP/HTTP to a local receiver and
  * metrics served for Prometheus; "bare" is the same pipeline without the telemetry hooks.
  *
- *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]
+ *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]     (SPA_BENCH_ROUNDS, default 15)
  *
- * Prints one JSON line per setting with episodes/s and the overhead against "off".
+ * Prints one JSON line per setting with episodes/s and the overhead against "off": the median
+ * of the per-round ratios with their range and quartiles, and the load average before and after.
  */
 import { createServer, type Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
@@ -28,6 +29,7 @@ import type { Policy } from '../streams/policies/policy.js';
 import { toRejected } from '../streams/sft-outputs.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
 import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telemetry.js';
+import { loadAverage, median } from './stats.js';
 
 let onnx: OnnxPolicy | undefined;
 
@@ -111,13 +113,15 @@ const cpuSeconds = (since: NodeJS.CpuUsage) => {
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
-/** The median (the mean of the middle two for an even count). */
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length / 2;
-  return Number.isInteger(middle) ? (sorted[middle - 1]! + sorted[middle]!) / 2 : sorted[Math.floor(middle)]!;
-};
 const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
+
+/** The `q`-quantile of `values` by linear interpolation between order statistics. */
+function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = q * (sorted.length - 1);
+  const low = Math.floor(at);
+  return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
+}
 
 /**
  * Runs `rounds` rotated bare/off/on measurements for one sample ratio. "on" is charged for the
@@ -130,8 +134,10 @@ export async function measureTelemetryOverhead(
   env: EnvName,
   episodeCount: number,
   sampleRatio: number,
-  rounds = 9,
+  rounds = 15,
 ) {
+  if (rounds % 3 !== 0) throw new RangeError(`rounds ${rounds}: must be a multiple of 3`);
+  const loadBefore = loadAverage();
   const groups = 8;
   const groupSize = 8;
   const config = episodeConfig({
@@ -189,6 +195,7 @@ export async function measureTelemetryOverhead(
     receiver.server.close();
   }
   const episodesRun = config.batches * groups * groupSize;
+  const overheads = on.map((seconds, round) => seconds / off[round]!);
   return {
     env,
     episodes: episodesRun,
@@ -197,11 +204,14 @@ export async function measureTelemetryOverhead(
     episodesPerSecondBare: Math.round(episodesRun / median(bare)),
     episodesPerSecondOff: Math.round(episodesRun / median(off)),
     episodesPerSecondOn: Math.round(episodesRun / median(on)),
-    overheadPercent: percent(median(on.map((seconds, round) => seconds / off[round]!))),
+    overheadPercent: percent(median(overheads)),
+    overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
+    overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
     hooksOffPercent: percent(median(off.map((seconds, round) => seconds / bare[round]!))),
     startMs: Math.round(median(startMs)),
     shutdownMs: Math.round(median(stopMs)),
     stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
+    load: [loadBefore, loadAverage()],
   };
 }
 
@@ -213,6 +223,7 @@ export async function run(args: string[]): Promise<void> {
   const [envName, countText, ...ratios] = args;
   const env = (envName ?? 'sokoban') as EnvName;
   const count = countText ? Number(countText) : 2048;
+  const rounds = Number(process.env['SPA_BENCH_ROUNDS'] ?? 15);
   const folder = process.env['SPA_BENCH_POLICY'];
   onnx = folder ? await onnxPolicy({ folder, temperature: 0, maxNewTokens: 64, seed: 3 }) : undefined;
   try {
@@ -220,7 +231,7 @@ export async function run(args: string[]): Promise<void> {
       console.log(
         JSON.stringify({
           policy: onnx?.name ?? 'random',
-          ...(await measureTelemetryOverhead(env, count, ratio, onnx ? 3 : 9)),
+          ...(await measureTelemetryOverhead(env, count, ratio, onnx ? 3 : rounds)),
         }),
       );
   } finally {

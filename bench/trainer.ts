@@ -22,6 +22,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { callPython, venvHasModule } from './python/venv.js';
+import { loadAverage, median } from './stats.js';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const GOAL = 1.0;
@@ -97,17 +98,6 @@ function parseArgs(args: readonly string[]): Options {
   return o;
 }
 
-const load = () =>
-  `load average ${loadavg()
-    .map((x) => x.toFixed(2))
-    .join(', ')}`;
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
-
 /**
  * `spa generate --policy oracle` world-model rows into `out`: one Sokoban trajectory per row
  * needed (oracle trajectories give one to three rows each), so there are at least `rows`.
@@ -157,7 +147,7 @@ async function benchModel(model: string, rows: string, o: Options): Promise<numb
     runs.push({ spa, trl, first: order[0] as string });
     console.log(
       `${model} round ${round + 1}/${o.rounds} (${order.join(' then ')}): spa ${spa.tokens_per_s.toFixed(0)} tok/s, ` +
-        `TRL ${trl.tokens_per_s.toFixed(0)} tok/s, spa ÷ TRL ${(spa.tokens_per_s / trl.tokens_per_s).toFixed(2)}×; ${load()}`,
+        `TRL ${trl.tokens_per_s.toFixed(0)} tok/s, spa ÷ TRL ${(spa.tokens_per_s / trl.tokens_per_s).toFixed(2)}×; ${loadAverage()}`,
     );
   }
   const first = runs[0] as (typeof runs)[number];
@@ -207,10 +197,10 @@ export async function run(args: string[]): Promise<void> {
     `spa_trainer.sft vs TRL SFTTrainer: models ${o.models.join(', ')}; rows ${rows} ` +
       `(spa generate --env sokoban --policy oracle); ${o.steps} steps of ${o.batchSize} rows, window ${o.maxLength} ` +
       `(left-truncated), AdamW lr ${o.lr} betas (0.9, 0.95) wd 0.01, cosine with 10% warm-up, clip 1.0, fp32 CPU; ` +
-      `first ${o.warmupSteps} steps untimed; ${o.rounds} alternating rounds; ${load()}`,
+      `first ${o.warmupSteps} steps untimed; ${o.rounds} alternating rounds; ${loadAverage()}`,
   );
   for (const model of o.models) await benchModel(model, rows, o);
-  console.log(load());
+  console.log(loadAverage());
   console.log(busyNote());
 }
 
