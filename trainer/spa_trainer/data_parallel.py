@@ -72,9 +72,10 @@ def join_ranks() -> Ranks:
     return Ranks(rank, world_size, device)
 
 
-def leave(ranks: Ranks) -> None:
-    """Leave the process group: a last barrier, then the group is destroyed. The caller drops its
-    DDP wrappers first.
+def leave(ranks: Ranks, together: bool) -> None:
+    """Leave the process group: a last barrier when every rank ends the normal way (`together`),
+    then the group is destroyed. The caller drops its DDP wrappers first. After an error there is
+    no barrier: another rank may be inside a different collective, and torchrun ends the job.
 
     The order avoids a deadlock at exit (seen: rank 1 of a finished SFT run hanging forever). The
     group's destructor joins its gloo worker threads, and runs in whichever thread drops the
@@ -85,7 +86,7 @@ def leave(ranks: Ranks) -> None:
     barrier's handle is held until the group is destroyed (the worker's reference to it is not the
     last); and destroy_process_group drops the last reference."""
     if ranks.parallel and dist.is_initialized():
-        done = dist.barrier(async_op=True)
+        done = dist.barrier(async_op=True) if together else None
         if done is not None:
             done.wait()
         dist.destroy_process_group()

@@ -468,13 +468,16 @@ def main(argv: list[str]) -> int:
 
     def serve() -> None:
         ranks = join_ranks()  # torchrun's rank, or the single process
+        together = False
         try:
             if not ranks.main:  # rank 0 reads, checkpoints and reports
                 follow_main(cfg, ranks)
+                together = True
                 return
-            progress = run_service(cfg, ranks=ranks)
+            progress = run_service(cfg, ranks=ranks)  # its DDP wrappers are gone with it (data_parallel.leave)
+            together = True
         finally:
-            leave(ranks)
+            leave(ranks, together)
         print(dumps({"step": progress.step, "version": progress.version, "records": progress.records_trained,
                      "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
 

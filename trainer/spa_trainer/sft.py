@@ -359,14 +359,16 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     ranks = join_ranks()  # torchrun's rank, or the single process
+    together = False
     try:
         run = prepare_run(cfg, out, ranks)
         try:
             finished = train(run, cfg, out, on_step)
         finally:
             run.trained = run.model  # the DDP wrapper goes before the process group (data_parallel.leave)
+        together = True
     finally:
-        leave(ranks)  # the last collective: evaluation and export are rank 0's alone
+        leave(ranks, together)  # the last collective: evaluation and export are rank 0's alone
     state = run.state
     position: dict[str, object] = {
         "finished": finished,
