@@ -1,10 +1,16 @@
 import { loadavg } from 'node:os';
 
+/** The `q`-quantile of `values`, interpolating linearly between neighbouring order statistics. */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = q * (sorted.length - 1);
+  const low = Math.floor(at);
+  return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
+}
+
 /** The median (the mean of the middle two for an even count). */
 export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  return quantile(values, 0.5);
 }
 
 /** "median (min–max)" of a figure over rounds or pairs. */

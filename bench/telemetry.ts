@@ -29,7 +29,7 @@ import type { Policy } from '../streams/policies/policy.js';
 import { toRejected } from '../streams/sft-outputs.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
 import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telemetry.js';
-import { loadAverage, median } from './stats.js';
+import { loadAverage, median, quantile } from './stats.js';
 
 let onnx: OnnxPolicy | undefined;
 
@@ -114,14 +114,6 @@ setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
 const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
-
-/** The `q`-quantile of `values` by linear interpolation between order statistics. */
-function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = q * (sorted.length - 1);
-  const low = Math.floor(at);
-  return sorted[low]! + (sorted[Math.min(low + 1, sorted.length - 1)]! - sorted[low]!) * (at - low);
-}
 
 /**
  * Runs `rounds` rotated bare/off/on measurements for one sample ratio. "on" is charged for the

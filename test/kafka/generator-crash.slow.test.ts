@@ -7,11 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';
+import { committedTrajectoryIds } from '../../streams/kafka/committed-trajectories.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { freezeMidRun, spawnGenerator, type GeneratorProcess } from './generator-process.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
-import { readAllRecords, readCommitted } from './read-records.js';
+import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19410, controllerPort: 19411 };
 const instance = { ...ports, name: 'test-gencrash' };
@@ -45,10 +46,10 @@ function generate(): GeneratorProcess {
   return spawnGenerator(args, brokers);
 }
 
-/** How many trajectories spa.trajectories holds committed now. */
+/** How many trajectories of the run spa.trajectories holds committed now. */
 async function committedNow(): Promise<number> {
-  return (await readCommitted({ transport, config: testConnection(brokers) }, 'spa.trajectories', () => 1))
-    .length;
+  const kafka = { transport, config: testConnection(brokers) };
+  return (await committedTrajectoryIds(kafka, 'spa.trajectories', run.runId)).size;
 }
 
 function expectedIds(): string[] {

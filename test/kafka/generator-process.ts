@@ -33,7 +33,8 @@ export async function freezeMidRun(
   options: { sliceMs?: number; timeoutMs?: number } = {},
 ): Promise<number> {
   const sliceMs = options.sliceMs ?? 100;
-  const deadline = Date.now() + (options.timeoutMs ?? 300_000);
+  const timeoutMs = options.timeoutMs ?? 300_000;
+  const deadline = Date.now() + timeoutMs;
   let exited = false;
   void generator.exited.then(() => (exited = true));
   for (;;) {
@@ -44,8 +45,7 @@ export async function freezeMidRun(
         `the generator committed ${count}/${total} trajectories within one ${sliceMs} ms slice: nothing left to cut mid-run (make the run longer)`,
       );
     if (count > 0) return count;
-    if (Date.now() > deadline)
-      throw new Error(`no trajectory committed within ${options.timeoutMs ?? 300_000} ms`);
+    if (Date.now() > deadline) throw new Error(`no trajectory committed within ${timeoutMs} ms`);
     generator.resume();
     await new Promise((resolve) => setTimeout(resolve, sliceMs));
   }

@@ -11,11 +11,12 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { plannedTrajectoryIds } from '../../streams/episodes/episodes.js';
 import { groupsOfShard, type Shard } from '../../streams/episodes/shard.js';
+import { committedTrajectoryIds } from '../../streams/kafka/committed-trajectories.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { freezeMidRun, spawnGenerator, type GeneratorProcess } from './generator-process.js';
 import { testConnection } from './harness.js';
-import { readAllRecords, readCommitted } from './read-records.js';
+import { readAllRecords } from './read-records.js';
 
 /** A Kafka the suite runs against: its bootstrap brokers and how to stop it. */
 interface TestKafka {
@@ -157,9 +158,8 @@ describe('spa generate --shard i/n', () => {
     const topic = spaTopicNames({ prefix: prefixes.killed }).trajectories;
     const shardIds = new Set(plannedTrajectoryIds(episodeConfig({ ...run, shard: killed })));
     const committedOfShard = async () =>
-      (await readCommitted(connection, topic, (r) => r.key?.toString('utf8') ?? '')).filter((id) =>
-        shardIds.has(id),
-      ).length;
+      [...(await committedTrajectoryIds(connection, topic, run.runId))].filter((id) => shardIds.has(id))
+        .length;
     const killedAt = await freezeMidRun(victim, committedOfShard, shardTotal);
     victim.kill();
     const death = await victim.exited;
