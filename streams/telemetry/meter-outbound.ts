@@ -19,19 +19,32 @@ export function meterOutbound<T extends Outbound>(): MonoTypeOperatorFunction<T>
 
 function metered<T extends Outbound>(source: Observable<T>): Observable<T> {
   const metrics = spaMetrics();
-  const topicLabels = new Map<string, { topic: string }>();
+  // Handles per label value, so counting a record builds no key string (infra/otel/README.md#cost).
+  const records = boundBy((topic: string) => metrics.records.bind({ topic }));
+  const envSteps = boundBy((env: string) => metrics.envSteps.bind({ env }));
+  const trajectories = boundBy((env: string) =>
+    boundBy((policy: string) => metrics.trajectories.bind({ env, policy })),
+  );
   return source.pipe(
     tap((outbound) => {
-      let labels = topicLabels.get(outbound.topic);
-      if (labels === undefined) topicLabels.set(outbound.topic, (labels = { topic: outbound.topic }));
-      metrics.records.add(1, labels);
+      records(outbound.topic).add(1);
       if (outbound.topic === 'trajectories') {
         const { env, policy, num_actions: steps } = outbound.record;
-        metrics.trajectories.add(1, { env, policy });
-        metrics.envSteps.add(steps, { env });
+        trajectories(env)(policy).add(1);
+        envSteps(env).add(steps);
       } else if (outbound.topic === 'dlq') {
         metrics.rejects.add(1, { reason: outbound.record.reason, source: outbound.record.source });
       }
     }),
   );
+}
+
+/** `make` memoised by its string argument. */
+function boundBy<V>(make: (key: string) => V): (key: string) => V {
+  const made = new Map<string, V>();
+  return (key) => {
+    let value = made.get(key);
+    if (value === undefined) made.set(key, (value = make(key)));
+    return value;
+  };
 }

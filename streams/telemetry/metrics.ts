@@ -41,7 +41,7 @@ const stageBuckets = [0.00001, 0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05
  * series stays small; only the attributes named in `labels` are kept.
  */
 export class LocalCounter {
-  private readonly series = new Map<string, { attributes: Attributes; value: number }>();
+  private readonly series = new Map<string, CounterSeries>();
 
   constructor(
     meter: Meter,
@@ -56,17 +56,45 @@ export class LocalCounter {
 
   /** Adds a non-negative `value` to the series of `attributes`. */
   add(value: number, attributes: Attributes = {}): void {
-    if (!(value >= 0)) throw new Error(`counter increment ${value} must be a non-negative number`);
+    addTo(this.entry(attributes), value);
+  }
+
+  /**
+   * The series of `attributes` as a handle: its `add` skips building the label key, for
+   * callers that count every record and can keep the handle per label value.
+   */
+  bind(attributes: Attributes): BoundCounter {
+    const entry = this.entry(attributes);
+    return { add: (value) => addTo(entry, value) };
+  }
+
+  private entry(attributes: Attributes): CounterSeries {
     let key = '';
     for (const label of this.labels) key += `${String(attributes[label])}\u0000`;
-    const entry = this.series.get(key);
-    if (entry) entry.value += value;
-    else {
+    let entry = this.series.get(key);
+    if (entry === undefined) {
       const kept: Attributes = {};
       for (const label of this.labels) if (attributes[label] !== undefined) kept[label] = attributes[label];
-      this.series.set(key, { attributes: kept, value });
+      this.series.set(key, (entry = { attributes: kept, value: 0 }));
     }
+    return entry;
   }
+}
+
+/** One series of a {@link LocalCounter}, bound to its attributes. */
+export interface BoundCounter {
+  /** Adds a non-negative `value`. */
+  add(value: number): void;
+}
+
+interface CounterSeries {
+  readonly attributes: Attributes;
+  value: number;
+}
+
+function addTo(series: CounterSeries, value: number): void {
+  if (!(value >= 0)) throw new Error(`counter increment ${value} must be a non-negative number`);
+  series.value += value;
 }
 
 /** The project's instruments, all on one meter. Attribute names are the Prometheus labels. */

@@ -1,4 +1,4 @@
-import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import type { StepRecord } from '../../schemas/step-record.js';
 import { episodeTraces, startEpisodeSpan, type EpisodeSpan } from './episode-spans.js';
 import { telemetryActive } from './telemetry.js';
@@ -29,41 +29,53 @@ export function traceEpisodes(): MonoTypeOperatorFunction<StepRecord> {
   return (source) =>
     new Observable<StepRecord>((subscriber) => {
       if (!telemetryActive()) return source.subscribe(subscriber);
-      const open = new Map<string, OpenEpisode>();
-      let lastEmitted = performance.now();
-      const subscription = source.subscribe({
-        next(record) {
-          let entry = open.get(record.trajectoryId);
-          if (entry === undefined) {
-            entry = {
-              episode: startEpisodeSpan(attributesOf(record), episodeTraces, lastEmitted),
-              last: lastEmitted,
-              steps: 0,
-            };
-            open.set(record.trajectoryId, entry);
-          }
-          if (entry.episode.recording) {
-            entry.episode.recordTurn(record.turn, entry.last);
-            entry.steps += record.executed.length;
-          }
-          entry.last = lastEmitted = performance.now();
-          if (record.final) {
-            open.delete(record.trajectoryId);
-            entry.episode.end({ success: record.success, turns: record.turn, envSteps: entry.steps });
-          }
-          subscriber.next(record);
-        },
-        error: (error: unknown) => {
-          failOpen(open, error);
-          subscriber.error(error);
-        },
-        complete: () => subscriber.complete(),
-      });
-      return () => {
-        subscription.unsubscribe();
-        failOpen(open, new Error('episode stream unsubscribed before the episode ended'));
-      };
+      const tracer = new EpisodeTracer(subscriber);
+      source.subscribe(tracer);
+      return () => tracer.failOpen(new Error('episode stream unsubscribed before the episode ended'));
     });
+}
+
+/**
+ * The per-subscription state. A Subscriber subclass, as RxJS's own operators are, not a
+ * partial observer: `subscribe({ next })` adds two wrapping layers every record would cross
+ * (infra/otel/README.md#cost).
+ */
+class EpisodeTracer extends Subscriber<StepRecord> {
+  private readonly open = new Map<string, OpenEpisode>();
+  private lastEmitted = performance.now();
+
+  protected override _next(record: StepRecord): void {
+    let entry = this.open.get(record.trajectoryId);
+    if (entry === undefined) {
+      entry = {
+        episode: startEpisodeSpan(attributesOf(record), episodeTraces, this.lastEmitted),
+        last: this.lastEmitted,
+        steps: 0,
+      };
+      this.open.set(record.trajectoryId, entry);
+    }
+    if (entry.episode.recording) {
+      entry.episode.recordTurn(record.turn, entry.last);
+      entry.steps += record.executed.length;
+    }
+    entry.last = this.lastEmitted = performance.now();
+    if (record.final) {
+      this.open.delete(record.trajectoryId);
+      entry.episode.end({ success: record.success, turns: record.turn, envSteps: entry.steps });
+    }
+    this.destination.next(record);
+  }
+
+  protected override _error(error: unknown): void {
+    this.failOpen(error);
+    super._error(error);
+  }
+
+  /** Ends every open episode as failed with `error`. */
+  failOpen(error: unknown): void {
+    for (const { episode } of this.open.values()) episode.fail(error);
+    this.open.clear();
+  }
 }
 
 function attributesOf(record: StepRecord) {
@@ -76,9 +88,4 @@ function attributesOf(record: StepRecord) {
     policy: record.policy,
     policyVersion: record.policyVersion,
   };
-}
-
-function failOpen(open: Map<string, OpenEpisode>, error: unknown): void {
-  for (const { episode } of open.values()) episode.fail(error);
-  open.clear();
 }

@@ -1,4 +1,5 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import type { Attributes, Histogram } from '@opentelemetry/api';
+import { Observable, Subscriber, type OperatorFunction } from 'rxjs';
 import { episodeKeyOf } from './episode-key.js';
 import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
 import { spaMetrics } from './metrics.js';
@@ -38,41 +39,81 @@ export function traceStage<T, R>(
   return (source) =>
     new Observable<R>((subscriber) => {
       if (!telemetryActive()) return operator(source).subscribe(subscriber);
-      const histogram = spaMetrics().stageSeconds;
-      const labels = { stage };
       const spans = stageSpansEnabled() ? stageSpanner(stage, options.registry ?? episodeTraces) : undefined;
-      let inputs = 0;
-      let entered = 0;
-      let armed = false;
-      // Reads the clock only for timed inputs (or always when spans need start times).
-      const timed = new Observable<T>((inner) =>
-        source.subscribe({
-          next(value) {
-            // An output is timed only when its latest input was: a stage that gathers many inputs
-            // into one output (toTrajectory) must not be charged for the upstream work in between.
-            armed = ++inputs % every === 0;
-            if (armed || spans) entered = performance.now();
-            inner.next(value);
-          },
-          error: (error: unknown) => inner.error(error),
-          complete: () => inner.complete(),
-        }),
-      );
-      return operator(timed).subscribe({
-        next(value) {
-          if (armed || spans) {
-            const left = performance.now();
-            if (armed) histogram.record((left - entered) / 1000, labels);
-            armed = false;
-            spans?.(value, entered, left);
-            subscriber.next(value);
-            if (spans) entered = performance.now();
-          } else subscriber.next(value);
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => subscriber.complete(),
-      });
+      const clock = new StageClock(spaMetrics().stageSeconds, { stage }, every, spans);
+      const timed = new Observable<T>((inner) => source.subscribe(new StageInput(inner, clock)));
+      return operator(timed).subscribe(new StageOutput(subscriber, clock));
     });
+}
+
+type StageSpanner = (value: unknown, entered: number, left: number) => void;
+
+/** One subscription's timing state, shared by the stage's input and output side. */
+class StageClock {
+  private inputs = 0;
+  private entered = 0;
+  private armed = false;
+
+  constructor(
+    private readonly histogram: Histogram,
+    private readonly labels: Attributes,
+    private readonly every: number,
+    private readonly spans: StageSpanner | undefined,
+  ) {}
+
+  /** An input enters the operator; reads the clock only for timed inputs (or always when spans need start times). */
+  enter(): void {
+    // An output is timed only when its latest input was: a stage that gathers many inputs
+    // into one output (toTrajectory) must not be charged for the upstream work in between.
+    this.armed = ++this.inputs % this.every === 0;
+    if (this.armed || this.spans) this.entered = performance.now();
+  }
+
+  /** An output leaves the operator: passes it to `next` with the clock stopped around it. */
+  leave<R>(value: R, next: (value: R) => void): void {
+    if (!(this.armed || this.spans)) return next(value);
+    const left = performance.now();
+    if (this.armed) this.histogram.record((left - this.entered) / 1000, this.labels);
+    this.armed = false;
+    this.spans?.(value, this.entered, left);
+    next(value);
+    if (this.spans) this.entered = performance.now();
+  }
+}
+
+// The two sides are Subscriber subclasses, as RxJS's own operators are, not partial observers:
+// `subscribe({ next })` wraps an observer in two more layers (SafeSubscriber, ConsumerObserver)
+// that every element of every traced stage would cross (infra/otel/README.md#cost).
+
+/** Marks each input of the stage on its way into the operator. */
+class StageInput<T> extends Subscriber<T> {
+  constructor(
+    destination: Subscriber<T>,
+    private readonly clock: StageClock,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(value: T): void {
+    this.clock.enter();
+    this.destination.next(value);
+  }
+}
+
+/** Times each output of the operator on its way downstream. */
+class StageOutput<R> extends Subscriber<R> {
+  private readonly forward = (value: R) => this.destination.next(value);
+
+  constructor(
+    destination: Subscriber<R>,
+    private readonly clock: StageClock,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(value: R): void {
+    this.clock.leave(value, this.forward);
+  }
 }
 
 /** Records `stage <name>` spans for elements of sampled episodes (times are performance.now values). */

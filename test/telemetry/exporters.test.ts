@@ -22,7 +22,9 @@ describe('Prometheus scrape endpoint', () => {
     telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0, env: {} });
     expect(telemetry.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     spaMetrics().envSteps.add(3, { env: 'sokoban' });
-    spaMetrics().envSteps.add(4, { env: 'sokoban' });
+    const sokobanSteps = spaMetrics().envSteps.bind({ env: 'sokoban' }); // the same series
+    sokobanSteps.add(4);
+    expect(() => sokobanSteps.add(-1)).toThrow(/non-negative/);
     spaMetrics().rejects.add(1, { reason: 'no-match', source: 'filterMalformed' });
     spaMetrics().waitForBatch.record(0.2);
     const response = await fetch(telemetry.metricsUrl!);

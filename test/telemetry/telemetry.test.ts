@@ -1,5 +1,5 @@
-import { metrics, trace } from '@opentelemetry/api';
-import { lastValueFrom, map, merge, share, toArray } from 'rxjs';
+import { metrics, SpanStatusCode, trace } from '@opentelemetry/api';
+import { concat, lastValueFrom, map, merge, of, share, Subject, throwError, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
 import { toRollout } from '../../operators/to-rollout.js';
@@ -270,6 +270,33 @@ describe('telemetry on (in-memory exporters)', () => {
     const sampled = new Set(episodes.map((s) => s.attributes['spa.trajectory_id']));
     for (const t of trajectories)
       expect(outboundTraceparent(t)!.endsWith('-01')).toBe(sampled.has(t.record.trajectory_id));
+  });
+
+  it('an episode stream that errors or is unsubscribed ends its open episodes as failed and passes the error on', async () => {
+    running = await startInMemoryTelemetry({ stageSpans: true });
+    const steps = await lastValueFrom(episodes(config, makeEnv, policy()).pipe(toArray()));
+    const first = steps[0]!;
+    const broken = concat(
+      of(first),
+      throwError(() => new Error('env crashed')),
+    );
+    await expect(
+      lastValueFrom(
+        broken.pipe(traceEpisodes(), traceStage('toTrajectory', toTrajectory(now), { timingEvery: 1 })),
+      ),
+    ).rejects.toThrow('env crashed');
+    const second = steps.find((s) => s.trajectoryId !== first.trajectoryId)!;
+    const upstream = new Subject<typeof second>();
+    const subscription = upstream
+      .pipe(traceEpisodes(), traceStage('toTrajectory', toTrajectory(now)))
+      .subscribe();
+    upstream.next(second);
+    subscription.unsubscribe();
+    expect(upstream.observed).toBe(false); // the unsubscription reached the source
+    const spans = await running.finished();
+    const status = (id: string) => spans.find((s) => s.attributes['spa.trajectory_id'] === id)?.status;
+    expect(status(first.trajectoryId)).toMatchObject({ code: SpanStatusCode.ERROR, message: 'env crashed' });
+    expect(status(second.trajectoryId)?.message).toMatch(/unsubscribed before the episode ended/);
   });
 
   it('counts spa_* metrics from the records themselves, with units', async () => {
