@@ -7,6 +7,9 @@
  *
  *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]     (SPA_BENCH_ROUNDS, default 15)
  *
+ * The per-second trace cap applies as configured (SPA_TRACE_MAX_PER_SECOND, default 10; 0 lifts
+ * it to measure what the ratio alone costs).
+ *
  * Prints one JSON line per setting with episodes/s and the overhead against "off": the median
  * of the per-round ratios with their range and quartiles, and the load average before and after.
  */
@@ -28,7 +31,11 @@ import { onnxPolicy, type OnnxPolicy } from '../streams/policies/onnx/index.js';
 import type { Policy } from '../streams/policies/policy.js';
 import { toRejected } from '../streams/sft-outputs.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
-import { DEFAULT_SAMPLE_RATIO, startTelemetry } from '../streams/telemetry/telemetry.js';
+import {
+  DEFAULT_SAMPLE_RATIO,
+  resolveTelemetryOptions,
+  startTelemetry,
+} from '../streams/telemetry/telemetry.js';
 import { loadAverage, median, quantile } from './stats.js';
 
 let onnx: OnnxPolicy | undefined;
@@ -138,6 +145,8 @@ export async function measureTelemetryOverhead(
     groupSize,
     batches: Math.ceil(episodeCount / (groups * groupSize)),
   });
+  // The cap as a user gets it: SPA_TRACE_MAX_PER_SECOND, else the default.
+  const { maxTracesPerSecond } = resolveTelemetryOptions({ serviceName: 'spa-bench' });
   const receiver = await discardingReceiver();
   const [bare, off, on, startMs, stopMs]: [number[], number[], number[], number[], number[]] = [
     [],
@@ -146,13 +155,14 @@ export async function measureTelemetryOverhead(
     [],
     [],
   ];
-  const runOn = async (ratio = sampleRatio) => {
+  const runOn = async (ratio = sampleRatio, cap = maxTracesPerSecond) => {
     let cpu = process.cpuUsage();
     const telemetry = await startTelemetry({
       serviceName: 'spa-bench',
       otlpEndpoint: receiver.url,
       metricsPort: 0,
       sampleRatio: ratio,
+      maxTracesPerSecond: cap,
       env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
     });
     startMs.push(cpuSeconds(cpu) * 1000);
@@ -172,7 +182,7 @@ export async function measureTelemetryOverhead(
   try {
     // Warm the SDK's span paths (JIT) as a long run would: at small ratios a short run records
     // too few spans for V8 to optimise them, and cold spans cost several times warm ones.
-    await runOn(1);
+    await runOn(1, 0);
     for (let round = 0; round < rounds + 1; round++) {
       // Rotate the order so no setting always runs first (or right after another's garbage).
       const runs = [
@@ -192,6 +202,7 @@ export async function measureTelemetryOverhead(
     env,
     episodes: episodesRun,
     sampleRatio,
+    maxTracesPerSecond,
     rounds,
     episodesPerSecondBare: Math.round(episodesRun / median(bare)),
     episodesPerSecondOff: Math.round(episodesRun / median(off)),

@@ -8,7 +8,7 @@
 import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Context, type Span } from '@opentelemetry/api';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import { traceparentOf } from './propagation.js';
-import { episodeSampleRatio, spaTracer, telemetryActive } from './telemetry.js';
+import { drawEpisode, spaTracer, telemetryActive } from './telemetry.js';
 
 /** What identifies an episode on its span (attribute names `spa.*`). */
 export interface EpisodeAttributes {
@@ -151,7 +151,7 @@ const noopEpisode: EpisodeSpan = {
 
 /**
  * Starts an episode's root span and registers it under its trajectory id, if the episode is
- * drawn for tracing (`sampleRatio`); otherwise registers it as unsampled and returns the shared
+ * drawn for tracing (`sampleRatio`, then the `maxTracesPerSecond` cap); otherwise registers it as unsampled and returns the shared
  * no-op. While telemetry is off it returns the no-op without touching the registry.
  * `startedAt` (a `performance.now()` value) backdates the span; default now.
  */
@@ -162,7 +162,7 @@ export function startEpisodeSpan(
 ): EpisodeSpan {
   if (!telemetryActive()) return noopEpisode;
   // The episode is the unit of sampling (telemetry.ts); draw once here.
-  if (Math.random() >= episodeSampleRatio()) {
+  if (!drawEpisode()) {
     registry.setUnsampled(attributes.trajectoryId);
     return noopEpisode;
   }

@@ -20,6 +20,9 @@
  *   its parent's decision (parent-based), so a sampled episode keeps all its spans down to the
  *   trainer and a dropped one costs no SDK span at all. Spans without a parent (rare: a record
  *   without `traceparent`) are sampled unless the ratio is 0. Default {@link DEFAULT_SAMPLE_RATIO}.
+ * - `maxTracesPerSecond` / `SPA_TRACE_MAX_PER_SECOND`: a cap on the episodes the ratio draws, on
+ *   average per second (bursts up to {@link TRACE_BURST_SECONDS} s's worth); 0 lifts it.
+ *   Default {@link DEFAULT_MAX_TRACES_PER_SECOND}.
  * - `stageSpans` / `SPA_TRACE_STAGES=1`: a `stage <operator>` span per element per stage of a
  *   sampled episode. Off by default: stage timing goes to `spa_stage_seconds` either way, and
  *   the spans would triple a sampled episode's cost (infra/otel/README.md, Cost).
@@ -74,12 +77,24 @@ import { resetSpaMetrics, type SpaMetrics } from './metrics.js';
 const SPA_TRACER_NAME = 'spa';
 
 /**
- * Fraction of episodes traced when nothing is configured. 1 in 20 keeps the random-policy
- * generator (~0.3 ms per episode, the worst case) within the 5% budget while a run of a few
- * thousand episodes still yields a hundred full traces; with a real model (ms per token) set
- * SPA_TRACE_SAMPLE_RATIO=1 for every episode at a cost well under 1%.
+ * Fraction of episodes traced when nothing is configured: a run of a few thousand episodes
+ * yields a hundred full traces; with a real model (ms per token) SPA_TRACE_SAMPLE_RATIO=1 traces
+ * every episode at a cost well under 1%. The per-second cap below bounds what a fast generator
+ * spends on it.
  */
 export const DEFAULT_SAMPLE_RATIO = 0.05;
+
+/**
+ * Traced episodes per second at most, when nothing is configured. A generator playing thousands
+ * of episodes a second (the random policy) would otherwise spend ~10% of its time recording and
+ * exporting the 5% it draws, and a trace backend gains nothing from hundreds of near-identical
+ * traces a second; a model-driven generator (about an episode a second here) stays under the cap.
+ * The same idea as Jaeger's rate-limiting sampler, applied after the ratio.
+ */
+export const DEFAULT_MAX_TRACES_PER_SECOND = 10;
+
+/** The cap's bucket holds this many seconds' worth of traces, so a batch of episodes starting together is traced whole. */
+export const TRACE_BURST_SECONDS = 10;
 
 /** How to start telemetry; every field is optional except the service name. */
 export interface TelemetryOptions {
@@ -94,6 +109,8 @@ export interface TelemetryOptions {
   readonly metricsPort?: number;
   /** Fraction of new traces (episodes) to sample, 0..1. Default {@link DEFAULT_SAMPLE_RATIO}. */
   readonly sampleRatio?: number;
+  /** Traced episodes per second at most (0: no cap). Default {@link DEFAULT_MAX_TRACES_PER_SECOND}. */
+  readonly maxTracesPerSecond?: number;
   /** A `stage <operator>` span per element of a sampled episode. Default false (metrics only). */
   readonly stageSpans?: boolean;
   /** AsyncLocalStorage context manager (active span survives `await`). Default false. */
@@ -134,6 +151,7 @@ interface Resolved {
   readonly otlpEndpoint?: string;
   readonly metricsPort?: number;
   readonly sampleRatio: number;
+  readonly maxTracesPerSecond: number;
   readonly stageSpans: boolean;
   readonly asyncContext: boolean;
 }
@@ -141,11 +159,42 @@ interface Resolved {
 let running: Telemetry | undefined;
 let active = false;
 let episodeRatio = 0;
+let traceBudget: TraceBudget | undefined;
 let stageSpansOn = false;
 
-/** Fraction of episodes to trace while telemetry runs (0 when off). */
-export function episodeSampleRatio(): number {
-  return episodeRatio;
+/**
+ * Draws whether a new episode is traced while telemetry runs (never when off): the sample ratio,
+ * then the per-second cap.
+ */
+export function drawEpisode(): boolean {
+  return episodeRatio > 0 && Math.random() < episodeRatio && (traceBudget?.take(performance.now()) ?? true);
+}
+
+/**
+ * A token bucket: `perSecond` tokens a second, holding at most {@link TRACE_BURST_SECONDS} s's
+ * worth. Written here (a few lines) because the OpenTelemetry JS SDK has no rate-limiting sampler,
+ * and the decision is SPA's own per-episode draw, not a span sampler's.
+ */
+export class TraceBudget {
+  private readonly capacity: number;
+  private tokens: number;
+
+  constructor(
+    private readonly perSecond: number,
+    private last: number,
+  ) {
+    this.capacity = Math.max(1, perSecond * TRACE_BURST_SECONDS);
+    this.tokens = this.capacity;
+  }
+
+  /** Takes a token at time `now` (ms, monotonic) if one is left. */
+  take(now: number): boolean {
+    this.tokens = Math.min(this.capacity, this.tokens + ((now - this.last) / 1000) * this.perSecond);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
 }
 
 /** True while telemetry runs with stage spans on (`stageSpans`); otherwise stages only time. */
@@ -182,6 +231,13 @@ export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
     (ratioText === undefined ? (samplerRatio(env) ?? DEFAULT_SAMPLE_RATIO) : Number(ratioText));
   if (!(sampleRatio >= 0 && sampleRatio <= 1))
     throw new Error(`trace sample ratio "${options.sampleRatio ?? ratioText}" must be a number in 0..1`);
+  const capText = nonEmpty(env['SPA_TRACE_MAX_PER_SECOND']);
+  const maxTracesPerSecond =
+    options.maxTracesPerSecond ?? (capText === undefined ? DEFAULT_MAX_TRACES_PER_SECOND : Number(capText));
+  if (!(maxTracesPerSecond >= 0 && Number.isFinite(maxTracesPerSecond)))
+    throw new Error(
+      `max traces per second "${options.maxTracesPerSecond ?? capText}" (SPA_TRACE_MAX_PER_SECOND) must be a number >= 0 (0: no cap)`,
+    );
   const stageSpans = options.stageSpans ?? flag(env, 'SPA_TRACE_STAGES');
   const asyncContext = options.asyncContext ?? flag(env, 'SPA_OTEL_ASYNC_CONTEXT');
   const { 'service.name': envResourceName, ...envResource } = parseResourceAttributes(env);
@@ -202,6 +258,7 @@ export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
     ...(otlpEndpoint === undefined ? {} : { otlpEndpoint: otlpEndpoint.replace(/\/+$/, '') }),
     ...(metricsPort === undefined ? {} : { metricsPort }),
     sampleRatio,
+    maxTracesPerSecond,
     stageSpans,
     asyncContext,
   };
@@ -325,6 +382,10 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
   active = true;
   // Without a span processor (metrics only) spans would go nowhere: draw no episode at all.
   episodeRatio = spanProcessors.length > 0 ? settings.sampleRatio : 0;
+  traceBudget =
+    settings.maxTracesPerSecond > 0
+      ? new TraceBudget(settings.maxTracesPerSecond, performance.now())
+      : undefined;
   stageSpansOn = settings.stageSpans;
   const telemetry: Telemetry = {
     enabled: true,
@@ -336,6 +397,7 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       running = undefined;
       active = false;
       episodeRatio = 0;
+      traceBudget = undefined;
       stageSpansOn = false;
       try {
         await Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()]);

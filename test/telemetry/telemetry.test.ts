@@ -14,7 +14,10 @@ import { episodeTraces } from '../../streams/telemetry/episode-spans.js';
 import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { ConsumerLagTable, spaMetrics } from '../../streams/telemetry/metrics.js';
 import {
+  DEFAULT_MAX_TRACES_PER_SECOND,
   DEFAULT_SAMPLE_RATIO,
+  TRACE_BURST_SECONDS,
+  TraceBudget,
   resolveTelemetryOptions,
   samplerRatio,
   startTelemetry,
@@ -76,6 +79,7 @@ describe('resolveTelemetryOptions', () => {
       otlpEndpoint: 'http://127.0.0.1:4318',
       metricsPort: 9464,
       sampleRatio: DEFAULT_SAMPLE_RATIO,
+      maxTracesPerSecond: DEFAULT_MAX_TRACES_PER_SECOND,
       stageSpans: false,
       asyncContext: false,
     });
@@ -109,6 +113,30 @@ describe('standard OTEL_* settings beside the SPA_* ones', () => {
     expect(resolve({ ...otel, SPA_TRACE_SAMPLE_RATIO: '0.5' }, { sampleRatio: 0.75 }).sampleRatio).toBe(0.75);
     // The argument alone selects nothing: the sampler is what names a ratio.
     expect(resolve({ OTEL_TRACES_SAMPLER_ARG: '0.25' }).sampleRatio).toBe(DEFAULT_SAMPLE_RATIO);
+  });
+
+  it('traces per second: option, then SPA_TRACE_MAX_PER_SECOND, then the default; bad values name the setting', () => {
+    const resolve = (env: Record<string, string>, maxTracesPerSecond?: number) =>
+      resolveTelemetryOptions({
+        serviceName: 's',
+        env,
+        ...(maxTracesPerSecond === undefined ? {} : { maxTracesPerSecond }),
+      }).maxTracesPerSecond;
+    expect(resolve({})).toBe(DEFAULT_MAX_TRACES_PER_SECOND);
+    expect(resolve({ SPA_TRACE_MAX_PER_SECOND: '0' })).toBe(0);
+    expect(resolve({ SPA_TRACE_MAX_PER_SECOND: '2.5' }, 7)).toBe(7);
+    expect(() => resolve({ SPA_TRACE_MAX_PER_SECOND: 'lots' })).toThrow(/SPA_TRACE_MAX_PER_SECOND.*>= 0/);
+    expect(() => resolve({}, -1)).toThrow(/"-1"/);
+  });
+
+  it('the trace budget allows a burst of its capacity, then refills at its rate', () => {
+    const budget = new TraceBudget(2, 0);
+    const burst = Array.from({ length: 3 * TRACE_BURST_SECONDS }, () => budget.take(0)).filter(Boolean);
+    expect(burst).toHaveLength(2 * TRACE_BURST_SECONDS);
+    expect(budget.take(400)).toBe(false); // 0.8 of a token
+    expect(budget.take(500)).toBe(true);
+    expect(budget.take(500)).toBe(false);
+    expect([1, 2, 3, 4].map(() => budget.take(60_000)).every(Boolean)).toBe(true); // refilled, up to capacity
   });
 
   it('OTEL_TRACES_SAMPLER: each supported sampler as an episode ratio; others and bad arguments throw', () => {
@@ -297,6 +325,18 @@ describe('telemetry on (in-memory exporters)', () => {
     const status = (id: string) => spans.find((s) => s.attributes['spa.trajectory_id'] === id)?.status;
     expect(status(first.trajectoryId)).toMatchObject({ code: SpanStatusCode.ERROR, message: 'env crashed' });
     expect(status(second.trajectoryId)?.message).toMatch(/unsubscribed before the episode ended/);
+  });
+
+  it('traces no more episodes than the per-second cap allows, whatever the ratio', async () => {
+    running = await startInMemoryTelemetry({ sampleRatio: 1, maxTracesPerSecond: 0.5 });
+    const out = await generate('rollouts');
+    const traced = (await running.finished()).filter((s) => s.name === 'episode');
+    const trajectories = out.filter((o) => o.topic === 'trajectories');
+    expect(trajectories.length).toBeGreaterThan(0.5 * TRACE_BURST_SECONDS + 2);
+    // The bucket starts with 5 tokens; refilling one takes 2 s, far longer than this run.
+    expect(traced).toHaveLength(0.5 * TRACE_BURST_SECONDS);
+    const sampled = trajectories.filter((t) => outboundTraceparent(t)!.endsWith('-01'));
+    expect(sampled).toHaveLength(traced.length);
   });
 
   it('counts spa_* metrics from the records themselves, with units', async () => {
