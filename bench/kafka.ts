@@ -46,7 +46,7 @@ import { builtinPolicy } from '../streams/policies/builtin.js';
 import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
 import { loadAverage, spread } from './stats.js';
 
-const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
+export const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
 
 /** One measured line of the table. */
 interface Rate {
@@ -463,7 +463,7 @@ export async function run(args: string[]): Promise<void> {
   }
 }
 
-async function deleteTopics(config: KafkaConnectionConfig, prefix: string): Promise<void> {
+export async function deleteTopics(config: KafkaConnectionConfig, prefix: string): Promise<void> {
   const admin = await connectKafkajsAdmin(config);
   try {
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));

@@ -7,6 +7,7 @@ const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> 
   generate: () => import('./generate.js'),
   trainer: () => import('./trainer.js'),
   telemetry: () => import('./telemetry.js'),
+  freshness: () => import('./freshness.js'),
 };
 
 export async function main(args: string[]): Promise<void> {

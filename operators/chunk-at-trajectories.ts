@@ -13,13 +13,19 @@ export interface ChunkBounds {
   readonly records: number;
   /** How long a chunk stays open, from its first record, before it closes. Default: no bound. */
   readonly ms?: number;
+  /**
+   * How long a chunk stays open with no new record: a generator that pauses (for its policy,
+   * or for the sink) gets what it has so far sent without waiting out `ms`. Default: no bound.
+   */
+  readonly idleMs?: number;
 }
 
 /**
  * Groups the generator's outbound records into chunks that never split one trajectory's records
  * (its raw trajectory, SFT rows or rollout, rejects): a chunk closes once it holds at least
- * `records`, or has been open `ms` — just before the next raw trajectory, at the end of the
- * current synchronous burst, or when its time is up between bursts (the generator pipeline emits
+ * `records`, or has been open `ms`, or has had no new record for `idleMs` — just before the next
+ * raw trajectory, at the end of the current synchronous burst, or when its time is up between
+ * bursts (the generator pipeline emits
  * all of a trajectory's records in one burst, so a burst ends on a trajectory boundary). A chunk
  * is one Kafka transaction, so a trajectory's outputs land together or not at all. Buffer bound:
  * `records` plus one burst; it never waits for more input once it has enough, so an upstream
@@ -29,11 +35,16 @@ export function chunkAtTrajectories(
   bounds: number | ChunkBounds,
   scheduler: SchedulerLike = asyncScheduler,
 ): OperatorFunction<Outbound, Outbound[]> {
-  const { records, ms = Infinity } = typeof bounds === 'number' ? { records: bounds } : bounds;
+  const {
+    records,
+    ms = Infinity,
+    idleMs = Infinity,
+  } = typeof bounds === 'number' ? { records: bounds } : bounds;
   return (source) =>
     new Observable<Outbound[]>((subscriber) => {
       let chunk: Outbound[] = [];
       let openedAt = 0;
+      let lastAt = 0;
       let timer: Subscription | undefined;
       let flushScheduled = false;
       const due = () => chunk.length >= records || scheduler.now() - openedAt >= ms;
@@ -44,13 +55,26 @@ export function chunkAtTrajectories(
         subscriber.next(chunk);
         chunk = [];
       };
+      // One timer per open chunk, for the earlier of its two deadlines; it fires between
+      // bursts, so on a trajectory boundary.
+      const arm = () => {
+        const deadline = Math.min(openedAt + ms, lastAt + idleMs);
+        if (Number.isFinite(deadline))
+          timer = scheduler.schedule(check, Math.max(0, deadline - scheduler.now()));
+      };
+      const check = () => {
+        timer = undefined;
+        if (subscriber.closed || chunk.length === 0) return;
+        if (due() || scheduler.now() - lastAt >= idleMs) flush();
+        else arm();
+      };
       const subscription = source.subscribe({
         next(outbound) {
           if (outbound.topic === 'trajectories' && chunk.length > 0 && due()) flush();
+          lastAt = scheduler.now();
           if (chunk.length === 0) {
-            openedAt = scheduler.now();
-            // A timer fires between bursts, so on a trajectory boundary.
-            if (Number.isFinite(ms)) timer = scheduler.schedule(() => !subscriber.closed && flush(), ms);
+            openedAt = lastAt;
+            arm();
           }
           chunk.push(outbound);
           if (!flushScheduled) {

@@ -15,6 +15,12 @@ export interface PublishOptions {
   readonly transactionRecords?: number;
   /** How long a transaction stays open, in ms (see `transactionRecords`). Default {@link TRANSACTION_MS}. */
   readonly transactionMs?: number;
+  /**
+   * How long a transaction stays open with no new record, in ms: a generator that pauses (for its
+   * policy, or for Kafka) has what it wrote so far committed without waiting out `transactionMs`.
+   * Default {@link TRANSACTION_IDLE_MS}.
+   */
+  readonly transactionIdleMs?: number;
   /** Called after each committed transaction with its records. */
   readonly onCommitted?: (records: readonly Outbound[]) => void;
   /**
@@ -41,6 +47,14 @@ const TRANSACTION_RECORDS = 1024;
  * about this much of being produced (bench/kafka.ts runs ProducerPerformance with the same 100 ms).
  */
 export const TRANSACTION_MS = 100;
+/**
+ * A pause in the generator's output that closes a transaction early. A model-driven generator
+ * writes a batch's trajectories in a burst at the end of a turn and then nothing for the next
+ * policy call; without it each burst's records would wait out the rest of TRANSACTION_MS before
+ * a trainer could read them (bench/freshness.ts). A generator running flat out pauses only when
+ * Kafka is behind, and then its transaction is full anyway.
+ */
+export const TRANSACTION_IDLE_MS = 10;
 
 /**
  * Publishes the generator's records to Kafka, one transaction per chunk (chunkAtTrajectories):
@@ -58,9 +72,14 @@ export async function publishOutbound(
   const bounds = {
     records: options.transactionRecords ?? TRANSACTION_RECORDS,
     ms: options.transactionMs ?? TRANSACTION_MS,
+    idleMs: options.transactionIdleMs ?? TRANSACTION_IDLE_MS,
   };
-  if (!(bounds.ms > 0 && Number.isFinite(bounds.ms)))
-    throw new RangeError(`transactionMs ${bounds.ms} must be a finite number of ms > 0`);
+  for (const [name, value] of [
+    ['transactionMs', bounds.ms],
+    ['transactionIdleMs', bounds.idleMs],
+  ] as const)
+    if (!(value > 0 && Number.isFinite(value)))
+      throw new RangeError(`${name} ${value} must be a finite number of ms > 0`);
   await lastValueFrom(
     source.pipe(
       tap(() => options.gate?.add()),

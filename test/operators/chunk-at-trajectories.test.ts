@@ -45,4 +45,23 @@ describe('chunkAtTrajectories', () => {
       });
     });
   });
+
+  it('closes a chunk that has had no new record for `idleMs`, and at `ms` while records keep coming', () => {
+    new TestScheduler((a, e) => expect(a).toEqual(e)).run(({ cold, expectObservable }) => {
+      const [t1, t2, t3, t4] = ['a', 'b', 'c', 'd'].map((key) => rec('trajectories', key)) as [
+        Outbound,
+        Outbound,
+        Outbound,
+        Outbound,
+      ];
+      const r1 = rec('sft', 'a');
+      // t1 r1 at 0–1 ms, then quiet: the chunk closes 20 ms after r1. t2 t3 t4 arrive 15 ms
+      // apart, never quiet for 20 ms: their chunk closes at `ms` (50 ms after t2), on a boundary.
+      const source = cold('ab 38ms c 14ms d 14ms e 60ms |', { a: t1, b: r1, c: t2, d: t3, e: t4 });
+      expectObservable(source.pipe(chunkAtTrajectories({ records: 10, ms: 50, idleMs: 20 }))).toBe(
+        '21ms x 68ms y 40ms |',
+        { x: [t1, r1], y: [t2, t3, t4] },
+      );
+    });
+  });
 });
