@@ -8,6 +8,7 @@ const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> 
   trainer: () => import('./trainer.js'),
   telemetry: () => import('./telemetry.js'),
   freshness: () => import('./freshness.js'),
+  memory: () => import('./memory.js'),
 };
 
 export async function main(args: string[]): Promise<void> {
