@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- trainer [--models tiny-cells,tiny] [--steps n] [--batch-size n] [--max-length n]
- * [--lr x] [--rounds n] [--warmup-steps n] [--trl-micro-batch n] [--loss-every k] [--rows file]`:
+ * [--lr x] [--rounds n] [--warmup-steps n] [--micro-batch n] [--loss-every k] [--rows file]`:
  * SFT tokens/s of `spa_trainer.sft` beside TRL's `SFTTrainer`, on the same model folder, the
  * same rows, window, batch size, learning rate, schedule and steps, in one run. Goal ≥ 1.0×.
  *
@@ -35,7 +35,7 @@ interface Options {
   readonly lr: number;
   readonly rounds: number;
   readonly warmupSteps: number;
-  readonly trlMicroBatch: number | undefined;
+  readonly microBatch: number | undefined;
   readonly lossEvery: number;
   readonly rows: string | undefined;
 }
@@ -52,7 +52,7 @@ interface SideRun {
 
 const USAGE =
   'expected --models a,b  --steps n  --batch-size n  --max-length n  --lr x  --rounds n  ' +
-  '--warmup-steps n  --trl-micro-batch n  --loss-every k  --rows file.jsonl';
+  '--warmup-steps n  --micro-batch n  --loss-every k  --rows file.jsonl';
 
 function positive(flag: string, text: string | undefined): number {
   const value = Number(text);
@@ -70,7 +70,7 @@ function parseArgs(args: readonly string[]): Options {
     lr: 1e-4,
     rounds: 3,
     warmupSteps: 2,
-    trlMicroBatch: undefined as number | undefined,
+    microBatch: undefined as number | undefined,
     lossEvery: 4,
     rows: undefined as string | undefined,
   };
@@ -84,7 +84,7 @@ function parseArgs(args: readonly string[]): Options {
     else if (flag === '--lr') o.lr = Number(value);
     else if (flag === '--rounds') o.rounds = positive(flag, value);
     else if (flag === '--warmup-steps') o.warmupSteps = positive(flag, value);
-    else if (flag === '--trl-micro-batch') o.trlMicroBatch = positive(flag, value);
+    else if (flag === '--micro-batch') o.microBatch = positive(flag, value);
     else if (flag === '--loss-every') o.lossEvery = positive(flag, value);
     else if (flag === '--rows') o.rows = value;
     else throw new Error(`bench trainer: unknown argument "${flag}"; ${USAGE}`);
@@ -120,7 +120,7 @@ function sideArgs(side: 'spa' | 'trl', model: string, rows: string, o: Options):
   const args = [side, '--rows', rows, '--model', model, '--steps', String(o.steps)];
   args.push('--batch-size', String(o.batchSize), '--max-length', String(o.maxLength));
   args.push('--lr', String(o.lr), '--warmup-steps', String(o.warmupSteps));
-  if (side === 'trl' && o.trlMicroBatch) args.push('--micro-batch', String(o.trlMicroBatch));
+  if (o.microBatch) args.push('--micro-batch', String(o.microBatch));
   return args;
 }
 
@@ -157,7 +157,7 @@ async function benchModel(model: string, rows: string, o: Options): Promise<numb
   console.log(
     [
       `${model}: TRL ${String(first.trl.notes.trl)}, optimizer ${String(first.trl.notes.optimizer)}, ` +
-        `TRL micro-batch ${String(first.trl.notes.micro_batch)} (spa: 1), torch threads ${first.spa.torch_threads}`,
+        `micro-batch: TRL ${String(first.trl.notes.micro_batch)}, spa ${String(first.spa.notes.micro_batch)}, torch threads ${first.spa.torch_threads}`,
       `  rows tokenized by TRL exactly as by spa (ids and labels): ${String(first.trl.notes.rows_tokenized_as_spa)}; ` +
         `per-step token counts equal on both sides: ${sameTokens ? 'yes' : 'NO'}; ` +
         `TRL's own num_tokens agrees: ${first.trl.notes.num_tokens_agrees === true ? 'yes' : 'NO'}`,

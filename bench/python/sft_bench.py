@@ -2,10 +2,10 @@
 
 One training run of one side per call; the TypeScript side (bench/trainer.ts) alternates the two:
 
-  spa  --rows R --model M --steps N --batch-size B --lr LR --max-length L --seed S
+  spa  --rows R --model M --steps N --batch-size B --lr LR --max-length L --seed S [--micro-batch m]
        spa_trainer.sft through its top-level `run_sft(SftConfig, on_step)`, one epoch over exactly
        N × B rows (so its cosine schedule spans the N steps), the end of each step timed by the hook
-  trl  (the same flags) [--micro-batch m]
+  trl  (the same flags)
        TRL's `SFTTrainer` on the same model folder and the same rows: each row becomes the
        (prompt, completion) texts spa's encoder trains on (`masking.faithful_texts`),
        completion-only loss, the same window cut on the left, the same schedule and optimizer
@@ -14,7 +14,8 @@ One training run of one side per call; the TypeScript side (bench/trainer.ts) al
 Each call prints one JSON line last: per step the wall time at its end, its non-padding tokens
 and its loss, plus what was compared. Tokens are counted the same way on both sides: the
 `input_ids` of the step's rows after the window (spa pads nothing; TRL's padding is not counted,
-and TRL's own `num_tokens`, the attention mask's sum, is checked against it).
+and TRL's own `num_tokens`, the attention mask's sum, is checked against it). `--micro-batch`
+(default: all B rows in one padded forward pass, TRL's usual layout) applies to both sides.
 
 Which tokens each loss covers: both train the target of docs/spa-sft.md#target (the GT response
 after its leading `<think>`, then `<|im_end|>`); no prompt token. The TRL side asserts that its
@@ -113,6 +114,7 @@ def run_spa(a: argparse.Namespace) -> Side:
             out=str(Path(tmp) / "run"),
             epochs=1,
             batch_size=a.batch_size,
+            micro_batch_size=a.micro_batch,
             lr=a.lr,
             max_length=a.max_length,
             val_fraction=0.0,
@@ -125,8 +127,8 @@ def run_spa(a: argparse.Namespace) -> Side:
     tokenizer = load_tokenizer(resolve_model_dir(a.model))
     record.tokens = [sum(len(encode_faithful(tokenizer, r, a.max_length).input_ids) for r in step) for step in trained]
     record.notes = {
-        "micro_batch": 1,
-        "loss": "mean over the step's rows of each row's mean target-token loss (SPA's micro-batches of one row)",
+        "micro_batch": a.micro_batch,
+        "loss": "mean over the step's rows of each row's mean target-token loss (as SPA's micro-batches of one row)",
     }
     return record
 
@@ -245,7 +247,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--model", default="tiny-cells", help="tiny, tiny-cells or a local HF folder")
     p.add_argument("--steps", type=int, default=24)
     p.add_argument("--batch-size", type=int, default=4)
-    p.add_argument("--micro-batch", type=int, default=None, help="TRL: rows per forward pass, padded (default: all)")
+    p.add_argument("--micro-batch", type=int, default=None, help="rows per forward pass, padded (default: all)")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--max-length", type=int, default=512)
     p.add_argument("--seed", type=int, default=0)

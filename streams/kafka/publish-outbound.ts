@@ -54,7 +54,7 @@ export const TRANSACTION_MS = 100;
  * a trainer could read them (bench/freshness.ts). A generator running flat out pauses only when
  * Kafka is behind, and then its transaction is full anyway.
  */
-export const TRANSACTION_IDLE_MS = 10;
+const TRANSACTION_IDLE_MS = 10;
 
 /**
  * Publishes the generator's records to Kafka, one transaction per chunk (chunkAtTrajectories):

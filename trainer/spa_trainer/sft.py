@@ -74,6 +74,7 @@ class SftConfig:
     out: str = "runs/sft"
     epochs: int = 5
     batch_size: int = 16  # rows per optimizer step (SPA: global batch 16, micro-batch 1)
+    micro_batch_size: int = 1  # rows per forward pass (SPA: 1); speed and memory only, the same loss
     lr: float = 1e-4
     betas: tuple[float, float] = (0.9, 0.95)
     weight_decay: float = 0.01
@@ -118,6 +119,34 @@ def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable
     return lambda row: encode_faithful(tokenizer, row, cfg.max_length, mask=state_mask(cfg, row))
 
 
+def row_losses(model: torch.nn.Module, examples: list[Example], device: torch.device) -> torch.Tensor:
+    """Each example's mean loss over its target tokens (the causal-LM loss of a micro-batch of one
+    row, docs/spa-sft.md#target), from one forward pass of all of them. Rows are right-padded: a
+    causal model's real tokens never attend to the pads after them and keep their positions, so
+    each row's loss is the one it would have alone (up to float rounding)."""
+    if len(examples) == 1:
+        [ex] = examples
+        out = model(
+            input_ids=torch.tensor([ex.input_ids], device=device), labels=torch.tensor([ex.labels], device=device)
+        )
+        return out.loss.reshape(1)
+    width = max(len(ex.input_ids) for ex in examples)
+    ids = torch.zeros((len(examples), width), dtype=torch.long)
+    labels = torch.full((len(examples), width), -100, dtype=torch.long)
+    attention = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, ex in enumerate(examples):
+        ids[i, : len(ex.input_ids)] = torch.tensor(ex.input_ids)
+        labels[i, : len(ex.labels)] = torch.tensor(ex.labels)
+        attention[i, : len(ex.input_ids)] = 1
+    ids, labels, attention = ids.to(device), labels.to(device), attention.to(device)
+    logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+    targets = labels[:, 1:]
+    nll = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100, reduction="none"
+    ).view(targets.shape)
+    return nll.sum(dim=1) / (targets != -100).sum(dim=1)
+
+
 def train_step(
     model: torch.nn.Module,
     batch: list[Example],
@@ -126,29 +155,29 @@ def train_step(
     cfg: SftConfig,
     ranks: Ranks | None = None,
 ) -> tuple[float, float]:
-    """One optimizer step over micro-batches of one row; loss normalised as SPA (per micro-batch
-    token mean, divided by the number of micro-batches, docs/spa-sft.md#target). Returns (loss, grad norm).
+    """One optimizer step; loss normalised as SPA (each row's target-token mean, divided by the
+    number of rows, docs/spa-sft.md#target), the rows run `cfg.micro_batch_size` to a forward pass
+    (SPA: 1). Returns (loss, grad norm).
 
     Data-parallel, `batch` is this rank's share of the global batch and `model` its DDP wrapper:
-    the divisor is the global number of micro-batches and the loss is scaled by the world size, so
-    DDP's average of the ranks' gradients is the single-process gradient."""
+    the divisor is the global number of rows and the loss is scaled by the world size, so DDP's
+    average of the ranks' gradients is the single-process gradient."""
     ranks = ranks or single()
     device = next(model.parameters()).device
     model.train()
     optimizer.zero_grad(set_to_none=True)
     usable = [ex for ex in batch if any(t != -100 for t in ex.labels[1:])]
     [count] = sum_over_ranks([len(usable)], ranks)
+    size = cfg.micro_batch_size
+    micro_batches = [usable[i : i + size] for i in range(0, len(usable), size)]
     total = 0.0
-    for i, ex in enumerate(usable):
+    for i, micro in enumerate(micro_batches):
         autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
-        with accumulating(model, last=i == len(usable) - 1):
+        with accumulating(model, last=i == len(micro_batches) - 1):
             with autocast:
-                out = model(
-                    input_ids=torch.tensor([ex.input_ids], device=device),
-                    labels=torch.tensor([ex.labels], device=device),
-                )
-            (out.loss * dp_scale(ranks) / count).backward()
-        total += float(out.loss.detach()) / count
+                losses = row_losses(model, micro, device)
+            (losses.sum() * dp_scale(ranks) / count).backward()
+        total += float(losses.detach().sum()) / count
     if count and not usable:  # an empty share still joins the ranks' gradient all-reduce, with zeros
         out = model(input_ids=torch.zeros((1, 1), dtype=torch.long, device=device))
         (out.logits.sum() * 0.0).backward()
@@ -457,6 +486,12 @@ def parse_args(argv: list[str]) -> SftConfig:
     p.add_argument("--out", default=d.out, help="run folder (checkpoints, metrics); resumes if present")
     p.add_argument("--epochs", type=int, default=d.epochs)
     p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument(
+        "--micro-batch-size",
+        type=positive_int,
+        default=d.micro_batch_size,
+        help="rows per forward pass (SPA: 1); speed and memory only, the loss is the same",
+    )
     p.add_argument("--lr", type=float, default=d.lr)
     p.add_argument("--max-length", type=int, default=d.max_length)
     p.add_argument("--val-fraction", type=float, default=d.val_fraction)
@@ -518,6 +553,7 @@ def parse_args(argv: list[str]) -> SftConfig:
         out=a.out,
         epochs=a.epochs,
         batch_size=a.batch_size,
+        micro_batch_size=a.micro_batch_size,
         lr=a.lr,
         max_length=a.max_length,
         val_fraction=a.val_fraction,

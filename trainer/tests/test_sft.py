@@ -53,6 +53,23 @@ def test_loss_decreases_and_metrics_are_reported(tmp_path: Path) -> None:
     assert (Path(cfg.out) / "metrics.json").is_file()
 
 
+def test_micro_batches_train_the_same_losses_and_weights(tmp_path: Path) -> None:
+    """Rows of different lengths, 3 to a padded forward pass, against SPA's one at a time."""
+    runs: dict[int, list[float]] = {}
+    for micro in (1, 3):
+        runs[micro] = []
+        (tmp_path / f"m{micro}").mkdir()
+        cfg = _config(tmp_path / f"m{micro}", 10, batch_size=4, micro_batch_size=micro, epochs=1, lr=3e-3)
+        run_sft(cfg, on_step=lambda _s, _r, loss, m=micro: runs[m].append(loss))
+    assert len(runs[1]) >= 2
+    assert runs[3] == pytest.approx(runs[1], rel=1e-4)
+    one, three = (
+        load_file(str(_latest(str(tmp_path / f"m{m}" / "run")) / "model" / "model.safetensors")) for m in (1, 3)
+    )
+    for name, tensor in one.items():
+        torch.testing.assert_close(three[name], tensor, rtol=1e-4, atol=1e-5)
+
+
 def _trained(log: list[tuple[int, list[tuple[int, int]]]]) -> list[tuple[int, int]]:
     return [pos for _step, positions in log for pos in positions]
 
