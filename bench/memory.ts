@@ -3,7 +3,7 @@
  * the bottleneck. The whole generator (random policy, world-model prompts → annotate → filter →
  * Avro → transactional writes, with the DemandGate `spa generate` uses) runs for `--steps` env
  * steps (default 1,000,000) against a broker that throttles this producer to `--quota` bytes/s
- * (a Kafka client quota, `producer_byte_rate`, default 2 MiB/s: far slower than the generator),
+ * (a Kafka client quota, `producer_byte_rate`, default 512 KiB/s: far slower than the generator),
  * so every record waits on the broker. The process's RSS is sampled every second; a progress
  * line every 10 s, then one JSON line: RSS at the start, its median and maximum, the maximum of
  * the second and the last quarter of the run (the first is warm-up; flat: the last is not above
@@ -40,7 +40,7 @@ const GOAL_MB = 300;
 const MB = 1024 * 1024;
 
 function parseArgs(args: string[]): Options {
-  const options = { steps: 1_000_000, quota: 2 * MB };
+  const options = { steps: 1_000_000, quota: MB / 2 };
   for (let i = 0; i < args.length; i += 2) {
     const [flag, value] = [args[i], Number(args[i + 1])];
     const key = ({ '--steps': 'steps', '--quota': 'quota' } as const)[flag as '--steps' | '--quota'];
