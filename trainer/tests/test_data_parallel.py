@@ -287,9 +287,9 @@ def ppo_records(steps: int) -> list[dict[str, Any]]:
     return records
 
 
-def ppo_command(ranks: int, data: Path, out: Path, micro_batch: int, extra: list[str]) -> list[str]:
+def ppo_command(ranks: int, data: Path, out: Path, micro_batch: int, extra: list[str], steps: int = 4) -> list[str]:
     launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks > 1 else []
-    flags = ["--model", "tiny", "--input", f"jsonl:{data}", "--out", str(out / "run"), "--steps", "4"]
+    flags = ["--model", "tiny", "--input", f"jsonl:{data}", "--out", str(out / "run"), "--steps", str(steps)]
     flags += ["--groups-per-step", "1", "--group-size", "3", "--export-every", "100", "--keep-ratio", "1.0"]
     flags += ["--export-root", str(out / "policy"), "--start-version", "1", "--actor-lr", "1e-3", "--critic-lr", "1e-3"]
     flags += ["--micro-batch-size", str(micro_batch), *extra]
@@ -333,3 +333,28 @@ def test_two_ranks_make_the_single_process_ppo_updates(tmp_path: Path, micro_bat
             torch.testing.assert_close(got[key], tensor, rtol=1e-4, atol=1e-5)
     state = json.loads((tmp_path / "two" / "run" / "checkpoints" / "step_00000004" / "trainer_state.json").read_text())
     assert state["world_size"] == 2
+
+
+def test_killing_one_ppo_rank_then_rerunning_resumes_exactly(tmp_path: Path) -> None:
+    """PPO's checkpoint of two ranks (weights, critic, optimizers, offsets, RNG) resumes bit for bit."""
+    data = tmp_path / "rollouts.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in ppo_records(8)), encoding="utf-8")
+    reference, out = tmp_path / "reference", tmp_path / "killed"
+    run(ppo_command(2, data, reference, 1, [], steps=8))
+    command = ppo_command(2, data, out, 1, [], steps=8)
+    killed, code, log = run_killing_rank_1(command, out / "run", "step_00000003")
+    assert killed is not None, "the run ended before rank 1 could be killed"
+    assert code != 0, log  # torchrun tore the job down
+    stopped_at = (out / "run" / "checkpoints" / "latest").read_text(encoding="utf-8").strip()
+    assert "step_00000003" <= stopped_at < "step_00000008", "the kill came after the last step"
+
+    resumed = run(command)
+    assert "resumed step_" in resumed.stdout + resumed.stderr, resumed.stdout + resumed.stderr
+    steps_done = [json.loads(ln)["step"] for ln in (out / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert steps_done == list(range(1, 9))  # the lines past the checkpoint were dropped and trained again
+    assert ppo_losses(out) == ppo_losses(reference)
+    for name in ("model/model.safetensors", "critic.safetensors"):
+        want = load_file(str(reference / "run" / "checkpoints" / "step_00000008" / name))
+        got = load_file(str(out / "run" / "checkpoints" / "step_00000008" / name))
+        for key, tensor in want.items():
+            assert torch.equal(got[key], tensor), f"{name}: {key}"
