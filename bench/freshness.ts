@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- freshness [--turn-ms n] [--batches n] [--repeat n]`: how fresh the data is
+ * `npm run bench -- freshness [--turn-ms n] [--batches n] [--repeat n] [--idle-ms n]`: how fresh the data is
  * when the trainer gets it. The generator (random policy, each policy call held to `--turn-ms`
  * as a model would take; 8 groups × 8 episodes a batch) writes rollouts through the real Kafka
  * path (generatorPipeline → publishOutbound: transactional, idempotent, a transaction closes
@@ -34,6 +34,8 @@ import { loadAverage, median, quantile } from './stats.js';
 
 interface Options {
   readonly turnMs: number;
+  /** publishOutbound's transactionIdleMs; undefined: its default. */
+  readonly idleMs: number | undefined;
   readonly batches: number;
   readonly repeat: number;
 }
@@ -61,14 +63,18 @@ const GROUPS = 8;
 const GROUP_SIZE = 8;
 
 function parseArgs(args: string[]): Options {
-  const options = { turnMs: 50, batches: 40, repeat: 1 };
+  const options = { turnMs: 50, batches: 40, repeat: 1, idleMs: undefined as number | undefined };
   for (let i = 0; i < args.length; i += 2) {
     const [flag, value] = [args[i], Number(args[i + 1])];
-    const key = { '--turn-ms': 'turnMs', '--batches': 'batches', '--repeat': 'repeat' }[flag ?? ''] as
-      keyof typeof options | undefined;
+    const key = {
+      '--turn-ms': 'turnMs',
+      '--batches': 'batches',
+      '--repeat': 'repeat',
+      '--idle-ms': 'idleMs',
+    }[flag ?? ''] as keyof typeof options | undefined;
     if (key === undefined || !(Number.isFinite(value) && value >= (key === 'turnMs' ? 0 : 1)))
       throw new Error(
-        `freshness: bad argument ${flag} ${args[i + 1]} (usage: [--turn-ms n ≥ 0] [--batches n ≥ 1] [--repeat n ≥ 1])`,
+        `freshness: bad argument ${flag} ${args[i + 1]} (usage: [--turn-ms n ≥ 0] [--batches n ≥ 1] [--repeat n ≥ 1] [--idle-ms n ≥ 1])`,
       );
     options[key] = value;
   }
@@ -133,7 +139,12 @@ async function round(kafka: KafkaConnection, options: Options): Promise<Round> {
       for (const o of chunk) if (o.topic === 'rollouts') committed.push(now - o.record.created_at);
     };
     try {
-      await publishOutbound(outputs, sink, { topics, gate, onCommitted });
+      await publishOutbound(outputs, sink, {
+        topics,
+        gate,
+        onCommitted,
+        ...(options.idleMs === undefined ? {} : { transactionIdleMs: options.idleMs }),
+      });
     } finally {
       await sink.close();
     }
@@ -167,6 +178,7 @@ export async function run(args: string[]): Promise<void> {
         JSON.stringify({
           round: i + 1,
           turnMs: options.turnMs,
+          idleMs: options.idleMs ?? 'default',
           trajectoriesPerSecond: Math.round(r.perSecond),
           records: r.records,
           rejected: r.rejected,
