@@ -29,7 +29,7 @@ import { lastValueFrom, map, toArray } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
 import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
 import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../infra/kafka/client-config.js';
-import { connectKafkajsAdmin } from '../infra/kafka/kafkajs-client.js';
+import { openKafkajsAdmin } from '../infra/kafka/kafkajs-admin.js';
 import { runKafkaTool } from '../infra/kafka/tools.js';
 import { applyTopicsTo } from '../infra/kafka/topics.js';
 import type { Outbound } from '../schemas/outbound.js';
@@ -464,11 +464,11 @@ export async function run(args: string[]): Promise<void> {
 }
 
 export async function deleteTopics(config: KafkaConnectionConfig, prefix: string): Promise<void> {
-  const admin = await connectKafkajsAdmin(config);
+  const admin = await openKafkajsAdmin(config);
   try {
     const mine = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
-    if (mine.length > 0) await admin.deleteTopics({ topics: mine });
+    if (mine.length > 0) await admin.deleteTopics(mine);
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import type { Admin } from 'kafkajs';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
+import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 
 /** One topic's size. */
@@ -26,7 +25,7 @@ interface LagRow {
   readonly lag: number;
 }
 
-async function topicRows(admin: Admin, roles: ReadonlyMap<string, string>): Promise<TopicRow[]> {
+async function topicRows(admin: KafkaAdmin, roles: ReadonlyMap<string, string>): Promise<TopicRow[]> {
   const names = (await admin.listTopics()).filter((name) => !name.startsWith('__'));
   // SPA's own topics first, in role order, then the rest (replay targets, tests) by name.
   const order = [...roles.keys()];
@@ -34,7 +33,7 @@ async function topicRows(admin: Admin, roles: ReadonlyMap<string, string>): Prom
   names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   return Promise.all(
     names.map(async (topic): Promise<TopicRow> => {
-      const offsets = await admin.fetchTopicOffsets(topic);
+      const offsets = await admin.topicOffsets(topic);
       const ranges = new Map(offsets.map((o) => [o.partition, { low: Number(o.low), high: Number(o.high) }]));
       const total = [...ranges.values()].reduce((sum, r) => sum + (r.high - r.low), 0);
       return { topic, role: roles.get(topic) ?? '', partitions: offsets.length, offsets: total, ranges };
@@ -42,31 +41,31 @@ async function topicRows(admin: Admin, roles: ReadonlyMap<string, string>): Prom
   );
 }
 
-async function lagRows(admin: Admin, topics: readonly TopicRow[]): Promise<LagRow[]> {
-  const { groups } = await admin.listGroups();
+async function lagRows(admin: KafkaAdmin, topics: readonly TopicRow[]): Promise<LagRow[]> {
+  const groups = await admin.listGroups();
   const consumerGroups = groups.filter((g) => g.protocolType === 'consumer' || g.protocolType === '');
   if (consumerGroups.length === 0 || topics.length === 0) return [];
   const described = await admin.describeGroups(consumerGroups.map((g) => g.groupId));
   const rows: LagRow[] = [];
-  for (const group of described.groups) {
-    const committed = await admin.fetchOffsets({
-      groupId: group.groupId,
-      topics: topics.map((t) => t.topic),
-    });
+  for (const group of described) {
+    const committed = await admin.groupOffsets(
+      group.groupId,
+      topics.map((t) => t.topic),
+    );
     for (const { topic, partitions } of committed) {
       const row = topics.find((t) => t.topic === topic);
-      const withCommit = partitions.filter((p) => Number(p.offset) >= 0);
+      const withCommit = partitions.filter((p) => p.offset !== null);
       if (!row || withCommit.length === 0) continue;
       const lag = partitions.reduce((sum, p) => {
         const range = row.ranges.get(p.partition);
         if (!range) return sum;
-        const position = Number(p.offset) >= 0 ? Number(p.offset) : range.low;
+        const position = p.offset !== null ? Number(p.offset) : range.low;
         return sum + Math.max(0, range.high - position);
       }, 0);
       rows.push({
         group: group.groupId,
         state: group.state,
-        members: group.members.length,
+        members: group.memberCount,
         topic,
         committedPartitions: withCommit.length,
         partitions: row.partitions,
@@ -98,7 +97,7 @@ export function registerTopicsCommand(program: Command): void {
     .option('--json', 'print {topics, groups} as JSON instead of tables', false)
     .action(async (options: { json: boolean }) => {
       const kafka = await connectSpaKafka({ clientId: 'spa-topics', readOnly: true });
-      const admin = await connectKafkajsAdmin(kafka.config);
+      const admin = await kafka.transport.admin();
       try {
         const roles = new Map(Object.entries(kafka.topics).map(([role, name]) => [name, role]));
         const topics = await topicRows(admin, roles);
@@ -134,7 +133,7 @@ export function registerTopicsCommand(program: Command): void {
                 'still shows 1 per partition, the offset of the last commit marker',
         );
       } finally {
-        await admin.disconnect();
+        await admin.close();
         await kafka.close();
       }
     });

@@ -1,5 +1,4 @@
 import { envFactory } from '../../envs/registry.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 import { generateToKafka } from '../../streams/generator-sinks.js';
@@ -98,22 +97,22 @@ export async function generateSftData(
 
 /** Deletes every record of `topics` (Kafka's DeleteRecords up to each high watermark); returns how many. */
 async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<number> {
-  const admin = await connectKafkajsAdmin(kafka.config);
+  const admin = await kafka.transport.admin();
   try {
     let purged = 0;
     for (const topic of topics) {
-      const offsets = await retryWhileRetriable(() => admin.fetchTopicOffsets(topic), 10_000);
-      const nonEmpty = offsets.filter((p) => BigInt(p.high) > BigInt(p.low));
-      purged += nonEmpty.reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
+      const offsets = await retryWhileRetriable(() => admin.topicOffsets(topic), 10_000);
+      const nonEmpty = offsets.filter((p) => p.high > p.low);
+      purged += nonEmpty.reduce((n, p) => n + Number(p.high - p.low), 0);
       if (nonEmpty.length > 0)
-        await admin.deleteTopicRecords({
+        await admin.deleteRecords(
           topic,
-          partitions: nonEmpty.map((p) => ({ partition: p.partition, offset: p.high })),
-        });
+          nonEmpty.map((p) => ({ partition: p.partition, offset: p.high })),
+        );
     }
     return purged;
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }
 
@@ -122,16 +121,16 @@ async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<
  * partitions; records and transaction markers): a fresh run checks that its run id's topics are empty.
  */
 export async function offsetsUnder(kafka: SpaKafka, prefix: string): Promise<Record<string, number>> {
-  const admin = await connectKafkajsAdmin(kafka.config);
+  const admin = await kafka.transport.admin();
   try {
     const held: Record<string, number> = {};
     for (const topic of (await admin.listTopics()).filter((name) => name.startsWith(prefix)).sort()) {
-      const offsets = await retryWhileRetriable(() => admin.fetchTopicOffsets(topic), 10_000);
-      const records = offsets.reduce((n, p) => n + Number(BigInt(p.high) - BigInt(p.low)), 0);
+      const offsets = await retryWhileRetriable(() => admin.topicOffsets(topic), 10_000);
+      const records = offsets.reduce((n, p) => n + Number(p.high - p.low), 0);
       if (records > 0) held[topic] = records;
     }
     return held;
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }

@@ -1,7 +1,8 @@
 /**
- * The kafkajs client built from a {@link KafkaConnectionConfig}, shared by the topic admin
- * (topics.ts) and the pipeline's transport (streams/kafka/kafkajs-adapter.ts), and kafkajs
- * errors rewritten so they say what went wrong in our terms.
+ * The kafkajs client built from a {@link KafkaConnectionConfig}, shared by the admin port's
+ * kafkajs implementation (kafkajs-admin.ts) and the pipeline's transport
+ * (streams/kafka/kafkajs-adapter.ts), and kafkajs errors rewritten so they say what went wrong
+ * in our terms.
  */
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
@@ -68,12 +69,21 @@ export function describeKafkaError(error: unknown, doing: string, config: KafkaC
   return new Error(`Kafka error while ${doing}: ${cause.message}`, { cause });
 }
 
-/** A connected kafkajs admin client (topic definitions, offsets); the caller disconnects it. */
-export async function connectKafkajsAdmin(config: KafkaConnectionConfig): Promise<Admin> {
-  const admin = kafkajsClient(config).admin();
+/**
+ * A connected kafkajs admin client, made from `kafka` (default: a client of its own); the
+ * caller disconnects it. The pipeline reaches it through the admin port (kafkajs-admin.ts);
+ * tests that drive kafkajs directly use it as it is. A failed connect is disconnected too, so a
+ * probe polling a broker that is down leaves nothing open.
+ */
+export async function connectKafkajsAdmin(
+  config: KafkaConnectionConfig,
+  kafka: Kafka = kafkajsClient(config),
+): Promise<Admin> {
+  const admin = kafka.admin();
   try {
     await admin.connect();
   } catch (error) {
+    await admin.disconnect().catch(() => undefined);
     throw describeKafkaError(error, 'connecting the admin client', config);
   }
   return admin;

@@ -1,9 +1,11 @@
 /**
- * "Does the broker answer?": one metadata round trip (DescribeCluster via kafkajs' admin
- * client), used by start/status and by tests waiting for a restarted broker.
+ * "Does the broker answer?": one metadata round trip (the admin port's `brokers()`, admin.ts),
+ * used by start/status and by tests waiting for a restarted broker.
  */
 import { connect } from 'node:net';
-import { Kafka, logLevel } from 'kafkajs';
+import type { KafkaAdmin } from './admin.js';
+import { kafkaConnectionConfig } from './client-config.js';
+import { openKafkajsAdmin } from './kafkajs-admin.js';
 
 /**
  * Asks the brokers for cluster metadata once; resolves true when they answer in time and report
@@ -14,22 +16,22 @@ export async function brokerAnswers(
   timeoutMs = 2000,
   minBrokers = 1,
 ): Promise<boolean> {
-  const admin = new Kafka({
-    clientId: 'spa-broker-probe',
-    brokers: [...brokers],
-    connectionTimeout: timeoutMs,
-    requestTimeout: timeoutMs,
-    retry: { retries: 0 },
-    logLevel: logLevel.NOTHING,
-  }).admin();
+  let admin: KafkaAdmin | undefined;
   try {
-    await admin.connect();
-    const cluster = await admin.describeCluster();
-    return cluster.brokers.length >= minBrokers;
+    // No SASL or TLS and no retries: one plain round trip, answered in time or not at all.
+    const config = kafkaConnectionConfig({
+      clientId: 'spa-broker-probe',
+      brokers,
+      connectionTimeoutMs: timeoutMs,
+      requestTimeoutMs: timeoutMs,
+      retry: { retries: 0, initialRetryTimeMs: 300, maxRetryTimeMs: 30_000 },
+    });
+    admin = await openKafkajsAdmin(config);
+    return (await admin.brokers()).length >= minBrokers;
   } catch {
     return false;
   } finally {
-    await admin.disconnect().catch(() => undefined);
+    await admin?.close().catch(() => undefined);
   }
 }
 

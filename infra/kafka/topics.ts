@@ -4,15 +4,11 @@
  * is sized to the brokers the admin sees (`clusterReplication`): one copy on the local broker,
  * three copies and `min.insync.replicas` 2 on a cluster of three or more.
  */
-import kafkajs from 'kafkajs';
-import type { Admin } from 'kafkajs';
 import { clusterReplication, type TopicDefinition } from '../../schemas/topics.js';
+import type { KafkaAdmin } from './admin.js';
 import { kafkaConnectionConfig } from './client-config.js';
 import type { KafkaConnectionConfig } from './client-config.js';
-import { connectKafkajsAdmin } from './kafkajs-client.js';
-
-// kafkajs is CommonJS and Node's ESM loader cannot see this export by name.
-const { ConfigResourceTypes } = kafkajs;
+import { openKafkajsAdmin } from './kafkajs-admin.js';
 
 /** A topic as the cluster reports it. */
 export interface ExistingTopic {
@@ -93,15 +89,15 @@ export function planTopicChanges(
  * for a moment after CreateTopics returns.
  */
 export async function waitForLeaders(
-  admin: Admin,
+  admin: KafkaAdmin,
   topics: readonly string[],
   timeoutMs = 30_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const { topics: found } = await admin.fetchTopicMetadata({ topics: [...topics] });
-      if (found.length === topics.length && found.every((t) => t.partitions.every((p) => p.leader >= 0)))
+      const found = await admin.describeTopics(topics);
+      if (found.length === topics.length && found.every((t) => t.partitions.every((p) => p.leader !== null)))
         return;
     } catch (error) {
       if (Date.now() > deadline) throw error;
@@ -118,23 +114,23 @@ export interface TopicReport {
   readonly summary: string;
 }
 
-async function describeExisting(admin: Admin, names: readonly string[]): Promise<Map<string, ExistingTopic>> {
+async function describeExisting(
+  admin: KafkaAdmin,
+  names: readonly string[],
+): Promise<Map<string, ExistingTopic>> {
   const present = new Set(await admin.listTopics());
   const wanted = names.filter((name) => present.has(name));
   const existing = new Map<string, ExistingTopic>();
   if (wanted.length === 0) return existing;
-  const metadata = await admin.fetchTopicMetadata({ topics: wanted });
-  const configs = await admin.describeConfigs({
-    includeSynonyms: false,
-    resources: wanted.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
-  });
-  for (const topic of metadata.topics) {
-    const resource = configs.resources.find((r) => r.resourceName === topic.name);
-    const entries = Object.fromEntries(
-      (resource?.configEntries ?? []).map((e) => [e.configName, e.configValue]),
-    );
+  const metadata = await admin.describeTopics(wanted);
+  const configs = await admin.topicConfigs(wanted);
+  for (const topic of metadata) {
     const replicationFactor = Math.min(...topic.partitions.map((p) => p.replicas.length));
-    existing.set(topic.name, { partitions: topic.partitions.length, replicationFactor, configs: entries });
+    existing.set(topic.name, {
+      partitions: topic.partitions.length,
+      replicationFactor,
+      configs: configs.get(topic.name) ?? {},
+    });
   }
   return existing;
 }
@@ -155,16 +151,16 @@ function summarize(changes: readonly TopicChange[]): string {
 }
 
 /**
- * Applies the definitions through a connected admin client. Idempotent: a second run finds
- * nothing to do. Altered topics get exactly the defined configs (kafkajs only speaks the
+ * Applies the definitions through an open admin (the port, admin.ts). Idempotent: a second run
+ * finds nothing to do. Altered topics get exactly the defined configs (kafkajs only speaks the
  * non-incremental AlterConfigs, so hand-set extras on a managed topic are reset).
  */
 export async function applyTopics(
-  admin: Admin,
+  admin: KafkaAdmin,
   definitions: readonly TopicDefinition[],
 ): Promise<TopicReport> {
   // The brokers alive now: a topic created while one is down gets fewer copies (warned on the next apply).
-  const { brokers } = await admin.describeCluster();
+  const brokers = await admin.brokers();
   const changes = planTopicChanges(
     definitions,
     await describeExisting(
@@ -175,15 +171,14 @@ export async function applyTopics(
   );
   const creates = changes.flatMap((c) => (c.kind === 'create' ? [c.topic] : []));
   if (creates.length > 0) {
-    await admin.createTopics({
-      waitForLeaders: false,
-      topics: creates.map((t) => ({
-        topic: t.name,
-        numPartitions: t.partitions,
+    await admin.createTopics(
+      creates.map((t) => ({
+        name: t.name,
+        partitions: t.partitions,
         replicationFactor: t.replicationFactor,
-        configEntries: Object.entries(t.configs).map(([name, value]) => ({ name, value })),
+        configs: t.configs,
       })),
-    });
+    );
     await waitForLeaders(
       admin,
       creates.map((t) => t.name),
@@ -191,14 +186,7 @@ export async function applyTopics(
   }
   const alters = changes.flatMap((c) => (c.kind === 'alter-configs' ? [c.topic] : []));
   if (alters.length > 0) {
-    await admin.alterConfigs({
-      validateOnly: false,
-      resources: alters.map((t) => ({
-        type: ConfigResourceTypes.TOPIC,
-        name: t.name,
-        configEntries: Object.entries(t.configs).map(([name, value]) => ({ name, value })),
-      })),
-    });
+    await admin.replaceTopicConfigs(alters.map((t) => ({ name: t.name, configs: t.configs })));
   }
   return { changes, summary: summarize(changes) };
 }
@@ -209,12 +197,12 @@ export async function applyTopicsTo(
   definitions: readonly TopicDefinition[],
   connection: Partial<KafkaConnectionConfig> = {},
 ): Promise<TopicReport> {
-  const admin = await connectKafkajsAdmin(
+  const admin = await openKafkajsAdmin(
     kafkaConnectionConfig({ clientId: 'spa-topics', ...connection, brokers }),
   );
   try {
     return await applyTopics(admin, definitions);
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
 }

@@ -7,9 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Observable, type Subscription } from 'rxjs';
-import type { Admin } from 'kafkajs';
+import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { ConsumerLagTable, spaMetrics } from '../telemetry/metrics.js';
 import { tracedBatchHandler } from './kafka-spans.js';
 import { recordStream, type InFlightRecord } from './rx-source.js';
@@ -90,27 +89,25 @@ export interface KafkaConnection {
   readonly config: KafkaConnectionConfig;
 }
 
-async function resolveRanges(admin: Admin, topic: string, start: ReadStart, follow: boolean) {
+async function resolveRanges(admin: KafkaAdmin, topic: string, start: ReadStart, follow: boolean) {
   const existing = await admin.listTopics();
   if (!existing.includes(topic)) {
     const names = existing.filter((name) => !name.startsWith('__')).sort();
     throw new Error(`topic "${topic}" does not exist; existing topics: ${names.join(', ') || 'none'}`);
   }
-  // ListOffsets is read_committed here (kafkajs' default): `high` is the last stable offset,
-  // so everything below the captured end is already committed or aborted.
-  const offsets = await admin.fetchTopicOffsets(topic);
-  const byTime =
-    start.kind === 'timestamp' ? await admin.fetchTopicOffsetsByTimestamp(topic, start.timestamp) : [];
+  // `high` is the last stable offset (the port reads read_committed), so everything below the
+  // captured end is already committed or aborted.
+  const offsets = await admin.topicOffsets(topic);
+  const byTime = start.kind === 'timestamp' ? await admin.offsetsForTimestamp(topic, start.timestamp) : [];
   return offsets
-    .map(({ partition, low, high }): PartitionRange => {
-      const [lo, hi] = [BigInt(low), BigInt(high)];
+    .map(({ partition, low: lo, high: hi }): PartitionRange => {
       const wanted =
         start.kind === 'earliest'
           ? lo
           : start.kind === 'latest'
             ? hi
             : start.kind === 'timestamp'
-              ? BigInt(byTime.find((o) => o.partition === partition)?.offset ?? high)
+              ? (byTime.find((o) => o.partition === partition)?.offset ?? hi)
               : (start.partitions?.get(partition) ?? start.every ?? hi);
       const clamped = wanted < lo ? lo : wanted > hi ? hi : wanted;
       return { partition, start: clamped, ...(follow ? {} : { end: hi }) };
@@ -136,13 +133,13 @@ function checkPartitions(topic: string, start: ReadStart, ranges: readonly Parti
 export async function readTopic(kafka: KafkaConnection, options: ReadTopicOptions): Promise<TopicRead> {
   const follow = options.follow ?? false;
   const groupId = `${options.purpose ?? 'spa-read'}-${randomUUID().slice(0, 8)}`;
-  const admin = await connectKafkajsAdmin(kafka.config);
+  const admin = await kafka.transport.admin();
   let ranges: PartitionRange[];
   try {
     ranges = await resolveRanges(admin, options.topic, options.start, follow);
     checkPartitions(options.topic, options.start, ranges);
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
   const start: StartPosition =
     options.start.kind === 'earliest'

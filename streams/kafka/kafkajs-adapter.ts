@@ -1,19 +1,22 @@
 /**
  * The default {@link KafkaTransport}: kafkajs 2.2.x. Another client (e.g. one built on
- * librdkafka) plugs in by implementing the same interface; nothing outside streams/kafka
- * imports kafkajs directly except infra/kafka (client, admin, probe).
+ * librdkafka) plugs in by implementing the same interface and the admin port
+ * (infra/kafka/admin.ts); nothing outside streams/kafka imports kafkajs directly except
+ * infra/kafka (client, the admin port's kafkajs implementation).
  */
+import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import { kafkajsClient } from '../../infra/kafka/kafkajs-client.js';
+import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
+import { connectKafkajsAdmin, kafkajsClient } from '../../infra/kafka/kafkajs-client.js';
 import { createKafkajsSink } from './kafkajs-sink.js';
 import { createKafkajsSource } from './kafkajs-source.js';
 import type { KafkaTransport, RecordSink, RecordSource } from './transport.js';
 
-/** A transport over kafkajs; `close()` closes every sink and source it handed out. */
+/** A transport over kafkajs; `close()` closes every sink, source and admin it handed out. */
 export function kafkajsTransport(config: KafkaConnectionConfig): KafkaTransport {
   const kafka = kafkajsClient(config);
-  const open = new Set<RecordSink | RecordSource>();
-  const track = <T extends RecordSink | RecordSource>(handle: T): T => {
+  const open = new Set<RecordSink | RecordSource | KafkaAdmin>();
+  const track = <T extends RecordSink | RecordSource | KafkaAdmin>(handle: T): T => {
     const close = handle.close.bind(handle);
     open.add(handle);
     return Object.assign(handle, { close: () => (open.delete(handle), close()) });
@@ -21,6 +24,7 @@ export function kafkajsTransport(config: KafkaConnectionConfig): KafkaTransport 
   return {
     sink: async (options) => track(await createKafkajsSink(kafka, config, options)),
     source: async (options) => track(await createKafkajsSource(kafka, config, options)),
+    admin: async () => track(kafkajsAdmin(await connectKafkajsAdmin(config, kafka))),
     async close() {
       await Promise.allSettled([...open].map((handle) => handle.close()));
     },

@@ -7,7 +7,6 @@
  */
 import { bufferTime, concatMap, filter, lastValueFrom, map, NEVER, of, takeUntil } from 'rxjs';
 import type { Observable } from 'rxjs';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import type { Trajectory } from '../../schemas/index.js';
@@ -120,11 +119,11 @@ function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
 
 /** Creates `topic` with spa.sft's definition when it does not exist; true when it was created. */
 async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
-  const admin = await connectKafkajsAdmin(kafka.config);
+  const admin = await kafka.transport.admin();
   try {
     if ((await admin.listTopics()).includes(topic)) return false;
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
   const definition = spaTopics({ names: { sft: topic } }).filter((t) => t.role === 'sft');
   await applyTopicsTo(kafka.config.brokers, definition, kafka.config);

@@ -4,6 +4,7 @@
  * had no release since 2023, so a librdkafka-based adapter must be able to slot in behind
  * these interfaces. Keys and values are opaque Buffers here: Avro framing lives in schemas/.
  */
+import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 
 /** Record headers; a name that occurs twice on the wire keeps its last value. */
 export type RecordHeaders = Readonly<Record<string, Buffer>>;
@@ -141,10 +142,16 @@ export interface SourceOptions {
   readonly ephemeral?: boolean;
 }
 
-/** A connection to a Kafka cluster that hands out sinks and sources. */
+/** A connection to a Kafka cluster that hands out sinks, sources and admins. */
 export interface KafkaTransport {
   sink(options?: SinkOptions): Promise<RecordSink>;
   source(options: SourceOptions): Promise<RecordSource>;
-  /** Closes every sink and source handed out. */
+  /**
+   * A connected admin of the same client (topics, offsets, groups: the admin port,
+   * infra/kafka/admin.ts, which lives in infra/ because the topic apply needs it too); the
+   * caller closes it.
+   */
+  admin(): Promise<KafkaAdmin>;
+  /** Closes every sink, source and admin handed out. */
   close(): Promise<void>;
 }

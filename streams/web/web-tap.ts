@@ -8,8 +8,7 @@
  * drop-and-catch-up (see tap-server.ts), so a slow browser never stalls the consumers.
  */
 import { filter, map, merge, type Subscription } from 'rxjs';
-import type { Admin } from 'kafkajs';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
+import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import { decodeAnySpaRecord } from '../kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../kafka/consume-spa.js';
 import { matchesTapFilters, type TapFilter } from '../kafka/tap.js';
@@ -53,11 +52,11 @@ function positionsOf(reads: readonly TopicRead[]): Map<string, bigint> {
  * transaction marker (every transactional write does) shows 1 too many: an idle, caught-up
  * tap reads at most one per partition, never more.
  */
-async function measureLag(admin: Admin, topics: readonly string[], positions: Map<string, bigint>) {
+async function measureLag(admin: KafkaAdmin, topics: readonly string[], positions: Map<string, bigint>) {
   let lag = 0n;
   for (const topic of topics) {
-    for (const { partition, high } of await admin.fetchTopicOffsets(topic)) {
-      const behind = BigInt(high) - (positions.get(`${topic}:${partition}`) ?? 0n);
+    for (const { partition, high } of await admin.topicOffsets(topic)) {
+      const behind = high - (positions.get(`${topic}:${partition}`) ?? 0n);
       if (behind > 0n) lag += behind;
     }
   }
@@ -110,7 +109,7 @@ export async function startWebTap(kafka: KafkaConnection, options: WebTapOptions
       error: (error: unknown) => fail(error),
     });
 
-  const admin = await connectKafkajsAdmin(kafka.config);
+  const admin = await kafka.transport.admin();
   let polling = false;
   const timer = setInterval(() => {
     if (polling) return; // a slow poll is skipped, not queued
@@ -132,7 +131,7 @@ export async function startWebTap(kafka: KafkaConnection, options: WebTapOptions
       clearInterval(timer);
       subscription.unsubscribe();
       await Promise.all(reads.map((r) => r.closed));
-      await admin.disconnect().catch(() => undefined);
+      await admin.close().catch(() => undefined);
       await server.close();
     },
   };

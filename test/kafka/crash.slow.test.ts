@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Admin } from 'kafkajs';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
+import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
@@ -23,7 +24,7 @@ beforeAll(async () => {
   );
   const admin: Admin = await connectKafkajsAdmin(testConnection(brokers));
   await admin.createTopics({ topics: [{ topic: 'crash', numPartitions: 3, replicationFactor: 1 }] });
-  await waitForLeaders(admin, ['crash']);
+  await waitForLeaders(kafkajsAdmin(admin), ['crash']);
   await admin.disconnect();
 });
 

@@ -10,6 +10,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { ISocketFactory } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
@@ -116,7 +117,7 @@ beforeAll(async () => {
     waitForLeaders: false,
     topics: topics.map((topic) => ({ topic, numPartitions: 2, replicationFactor: 1 })),
   });
-  await waitForLeaders(admin, topics);
+  await waitForLeaders(kafkajsAdmin(admin), topics);
   await admin.disconnect();
 });
 

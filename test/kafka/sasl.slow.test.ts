@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
 import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
@@ -28,7 +29,7 @@ describe('SASL/SCRAM listener', () => {
     });
     const admin = await connectKafkajsAdmin(config);
     await admin.createTopics({ topics: [{ topic: 'secured', numPartitions: 1, replicationFactor: 1 }] });
-    await waitForLeaders(admin, ['secured']);
+    await waitForLeaders(kafkajsAdmin(admin), ['secured']);
     await admin.disconnect();
     const transport = kafkajsTransport(config);
     const sink = await transport.sink();

@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom, mergeMap, take, timer, toArray, map } from 'rxjs';
+import { Partitioners } from 'kafkajs';
 import type { Admin } from 'kafkajs';
+import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { applyTopics, waitForLeaders } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { recordStream } from '../../streams/kafka/rx-source.js';
 import type {
   BatchHandler,
@@ -18,7 +20,9 @@ import type {
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const ports = { port: 19092, controllerPort: 19093 };
-let transport: KafkaTransport;
+/** One transport per client the port has an adapter for; the round trip runs against each. */
+const clients = ['kafkajs', 'platformatic'] as const;
+const transports = new Map<(typeof clients)[number], KafkaTransport>();
 let admin: Admin;
 
 async function createTopic(topic: string, partitions: number): Promise<void> {
@@ -26,11 +30,15 @@ async function createTopic(topic: string, partitions: number): Promise<void> {
     waitForLeaders: false,
     topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
   });
-  await waitForLeaders(admin, [topic]);
+  await waitForLeaders(kafkajsAdmin(admin), [topic]);
 }
 
 /** Reads from `options` until `count` records arrived, then closes the source. */
-async function readRecords(options: SourceOptions, count: number): Promise<ConsumedRecord[]> {
+async function readRecords(
+  transport: KafkaTransport,
+  options: SourceOptions,
+  count: number,
+): Promise<ConsumedRecord[]> {
   const source = await transport.source(options);
   const records: ConsumedRecord[] = [];
   await source.run(async (batch) => void records.push(...batch.records));
@@ -50,16 +58,31 @@ const record = (topic: string, id: number, extra: Partial<OutgoingRecord> = {}):
   ...extra,
 });
 
+/** Where Kafka's default partitioner (murmur2, kafkajs' DefaultPartitioner) puts `key`. */
+const javaPartition = (key: Buffer, partitions: number): number =>
+  Partitioners.DefaultPartitioner()({
+    topic: 'any',
+    partitionMetadata: Array.from({ length: partitions }, (_, partitionId) => ({
+      partitionErrorCode: 0,
+      partitionId,
+      leader: 1,
+      replicas: [1],
+      isr: [1],
+    })),
+    message: { key, value: null },
+  });
+
 const idOf = (r: ConsumedRecord): number => (JSON.parse(r.value?.toString() ?? '{}') as { id: number }).id;
 
 beforeAll(async () => {
   const broker = await startTestBroker('transport', ports);
-  transport = kafkajsTransport(testConnection(broker.brokers));
+  for (const client of clients)
+    transports.set(client, kafkaTransport(testConnection(broker.brokers), client));
   admin = await connectKafkajsAdmin(testConnection(broker.brokers));
 });
 
 afterAll(async () => {
-  await transport?.close();
+  await Promise.all([...transports.values()].map((transport) => transport.close()));
   await admin?.disconnect();
   await stopTestBroker('transport', ports);
 });
@@ -67,9 +90,9 @@ afterAll(async () => {
 describe('topic definitions against the broker', () => {
   it('creates missing topics, then finds nothing to do, then repairs a drifted config', async () => {
     const definitions = spaTopics({ prefix: 'it.' });
-    const first = await applyTopics(admin, definitions);
+    const first = await applyTopics(kafkajsAdmin(admin), definitions);
     expect(first.changes.map((c) => c.kind)).toEqual(Array(5).fill('create'));
-    expect((await applyTopics(admin, definitions)).changes).toEqual([]);
+    expect((await applyTopics(kafkajsAdmin(admin), definitions)).changes).toEqual([]);
     const policy = await admin.fetchTopicMetadata({ topics: ['it.policy'] });
     expect(policy.topics[0]?.partitions).toHaveLength(1);
 
@@ -96,26 +119,37 @@ describe('topic definitions against the broker', () => {
       return described.resources[0]?.configEntries[0]?.configValue;
     };
     while ((await retentionOf()) !== '1000') await new Promise((resolve) => setTimeout(resolve, 100));
-    const repaired = await applyTopics(admin, definitions);
+    const repaired = await applyTopics(kafkajsAdmin(admin), definitions);
     expect(repaired.changes).toHaveLength(1);
     expect(repaired.summary).toContain('altered it.trajectories');
     expect(repaired.summary).toContain('retention.ms: 1000 -> -1');
-    expect((await applyTopics(admin, definitions)).changes).toEqual([]);
+    expect((await applyTopics(kafkajsAdmin(admin), definitions)).changes).toEqual([]);
   });
 });
 
-describe('kafkajs transport round trip', () => {
+describe.each(clients)('%s transport round trip', (client) => {
+  /** Topics, groups and transactional ids of this client's run, apart from the other's. */
+  const n = (base: string): string => `${client}.${base}`;
+  let transport: KafkaTransport;
+  beforeAll(() => {
+    transport = transports.get(client)!;
+  });
+
   it('delivers keyed records with SPA headers, same key to the same partition, in order', async () => {
-    await createTopic('rt', 3);
+    await createTopic(n('rt'), 3);
     const sink = await transport.sink();
     const headers = encodeSpaHeaders({
       traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
       schemaFingerprint: '0123456789abcdef',
       policyVersion: 7,
     });
-    const writes = await sink.send(Array.from({ length: 42 }, (_, id) => record('rt', id, { headers })));
+    const writes = await sink.send(Array.from({ length: 42 }, (_, id) => record(n('rt'), id, { headers })));
     expect(writes.length).toBeGreaterThan(1);
-    const records = await readRecords({ groupId: 'rt-g', topics: ['rt'], start: { kind: 'earliest' } }, 42);
+    const records = await readRecords(
+      transport,
+      { groupId: n('rt-g'), topics: [n('rt')], start: { kind: 'earliest' } },
+      42,
+    );
     expect(records.map(idOf).sort((a, b) => a - b)).toEqual(Array.from({ length: 42 }, (_, i) => i));
     for (const r of records) expect(decodeSpaHeaders(r.headers)).toEqual(decodeSpaHeaders(headers));
     const partitionOfKey = new Map<string, number>();
@@ -123,6 +157,8 @@ describe('kafkajs transport round trip', () => {
       const key = r.key?.toString() ?? '';
       expect(partitionOfKey.get(key) ?? r.partition).toBe(r.partition);
       partitionOfKey.set(key, r.partition);
+      // Kafka's default partitioner (murmur2), so both clients put a key on the same partition.
+      expect({ key, partition: r.partition }).toEqual({ key, partition: javaPartition(r.key!, 3) });
     }
     for (const p of [0, 1, 2]) {
       const ids = records.filter((r) => r.partition === p).map(idOf);
@@ -131,56 +167,66 @@ describe('kafkajs transport round trip', () => {
   });
 
   it('read_committed sees a committed transaction and never an aborted one; offsets commit with it', async () => {
-    await createTopic('tx', 1);
-    const sink = await transport.sink({ transactionalId: 'spa-test-tx' });
+    await createTopic(n('tx'), 1);
+    const sink = await transport.sink({ transactionalId: n('spa-test-tx') });
     await sink.transaction(async (tx) => {
-      await tx.send([record('tx', 1), record('tx', 2)]);
-      await tx.sendOffsets('tx-upstream', [{ topic: 'tx', partition: 0, offset: 2n }]);
+      await tx.send([record(n('tx'), 1), record(n('tx'), 2)]);
+      await tx.sendOffsets(n('tx-upstream'), [{ topic: n('tx'), partition: 0, offset: 2n }]);
     });
     await expect(
       sink.transaction(async (tx) => {
-        await tx.send([record('tx', 666)]);
+        await tx.send([record(n('tx'), 666)]);
         throw new Error('annotation failed');
       }),
     ).rejects.toThrow('annotation failed');
-    await sink.send([record('tx', 3)]);
-    const records = await readRecords({ groupId: 'tx-g', topics: ['tx'], start: { kind: 'earliest' } }, 3);
+    await sink.send([record(n('tx'), 3)]);
+    const records = await readRecords(
+      transport,
+      { groupId: n('tx-g'), topics: [n('tx')], start: { kind: 'earliest' } },
+      3,
+    );
     expect(records.map(idOf)).toEqual([1, 2, 3]);
-    const offsets = await admin.fetchOffsets({ groupId: 'tx-upstream', topics: ['tx'] });
+    const offsets = await admin.fetchOffsets({ groupId: n('tx-upstream'), topics: [n('tx')] });
     expect(offsets[0]?.partitions[0]?.offset).toBe('2');
   });
 
   it('starts a group at a timestamp, and resumes from explicitly committed offsets', async () => {
-    await createTopic('ts', 1);
+    await createTopic(n('ts'), 1);
     const sink = await transport.sink({ compression: 'none' });
     const base = Date.now() - 60_000;
-    await sink.send([0, 1, 2, 3, 4, 5].map((id) => record('ts', id, { timestamp: base + id * 1000 })));
+    await sink.send([0, 1, 2, 3, 4, 5].map((id) => record(n('ts'), id, { timestamp: base + id * 1000 })));
     const fromTs = await readRecords(
-      { groupId: 'ts-g', topics: ['ts'], start: { kind: 'timestamp', timestamp: base + 3500 } },
+      transport,
+      { groupId: n('ts-g'), topics: [n('ts')], start: { kind: 'timestamp', timestamp: base + 3500 } },
       2,
     );
     expect(fromTs.map(idOf)).toEqual([4, 5]);
 
-    const source = await transport.source({ groupId: 'ts-c', topics: ['ts'], start: { kind: 'earliest' } });
+    const source = await transport.source({
+      groupId: n('ts-c'),
+      topics: [n('ts')],
+      start: { kind: 'earliest' },
+    });
     const seen: number[] = [];
     await source.run(async (batch) => void seen.push(...batch.records.map(idOf)));
     await eventually(() => seen.length >= 6, 60_000, 'six records');
-    await source.commit([{ topic: 'ts', partition: 0, offset: 2n }]); // next to read: id 2
+    await source.commit([{ topic: n('ts'), partition: 0, offset: 2n }]); // next to read: id 2
     await source.close();
     const resumed = await readRecords(
-      { groupId: 'ts-c', topics: ['ts'], start: { kind: 'committed', fallback: 'latest' } },
+      transport,
+      { groupId: n('ts-c'), topics: [n('ts')], start: { kind: 'committed', fallback: 'latest' } },
       4,
     );
     expect(resumed.map(idOf)).toEqual([2, 3, 4, 5]);
   });
 
   it('a handler that pauses mid-batch gets the untaken tail again after resume, nothing lost or repeated', async () => {
-    await createTopic('pr', 1);
+    await createTopic(n('pr'), 1);
     const sink = await transport.sink();
-    await sink.send(Array.from({ length: 30 }, (_, id) => record('pr', id)));
+    await sink.send(Array.from({ length: 30 }, (_, id) => record(n('pr'), id)));
     const source: RecordSource = await transport.source({
-      groupId: 'pr-g',
-      topics: ['pr'],
+      groupId: n('pr-g'),
+      topics: [n('pr')],
       start: { kind: 'earliest' },
     });
     const seen: number[] = [];
@@ -202,9 +248,13 @@ describe('kafkajs transport round trip', () => {
   });
 
   it('recordStream keeps in-flight records within maxInFlight by pausing partitions', async () => {
-    await createTopic('rx', 2);
-    await (await transport.sink()).send(Array.from({ length: 60 }, (_, id) => record('rx', id)));
-    const source = await transport.source({ groupId: 'rx-g', topics: ['rx'], start: { kind: 'earliest' } });
+    await createTopic(n('rx'), 2);
+    await (await transport.sink()).send(Array.from({ length: 60 }, (_, id) => record(n('rx'), id)));
+    const source = await transport.source({
+      groupId: n('rx-g'),
+      topics: [n('rx')],
+      start: { kind: 'earliest' },
+    });
     let inFlight = 0;
     let peak = 0;
     const ids = await firstValueFrom(

@@ -157,6 +157,7 @@ class PolicyTopic {
 
   readonly transport: KafkaTransport = {
     sink: () => Promise.reject(new Error('the simulation has no sink')),
+    admin: () => Promise.reject(new Error('the simulation has no admin')),
     source: async (): Promise<RecordSource> => ({
       run: async (handler) => {
         this.handler = handler;

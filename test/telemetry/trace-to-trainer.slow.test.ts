@@ -11,6 +11,7 @@ import type { Admin } from 'kafkajs';
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
+import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
@@ -55,7 +56,7 @@ beforeAll(async () => {
     waitForLeaders: false,
     topics: [{ topic, numPartitions: 2, replicationFactor: 1 }],
   });
-  await waitForLeaders(admin, [topic]);
+  await waitForLeaders(kafkajsAdmin(admin), [topic]);
 }, 240_000);
 
 afterAll(async () => {

@@ -1,0 +1,247 @@
+/**
+ * The @platformatic/kafka implementation of {@link RecordSink}, with the guarantees of the kafkajs
+ * sink (kafkajs-sink.ts): an idempotent producer (the library then forces acks=all and one
+ * request in flight per connection), optionally transactional, keys partitioned as kafkajs does.
+ * Every producer call of a sink runs one at a time: the library numbers a partition's records
+ * when a send succeeds and shares one in-flight AddPartitionsToTxn or TxnOffsetCommit between
+ * concurrent callers, so overlapping calls would reuse sequence numbers or skip a partition.
+ */
+import { CompressionAlgorithms, GenericError, Producer, ProduceAcks } from '@platformatic/kafka';
+import type { Consumer, Message, ProduceResult } from '@platformatic/kafka';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import {
+  describePlatformaticError,
+  isPlatformaticRetriable,
+  platformaticBaseOptions,
+  retryDelayMs,
+} from '../../infra/kafka/platformatic-client.js';
+import { kafkajsCompatiblePartitioner, toPlatformaticMessages } from './platformatic-records.js';
+import type {
+  PartitionWrite,
+  RecordSink,
+  SinkOptions,
+  SinkTransaction,
+  TopicPartitionOffset,
+} from './transport.js';
+
+/** How long a transaction keeps retrying a broker outage before it is reported (as kafkajs-sink.ts). */
+const TRANSACTION_RETRY_BUDGET_MS = 120_000;
+
+/**
+ * The first retry of a producer request waits 20 ms, the rest follow the config's backoff: right
+ * after a commit the coordinator answers the next AddPartitionsToTxn with CONCURRENT_TRANSACTIONS
+ * for a few ms (the reason kafkajs-sink.ts starts at 20 ms too).
+ */
+const FIRST_RETRY_MS = 20;
+
+/** The library's transaction handle (its class is not exported by name). */
+type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
+
+/** The transaction timeout the coordinator enforces (the library sends its `timeout` option), kafkajs' default. */
+const TRANSACTION_TIMEOUT_MS = 60_000;
+
+/** Finds the coordinator (node id) of a consumer group, for a transaction's offset commit. */
+export type GroupCoordinatorLookup = (groupId: string) => Promise<number>;
+
+/** A commit that failed past the library's EndTxn retries: reported, never redone (as kafkajs-sink.ts). */
+class CommitOutcomeUnknown extends Error {
+  constructor(readonly reported: Error) {
+    super(reported.message, { cause: reported });
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function toWrites(result: ProduceResult): PartitionWrite[] {
+  return (result.offsets ?? []).map(({ topic, partition, offset }) => ({
+    topic,
+    partition,
+    baseOffset: offset,
+  }));
+}
+
+/** Runs calls one at a time in the order they were made (blocks the callers, buffers nothing). */
+function serialized(): <T>(work: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (work) => {
+    const next = tail.then(work, work);
+    tail = next.catch(() => undefined);
+    return next;
+  };
+}
+
+/**
+ * Commits `offsets` for `groupId` inside `transaction`: AddOffsetsToTxn once per group, then one
+ * TxnOffsetCommit per partition. The library commits a consumed message's offset + 1 on behalf of
+ * one of its own consumers; here the group is any group (no member, generation -1, which the
+ * coordinator accepts for a group without members), so a message-shaped position is made for it.
+ */
+async function sendTransactionOffsets(
+  transaction: Transaction,
+  coordinatorId: number,
+  groupId: string,
+  offsets: readonly TopicPartitionOffset[],
+): Promise<void> {
+  // The library reads only `groupId` off the consumer it is given.
+  await transaction.addConsumer({ groupId } as Consumer);
+  for (const { topic, partition, offset } of offsets) {
+    const position = {
+      topic,
+      partition,
+      offset: offset - 1n,
+      metadata: { consumer: { groupId, generationId: -1, memberId: '', coordinatorId } },
+    } as unknown as Message;
+    await transaction.addOffset(position);
+  }
+}
+
+/** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
+export async function createPlatformaticSink(
+  config: KafkaConnectionConfig,
+  groupCoordinator: GroupCoordinatorLookup,
+  options: SinkOptions = {},
+): Promise<RecordSink> {
+  const transactional = options.transactionalId !== undefined;
+  if (config.retry.retries < 1)
+    throw new Error(
+      'retry.retries=0: an idempotent sink needs retries >= 1 to resend with the same sequence numbers',
+    );
+  const compression =
+    options.compression === 'none' ? CompressionAlgorithms.NONE : CompressionAlgorithms.GZIP;
+  const openProducer = async (): Promise<Producer> => {
+    const opened = new Producer({
+      ...platformaticBaseOptions(config, FIRST_RETRY_MS),
+      idempotent: true,
+      acks: ProduceAcks.ALL,
+      compression,
+      partitioner: kafkajsCompatiblePartitioner(),
+      timeout: TRANSACTION_TIMEOUT_MS,
+      ...(transactional ? { transactionalId: options.transactionalId } : {}),
+    });
+    try {
+      // Registers the producer id now, as kafkajs' connect does: a dead cluster fails here, and a
+      // transactional id fences its previous producer (the coordinator aborts its open transaction).
+      if (transactional) await (await opened.beginTransaction()).cancel();
+      else await opened.initIdempotentProducer({});
+    } catch (error) {
+      await opened.close().catch(() => undefined);
+      throw describePlatformaticError(error, 'connecting a producer', config);
+    }
+    return opened;
+  };
+  let producer = await openProducer();
+  // Set when an attempt failed on the client's side of a transaction: the library keeps the
+  // failed transaction (and a coordinator it never looks up again), so the next attempt starts on
+  // a new producer, whose InitProducerId fences the old epoch and ends the dangling transaction.
+  let producerStale = false;
+  const replaceStaleProducer = async (): Promise<void> => {
+    if (!producerStale) return;
+    await producer.close().catch(() => undefined);
+    producer = await openProducer();
+    producerStale = false;
+  };
+  const oneAtATime = serialized();
+  // Transactions on one producer must not interleave; chain them (block, never buffer records).
+  const lane = serialized();
+
+  const transaction = <T>(work: (tx: SinkTransaction) => Promise<T>): Promise<T> => {
+    if (!transactional)
+      return Promise.reject(
+        new Error('RecordSink.transaction needs SinkOptions.transactionalId; this sink has none'),
+      );
+    const attempt = async (): Promise<T> => {
+      await replaceStaleProducer();
+      let tx: Transaction;
+      try {
+        tx = await producer.beginTransaction();
+      } catch (error) {
+        // The library keeps a transaction that failed to begin as the active one.
+        producerStale = true;
+        throw error;
+      }
+      // Kafka refuses EndTxn for a transaction that added nothing, so an empty one ends locally.
+      let added = false;
+      let result: T;
+      try {
+        result = await work({
+          send: (records) =>
+            oneAtATime(async () => {
+              if (records.length === 0) return [];
+              added = true;
+              return toWrites(await tx.send({ messages: toPlatformaticMessages(records) }));
+            }),
+          sendOffsets: (groupId, offsets) =>
+            oneAtATime(async () => {
+              if (offsets.length === 0) return;
+              const coordinatorId = await groupCoordinator(groupId);
+              added = true;
+              await sendTransactionOffsets(tx, coordinatorId, groupId, offsets);
+            }),
+        });
+      } catch (error) {
+        if (!tx.completed) {
+          const end = added ? tx.abort() : tx.cancel();
+          await end.catch(() => (producerStale = true));
+        }
+        if (isPlatformaticRetriable(error)) producerStale = true;
+        throw error;
+      }
+      if (!added) {
+        await tx.cancel();
+        return result;
+      }
+      try {
+        // EndTxn is retried inside the library (retries, backoff); past that, the outcome is unknown.
+        await tx.commit();
+      } catch (error) {
+        producerStale = true;
+        const doing = 'committing a transaction (not retried: its records may or may not be visible)';
+        throw new CommitOutcomeUnknown(describePlatformaticError(error, doing, config));
+      }
+      return result;
+    };
+    const run = async (): Promise<T> => {
+      // An aborted transaction left nothing visible, so a retriable broker error (a coordinator
+      // moving, a broker restarting) is handled by running `work` again — for up to
+      // TRANSACTION_RETRY_BUDGET_MS, then the outage is reported.
+      const started = Date.now();
+      for (let attemptNo = 0; ; attemptNo += 1) {
+        try {
+          return await attempt();
+        } catch (error) {
+          if (error instanceof CommitOutcomeUnknown) throw error.reported;
+          const exhausted =
+            attemptNo >= config.retry.retries && Date.now() - started > TRANSACTION_RETRY_BUDGET_MS;
+          if (!isPlatformaticRetriable(error) || exhausted) {
+            // The caller's own error is rethrown as it was thrown; a library error says what failed.
+            if (!(error instanceof Error) || !GenericError.isGenericError(error)) throw error;
+            throw describePlatformaticError(error, 'running a transaction', config);
+          }
+          await sleep(retryDelayMs(config, attemptNo + 1));
+        }
+      }
+    };
+    return lane(run);
+  };
+
+  return {
+    async send(records) {
+      if (records.length === 0) return [];
+      // A transactional producer may only write inside a transaction: make the batch one.
+      if (transactional) return transaction((tx) => tx.send(records));
+      try {
+        return await oneAtATime(async () =>
+          toWrites(await producer.send({ messages: toPlatformaticMessages(records) })),
+        );
+      } catch (error) {
+        throw describePlatformaticError(error, `producing ${records.length} records`, config);
+      }
+    },
+    transaction,
+    async close() {
+      await lane(async () => undefined);
+      await oneAtATime(async () => undefined);
+      await producer.close();
+    },
+  };
+}
