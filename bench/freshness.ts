@@ -15,8 +15,6 @@
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { envFactory } from '../envs/registry.js';
-import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
-import { kafkaConfigFromEnv } from '../infra/kafka/client-config.js';
 import { applyTopicsTo } from '../infra/kafka/topics.js';
 import type { Outbound } from '../schemas/outbound.js';
 import { spaTopicNames, spaTopics } from '../schemas/topics.js';
@@ -24,11 +22,10 @@ import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../streams/demand-gate.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../streams/kafka/consume-spa.js';
-import { kafkajsTransport } from '../streams/kafka/kafkajs-adapter.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
 import type { Policy } from '../streams/policies/policy.js';
-import { BENCH_INSTANCE, deleteTopics } from './kafka.js';
+import { deleteTopics, withBenchKafka } from './kafka.js';
 import { spawnPython } from './python/venv.js';
 import { loadAverage, median, quantile } from './stats.js';
 
@@ -164,12 +161,7 @@ async function round(kafka: KafkaConnection, options: Options): Promise<Round> {
 /** Runs the suite; see the module comment. */
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
-  const external = Boolean(process.env.KAFKA_BROKERS?.trim());
-  const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
-  const broker = await ensureBroker(BENCH_INSTANCE);
-  const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId: 'spa-bench' });
-  const kafka: KafkaConnection = { transport: kafkajsTransport(config), config };
-  try {
+  await withBenchKafka('spa-bench', async (kafka) => {
     const rounds: Round[] = [];
     for (let i = 0; i < options.repeat; i++) {
       const r = await round(kafka, options);
@@ -206,8 +198,5 @@ export async function run(args: string[]): Promise<void> {
         }),
       );
     }
-  } finally {
-    await kafka.transport.close();
-    if (!external && !wasRunning) await stopBroker(BENCH_INSTANCE);
-  }
+  });
 }

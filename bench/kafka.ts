@@ -1,7 +1,8 @@
 /**
- * `npm run bench -- kafka [--trajectories n] [--repeat n] [--compression gzip|none] [--keep]`:
- * the pipeline's Kafka throughput beside Kafka's own perf tools on the same broker in the same
- * run.
+ * `npm run bench -- kafka [--trajectories n] [--repeat n] [--compression gzip|none] [--keep]
+ * [--client kafkajs,platformatic]`: the pipeline's Kafka throughput beside Kafka's own perf tools
+ * on the same broker in the same run, for each client the transport can be built on
+ * (streams/kafka/kafka-client.ts; both by default, kafkajs first).
  *
  * - ingest: random policy → annotate → filter → Avro → transactional Kafka writes (the whole
  *   generator, generatorPipeline + publishOutbound, with the DemandGate `spa generate` uses), vs
@@ -38,7 +39,7 @@ import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../streams/demand-gate.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
 import { readTopic, type KafkaConnection } from '../streams/kafka/consume-spa.js';
-import { kafkajsTransport } from '../streams/kafka/kafkajs-adapter.js';
+import { kafkaClientFromEnv, kafkaTransport, type KafkaClientName } from '../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
@@ -46,7 +47,7 @@ import { builtinPolicy } from '../streams/policies/builtin.js';
 import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
 import { loadAverage, spread } from './stats.js';
 
-export const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
+const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
 
 /** One measured line of the table. */
 interface Rate {
@@ -76,6 +77,8 @@ interface Options {
   readonly repeat: number;
   readonly compression: Compression;
   readonly keep: boolean;
+  /** The transport's clients, each measured in turn against the same Kafka tools. */
+  readonly clients: readonly KafkaClientName[];
 }
 
 /**
@@ -133,7 +136,10 @@ function parseArgs(args: string[]): Options {
   const compression = value('--compression') ?? 'gzip';
   if (compression !== 'gzip' && compression !== 'none')
     throw new Error(`--compression ${compression}: kafkajs writes gzip or none`);
-  return { trajectories, repeat, compression, keep: args.includes('--keep') };
+  const clients = (value('--client') ?? 'kafkajs,platformatic')
+    .split(',')
+    .map((name) => kafkaClientFromEnv({ SPA_KAFKA_CLIENT: name }));
+  return { trajectories, repeat, compression, keep: args.includes('--keep'), clients };
 }
 
 async function ingest(
@@ -442,24 +448,46 @@ function printSummary(rounds: readonly Round[]): void {
   );
 }
 
-/** Runs the suite; see the module comment. */
-export async function run(args: string[]): Promise<void> {
-  const options = parseArgs(args);
+/**
+ * Runs `work` on KAFKA_BROKERS' cluster, or on the local "bench" instance (started here when it
+ * is not running, and then stopped again), through the transport of `client` (SPA_KAFKA_CLIENT's
+ * choice by default); closes the transport afterwards. `brokerPid`: the local broker's, for CPU.
+ */
+export async function withBenchKafka<T>(
+  clientId: string,
+  work: (kafka: KafkaConnection, brokerPid: number | undefined) => Promise<T>,
+  client: KafkaClientName = kafkaClientFromEnv(),
+): Promise<T> {
   const external = Boolean(process.env.KAFKA_BROKERS?.trim());
   const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
   const broker = await ensureBroker(BENCH_INSTANCE);
-  const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId: 'spa-bench' });
-  const kafka: KafkaConnection = { transport: kafkajsTransport(config), config };
+  const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId });
+  const kafka: KafkaConnection = { transport: kafkaTransport(config, client), config };
   try {
-    const rounds: Round[] = [];
-    for (let i = 0; i < options.repeat; i++) {
-      rounds.push(await round(kafka, options, broker.pid));
-      printRound(rounds[i]!, i, options.repeat);
-    }
-    if (rounds.length > 1) printSummary(rounds);
+    return await work(kafka, broker.pid);
   } finally {
     await kafka.transport.close();
     if (!external && !wasRunning) await stopBroker(BENCH_INSTANCE);
+  }
+}
+
+/** Runs the suite; see the module comment. */
+export async function run(args: string[]): Promise<void> {
+  const options = parseArgs(args);
+  for (const client of options.clients) {
+    console.log(`client: ${client}`);
+    await withBenchKafka(
+      'spa-bench',
+      async (kafka, brokerPid) => {
+        const rounds: Round[] = [];
+        for (let i = 0; i < options.repeat; i++) {
+          rounds.push(await round(kafka, options, brokerPid));
+          printRound(rounds[i]!, i, options.repeat);
+        }
+        if (rounds.length > 1) printSummary(rounds);
+      },
+      client,
+    );
   }
 }
 

@@ -16,18 +16,17 @@
  */
 import { takeWhile, tap } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
-import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
-import { kafkaConfigFromEnv } from '../infra/kafka/client-config.js';
+import type { KafkaConnectionConfig } from '../infra/kafka/client-config.js';
 import { runKafkaTool } from '../infra/kafka/tools.js';
 import { applyTopicsTo } from '../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics } from '../schemas/topics.js';
 import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../streams/demand-gate.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
-import { kafkajsTransport } from '../streams/kafka/kafkajs-adapter.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { builtinPolicy } from '../streams/policies/builtin.js';
-import { BENCH_INSTANCE, deleteTopics } from './kafka.js';
+import type { KafkaConnection } from '../streams/kafka/consume-spa.js';
+import { deleteTopics, withBenchKafka } from './kafka.js';
 import { loadAverage, median } from './stats.js';
 
 interface Options {
@@ -53,15 +52,15 @@ function parseArgs(args: string[]): Options {
   return options;
 }
 
-/** Sets (or with `bytesPerSecond` undefined removes) the producer quota of {@link CLIENT_ID}. */
-async function producerQuota(brokers: readonly string[], bytesPerSecond?: number): Promise<void> {
+/** Sets (or with `bytesPerSecond` undefined removes) the producer quota of this run's client id. */
+async function producerQuota(config: KafkaConnectionConfig, bytesPerSecond?: number): Promise<void> {
   const change =
     bytesPerSecond === undefined
       ? ['--delete-config', 'producer_byte_rate']
       : ['--add-config', `producer_byte_rate=${bytesPerSecond}`];
   const result = await runKafkaTool('configs', [
-    ...['--bootstrap-server', brokers.join(','), '--alter', ...change],
-    ...['--entity-type', 'clients', '--entity-name', CLIENT_ID],
+    ...['--bootstrap-server', config.brokers.join(','), '--alter', ...change],
+    ...['--entity-type', 'clients', '--entity-name', config.clientId],
   ]);
   if (result.exitCode !== 0)
     throw new Error(
@@ -72,11 +71,11 @@ async function producerQuota(brokers: readonly string[], bytesPerSecond?: number
 /** Runs the suite; see the module comment. */
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
-  const external = Boolean(process.env.KAFKA_BROKERS?.trim());
-  const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
-  const broker = await ensureBroker(BENCH_INSTANCE);
-  const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId: CLIENT_ID });
-  const transport = kafkajsTransport({ ...config, clientId: CLIENT_ID });
+  await withBenchKafka(CLIENT_ID, (kafka) => measure(kafka, options));
+}
+
+/** One run on `kafka`; see the module comment. */
+async function measure({ config, transport }: KafkaConnection, options: Options): Promise<void> {
   const prefix = `bench-mem-${Date.now().toString(36)}.`;
   const topics = spaTopicNames({ prefix });
   const rss: number[] = [];
@@ -95,7 +94,7 @@ export async function run(args: string[]): Promise<void> {
   const progress = setInterval(report, 10_000);
   try {
     await applyTopicsTo(config.brokers, spaTopics({ prefix }), config);
-    await producerQuota(config.brokers, options.quota);
+    await producerQuota(config, options.quota);
     console.error(
       `[bench memory] ${options.steps.toLocaleString('en')} env steps, producer quota ${options.quota} bytes/s, ` +
         `on ${config.brokers.join(',')} (topics ${prefix}*); ${loadAverage()}`,
@@ -135,10 +134,8 @@ export async function run(args: string[]): Promise<void> {
   } finally {
     clearInterval(sampler);
     clearInterval(progress);
-    await producerQuota(config.brokers).catch((error: unknown) => console.error(String(error)));
+    await producerQuota(config).catch((error: unknown) => console.error(String(error)));
     await deleteTopics(config, prefix).catch((error: unknown) => console.error(String(error)));
-    await transport.close();
-    if (!external && !wasRunning) await stopBroker(BENCH_INSTANCE);
   }
   sample();
   report();

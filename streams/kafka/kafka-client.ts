@@ -14,7 +14,7 @@ const clients = {
 } as const;
 
 /** A client the transport can be built on. */
-type KafkaClientName = keyof typeof clients;
+export type KafkaClientName = keyof typeof clients;
 
 /** Reads SPA_KAFKA_CLIENT (default kafkajs); a bad value names the variable and the allowed values. */
 export function kafkaClientFromEnv(env: NodeJS.ProcessEnv = process.env): KafkaClientName {
