@@ -116,6 +116,11 @@ export async function createPlatformaticSink(
       compression,
       partitioner: kafkajsCompatiblePartitioner(),
       timeout: TRANSACTION_TIMEOUT_MS,
+      // InitProducerId as a new producer (-1/-1, as the Java client sends). The library's default,
+      // producer 0 epoch 0, asks to bump an epoch it never had: a restarted process gets
+      // PRODUCER_FENCED for a transactional id that exists already.
+      producerId: -1n,
+      producerEpoch: -1,
       ...(transactional ? { transactionalId: options.transactionalId } : {}),
     });
     try {
