@@ -7,6 +7,7 @@ import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'ka
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { describeKafkaError } from '../../infra/kafka/kafkajs-client.js';
 import { toKafkajsHeaders } from './kafkajs-headers.js';
+import { CommitOutcomeUnknown, retryTransaction } from './transaction-retry.js';
 import type {
   OutgoingRecord,
   PartitionWrite,
@@ -48,11 +49,6 @@ function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
   return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** How long a transaction keeps retrying a broker outage before it is reported (a restart takes ~20 s). */
-const TRANSACTION_RETRY_BUDGET_MS = 120_000;
-
 /**
  * Errors a transaction may retry. kafkajs marks protocol errors `retriable`, but reports a broker
  * that is down longer than its own retry budget (a restart takes ~20 s on a busy box) as
@@ -78,16 +74,6 @@ function isRetriable(error: unknown, depth = 0): boolean {
   if (retriable === true || (typeof name === 'string' && TRANSIENT_KAFKAJS_ERRORS.has(name))) return true;
   // kafkajs wraps the real failure (KafkaJSNonRetriableError, retry exhaustion) in cause/originalError.
   return isRetriable(cause, depth + 1) || isRetriable(originalError, depth + 1);
-}
-
-/**
- * A commit that failed past kafkajs' EndTxn retries. The transaction may already be visible,
- * so it is reported, never redone (redoing it could write every record twice).
- */
-class CommitOutcomeUnknown extends Error {
-  constructor(readonly reported: Error) {
-    super(reported.message, { cause: reported });
-  }
 }
 
 /**
@@ -174,26 +160,10 @@ export async function createKafkajsSink(
       }
       return result;
     };
-    const run = async (): Promise<T> => {
-      // An aborted transaction left nothing visible, so a retriable broker error (a coordinator
-      // moving, a broker restarting) is handled by running `work` again — for up to
-      // TRANSACTION_RETRY_BUDGET_MS, then the outage is reported.
-      const started = Date.now();
-      for (let attemptNo = 0; ; attemptNo += 1) {
-        try {
-          return await attempt();
-        } catch (error) {
-          if (error instanceof CommitOutcomeUnknown) throw error.reported;
-          const exhausted =
-            attemptNo >= config.retry.retries && Date.now() - started > TRANSACTION_RETRY_BUDGET_MS;
-          if (!isRetriable(error) || exhausted)
-            throw describeKafkaError(error, 'running a transaction', config);
-          await sleep(
-            Math.min(config.retry.initialRetryTimeMs * 2 ** attemptNo, config.retry.maxRetryTimeMs),
-          );
-        }
-      }
-    };
+    const run = (): Promise<T> =>
+      retryTransaction(attempt, config.retry, isRetriable, (error) =>
+        describeKafkaError(error, 'running a transaction', config),
+      );
     const next = lane.then(run, run);
     lane = next.catch(() => undefined);
     return next;

@@ -13,9 +13,9 @@ import {
   describePlatformaticError,
   isPlatformaticRetriable,
   platformaticBaseOptions,
-  retryDelayMs,
 } from '../../infra/kafka/platformatic-client.js';
 import { kafkajsCompatiblePartitioner, toPlatformaticMessages } from './platformatic-records.js';
+import { CommitOutcomeUnknown, retryTransaction } from './transaction-retry.js';
 import type {
   PartitionWrite,
   RecordSink,
@@ -23,9 +23,6 @@ import type {
   SinkTransaction,
   TopicPartitionOffset,
 } from './transport.js';
-
-/** How long a transaction keeps retrying a broker outage before it is reported (as kafkajs-sink.ts). */
-const TRANSACTION_RETRY_BUDGET_MS = 120_000;
 
 /**
  * The first retry of a producer request waits 20 ms, the rest follow the config's backoff: right
@@ -42,15 +39,6 @@ const TRANSACTION_TIMEOUT_MS = 60_000;
 
 /** Finds the coordinator (node id) of a consumer group, for a transaction's offset commit. */
 export type GroupCoordinatorLookup = (groupId: string) => Promise<number>;
-
-/** A commit that failed past the library's EndTxn retries: reported, never redone (as kafkajs-sink.ts). */
-class CommitOutcomeUnknown extends Error {
-  constructor(readonly reported: Error) {
-    super(reported.message, { cause: reported });
-  }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function toWrites(result: ProduceResult): PartitionWrite[] {
   return (result.offsets ?? []).map(({ topic, partition, offset }) => ({
@@ -205,27 +193,13 @@ export async function createPlatformaticSink(
       }
       return result;
     };
-    const run = async (): Promise<T> => {
-      // An aborted transaction left nothing visible, so a retriable broker error (a coordinator
-      // moving, a broker restarting) is handled by running `work` again — for up to
-      // TRANSACTION_RETRY_BUDGET_MS, then the outage is reported.
-      const started = Date.now();
-      for (let attemptNo = 0; ; attemptNo += 1) {
-        try {
-          return await attempt();
-        } catch (error) {
-          if (error instanceof CommitOutcomeUnknown) throw error.reported;
-          const exhausted =
-            attemptNo >= config.retry.retries && Date.now() - started > TRANSACTION_RETRY_BUDGET_MS;
-          if (!isPlatformaticRetriable(error) || exhausted) {
-            // The caller's own error is rethrown as it was thrown; a library error says what failed.
-            if (!(error instanceof Error) || !GenericError.isGenericError(error)) throw error;
-            throw describePlatformaticError(error, 'running a transaction', config);
-          }
-          await sleep(retryDelayMs(config, attemptNo + 1));
-        }
-      }
-    };
+    const run = (): Promise<T> =>
+      retryTransaction(attempt, config.retry, isPlatformaticRetriable, (error) =>
+        // The caller's own error is rethrown as it was thrown; a library error says what failed.
+        error instanceof Error && GenericError.isGenericError(error)
+          ? describePlatformaticError(error, 'running a transaction', config)
+          : error,
+      );
     return lane(run);
   };
 
