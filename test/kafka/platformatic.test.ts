@@ -12,7 +12,7 @@ import {
   UserError,
 } from '@platformatic/kafka';
 import type { RecordsBatch } from '@platformatic/kafka';
-import { Partitioners } from 'kafkajs';
+import { kafkajsPartition } from './kafkajs-partition.js';
 import { describe, expect, it } from 'vitest';
 import { kafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import {
@@ -30,19 +30,6 @@ import {
 } from '../../streams/kafka/platformatic-records.js';
 
 describe('kafkajsCompatiblePartitioner', () => {
-  const kafkajsPartition = (key: Buffer, partitions: number): number =>
-    Partitioners.DefaultPartitioner()({
-      topic: 't',
-      partitionMetadata: Array.from({ length: partitions }, (_, partitionId) => ({
-        partitionErrorCode: 0,
-        partitionId,
-        leader: 1,
-        replicas: [1],
-        isr: [1],
-      })),
-      message: { key, value: null },
-    });
-
   it('puts a key on the partition kafkajs (and the Java client) puts it on', () => {
     const partitioner = kafkajsCompatiblePartitioner();
     const keys = [

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom, mergeMap, take, timer, toArray, map } from 'rxjs';
-import { Partitioners } from 'kafkajs';
 import type { Admin } from 'kafkajs';
 import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
@@ -18,6 +17,7 @@ import type {
   SourceOptions,
 } from '../../streams/kafka/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { kafkajsPartition } from './kafkajs-partition.js';
 
 const ports = { port: 19092, controllerPort: 19093 };
 /** One transport per client the port has an adapter for; the round trip runs against each. */
@@ -57,20 +57,6 @@ const record = (topic: string, id: number, extra: Partial<OutgoingRecord> = {}):
   value: Buffer.from(JSON.stringify({ id })),
   ...extra,
 });
-
-/** Where Kafka's default partitioner (murmur2, kafkajs' DefaultPartitioner) puts `key`. */
-const javaPartition = (key: Buffer, partitions: number): number =>
-  Partitioners.DefaultPartitioner()({
-    topic: 'any',
-    partitionMetadata: Array.from({ length: partitions }, (_, partitionId) => ({
-      partitionErrorCode: 0,
-      partitionId,
-      leader: 1,
-      replicas: [1],
-      isr: [1],
-    })),
-    message: { key, value: null },
-  });
 
 const idOf = (r: ConsumedRecord): number => (JSON.parse(r.value?.toString() ?? '{}') as { id: number }).id;
 
@@ -158,7 +144,7 @@ describe.each(clients)('%s transport round trip', (client) => {
       expect(partitionOfKey.get(key) ?? r.partition).toBe(r.partition);
       partitionOfKey.set(key, r.partition);
       // Kafka's default partitioner (murmur2), so both clients put a key on the same partition.
-      expect({ key, partition: r.partition }).toEqual({ key, partition: javaPartition(r.key!, 3) });
+      expect({ key, partition: r.partition }).toEqual({ key, partition: kafkajsPartition(r.key!, 3) });
     }
     for (const p of [0, 1, 2]) {
       const ids = records.filter((r) => r.partition === p).map(idOf);
