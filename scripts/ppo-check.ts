@@ -28,6 +28,7 @@ interface CheckOptions {
   steps: number;
   groups: number;
   groupSize: number;
+  keepRatio: string;
   exportEvery: number;
   maxStaleness: number;
   evalEvery: number;
@@ -40,6 +41,7 @@ interface CheckOptions {
   warmupPuzzles: number;
   warmupEpochs: number;
   warmupExplore: string;
+  warmupModes: string;
   model: string;
   arms: string;
   out: string;
@@ -54,6 +56,7 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--steps <n>', 'PPO steps per arm', Number, 80)
     .option('--groups <n>', 'puzzles per PPO step', Number, 16)
     .option('--group-size <n>', 'episodes per puzzle', Number, 4)
+    .option('--keep-ratio <x>', "fraction of a step's groups trained on, by score spread (SPA: 0.25)", '0.25')
     .option('--export-every <n>', 'PPO steps between exports (1: every step, as SPA)', Number, 1)
     .option(
       '--max-staleness <n>',
@@ -71,6 +74,11 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
     .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 4)
     .option('--warmup-explore <ε>', 'probability of a random action in the demonstrations (0: the plan)', '0')
+    .option(
+      '--warmup-modes <list>',
+      'prompt modes the warm-up demonstrates: wm,base (the wm arm needs both) or base (PPO and evaluation play base prompts)',
+      'wm,base',
+    )
     .option('--model <name>', 'tiny model to start from', 'tiny-cells')
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
     .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check')
@@ -100,6 +108,8 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
       String(o.groups),
       '--ppo-group-size',
       String(o.groupSize),
+      '--ppo-keep-ratio',
+      o.keepRatio,
     ],
     ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
     ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
@@ -160,7 +170,7 @@ function main(): void {
   const warmup = [
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],
     ...['--warmup-epochs', String(o.warmupEpochs), '--warmup-explore', o.warmupExplore],
-    ...['--warmup-modes', 'wm,base'], // PPO and evaluation play base prompts (docs/ppo-check.md)
+    ...['--warmup-modes', o.warmupModes],
   ];
   // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).

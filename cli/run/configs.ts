@@ -61,6 +61,8 @@ export interface LoopConfig {
   readonly ppoSteps: number;
   readonly ppoGroups: number;
   readonly ppoGroupSize: number;
+  /** PPO: the fraction of each step's groups kept, those with the largest score spread (SPA: 0.25). */
+  readonly ppoKeepRatio: number;
   /** Export + publish a new policy every N PPO steps (and after the last). */
   readonly exportEvery: number;
   /**
@@ -154,6 +156,7 @@ const small = {
   ppoSteps: 3,
   ppoGroups: 4,
   ppoGroupSize: 4,
+  ppoKeepRatio: 0.25,
   exportEvery: 1,
   maxStaleness: 1,
   ppoActorLr: 1e-4,
@@ -191,6 +194,7 @@ export const SPA_FULL_SIZE = {
   ppoSteps: 1000,
   ppoGroups: 32,
   ppoGroupSize: 8,
+  ppoKeepRatio: 0.25,
   exportEvery: 10,
   ppoActorLr: 1e-6,
   ppoCriticLr: 1e-5,

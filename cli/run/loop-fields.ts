@@ -4,7 +4,7 @@
  * both. Adding a field to `LoopConfig` means adding its entry here (the table's type requires one
  * per field); the flag, the YAML key, `spa run --help` and the error messages follow from it.
  */
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
   envList,
   modeList,
@@ -99,6 +99,16 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ppoSteps: count('PPO steps (SPA: 1000)'),
   ppoGroups: count('PPO: groups (puzzles) per step (SPA: 32)'),
   ppoGroupSize: count('PPO: episodes per group (SPA: 8)'),
+  ppoKeepRatio: {
+    help: "PPO: fraction of each step's groups trained on, those with the largest score spread (SPA: 0.25)",
+    arg: '<x>',
+    parse: (flag) => (text) => {
+      const x = probability(flag)(text);
+      if (x === 0)
+        throw new InvalidArgumentError(`${flag} must be above 0 (1 keeps every group), got "${text}"`);
+      return x;
+    },
+  },
   exportEvery: count('PPO: export and publish a new policy every n steps (--full: 10)'),
   maxStaleness: countFromZero(
     'PPO: train on records at most n policy versions old; the generator waits when needed (docs/spa-schedule.md)',

@@ -461,6 +461,7 @@ async function selfPlayAndPpo(
       ['--steps', String(config.ppoSteps)],
       ['--groups-per-step', String(config.ppoGroups)],
       ['--group-size', String(config.ppoGroupSize)],
+      ['--keep-ratio', String(config.ppoKeepRatio)],
       ['--export-every', String(config.exportEvery)],
       ['--export-root', join(runDir, 'policies')],
       ['--publish', kafka.topics.policy],

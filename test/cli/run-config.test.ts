@@ -58,6 +58,7 @@ sft-max-length: 300
 ppo-steps: 6
 ppo-groups: 2
 ppo-group-size: 3
+ppo-keep-ratio: 0.5
 export-every: 3
 max-staleness: 0
 ppo-mask: all-after-system
@@ -104,6 +105,7 @@ describe('spa run --config-file', () => {
       ppoSteps: 6,
       ppoGroups: 2,
       ppoGroupSize: 3,
+      ppoKeepRatio: 0.5,
       exportEvery: 3,
       maxStaleness: 0,
       ppoMask: 'all-after-system',
