@@ -472,6 +472,13 @@ async function selfPlayAndPpo(
       ['--actor-lr', String(config.ppoActorLr)],
       ['--critic-lr', String(config.ppoCriticLr)],
       ['--micro-batch-size', String(config.ppoMicroBatch)],
+      // The generator's window: PPO scores each turn on the prompt it was sampled from (docs/spa-ppo.md#window).
+      ...(config.contextWindow > 0
+        ? [
+            ['--context-window', String(config.contextWindow)],
+            ['--max-new-tokens', String(config.maxNewTokens)],
+          ]
+        : []),
       ['--dlq', `kafka:${kafka.topics.dlq}`], // the run's own topic: spa.dlq may not exist on this broker
       ['--brokers', brokers],
     ].flat(),

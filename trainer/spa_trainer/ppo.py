@@ -68,6 +68,10 @@ class PpoConfig:
     # for any micro-batch size (docs/spa-ppo.md#aggregation).
     micro_batch_size: int = 1
     temperature: float = 1.0  # log-probs at the sampling temperature (docs/spa-ppo.md#losses)
+    # Prompt tokens the generator kept (its context window − max new tokens): each turn is then
+    # scored as the generator saw it, one row per turn (docs/spa-ppo.md#window). None: the whole
+    # episode as one sequence, as SPA (whose prompts always fit).
+    prompt_budget: int | None = None
 
 
 @dataclass
@@ -315,9 +319,12 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     actor_params = [p for p in state.actor.parameters() if p.requires_grad]
     critic_params = [p for p in state.critic.parameters() if p.requires_grad]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
+    episodes = int(batch.episodes.max()) + 1
     for _ in range(config.ppo_epochs):
-        for start in range(0, batch.size, config.mini_batch_size):
-            mini_rows = rows[start : start + config.mini_batch_size]
+        # A minibatch is `mini_batch_size` episodes: their rows (one, or one per turn).
+        for start in range(0, episodes, config.mini_batch_size):
+            in_mini = (batch.episodes >= start) & (batch.episodes < start + config.mini_batch_size)
+            mini_rows = rows[in_mini.to(rows.device)]
             mini_tokens = batch.response_mask[mini_rows].sum().clamp(min=1)
             mini_stats: dict[str, float] = defaultdict(float)
             mine = share(_micro_batches(batch, mini_rows, config.micro_batch_size), ranks)
@@ -354,7 +361,7 @@ def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedT
     started = time.perf_counter()
     staleness = staleness_histogram(records, state.version)
     kept = filter_groups(records, config.group_keep_ratio)
-    batch = build_batch(kept, tokenizer, config.mask_mode).to(state.device)
+    batch = build_batch(kept, tokenizer, config.mask_mode, config.prompt_budget).to(state.device)
     batch = add_advantages(state, batch, config)
     metrics = update(state, batch, config)
     elapsed = time.perf_counter() - started
@@ -364,7 +371,7 @@ def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedT
     metrics.update(
         {
             "score/mean": sum(all_scores) / len(all_scores),
-            "score/kept_mean": float(batch.scores.mean()),
+            "score/kept_mean": sum(total_score(r) for r in kept) / len(kept),
             "score/success_rate": sum(bool(r["success"]) for r in records) / len(records),
             "filter/kept_groups": float(len({r["group_id"] for r in kept})),
             "filter/kept_trajectories": float(len(kept)),

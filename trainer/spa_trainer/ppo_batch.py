@@ -3,6 +3,8 @@
 A Rollout (schemas/Rollout.avsc) is one multi-turn PPO episode: the whole conversation
 (system, user, assistant, …, last assistant) becomes **one** token sequence through the chat
 template with `add_generation_prompt=False`, exactly as RAGEN's `get_lm_inputs(prepare_for_update=True)`.
+With a prompt window (a policy that generated from cut prompts), each assistant turn becomes a row
+of its own instead, cut as the generator cut it (docs/spa-ppo.md#window).
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class RolloutBatch:
     response_mask: torch.Tensor
     token_rewards: torch.Tensor
     scores: torch.Tensor
+    # `(B,)`: the index of each row's episode in the batch (rows of an episode are adjacent): the
+    # row itself with one sequence per episode, its episode with one row per turn (#window).
+    episodes: torch.Tensor
     extras: Mapping[str, torch.Tensor] = field(default_factory=dict)
 
     @property
@@ -91,6 +96,7 @@ class RolloutBatch:
             response_mask=self.response_mask[rows][:, start:],
             token_rewards=self.token_rewards[rows][:, start:],
             scores=self.scores[rows],
+            episodes=self.episodes[rows],
             extras={k: v[rows][:, start:] for k, v in self.extras.items()},
         )
 
@@ -112,6 +118,7 @@ class RolloutBatch:
             response_mask=self.response_mask.to(device),
             token_rewards=self.token_rewards.to(device),
             scores=self.scores.to(device),
+            episodes=self.episodes.to(device),
             extras={k: v.to(device) for k, v in self.extras.items()},
         )
 
@@ -161,10 +168,55 @@ def _sampled_token_flags(offsets: Sequence[tuple[int, int]], spans: Sequence[tup
     return [any(lo <= a and b <= hi for lo, hi in spans) and b > a for a, b in offsets]
 
 
-def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, mask_mode: MaskMode) -> RolloutBatch:
-    """Tokenise, left pad, and derive masks and scores for every record (docs/spa-ppo.md#sequence)."""
+def turn_rows(
+    record: Rollout, tokenizer: PreTrainedTokenizerBase, prompt_budget: int
+) -> list[tuple[list[int], list[bool]]]:
+    """One `(ids, sampled flags)` row per assistant turn, as the generator saw and sampled it
+    (docs/spa-ppo.md#window): the turn's generation prompt (+ the `<think>` the generator appends
+    when the content starts with it), tokenized and cut to its rightmost `prompt_budget` tokens as
+    the ONNX policy cuts it (`contextWindow − maxNewTokens`), then the sampled content and the
+    end-of-turn token when the template writes the tokenizer's eos right after it (as
+    `sampled_spans`). Only the content's and that eos's tokens are flagged as sampled."""
+    if prompt_budget < 1:
+        raise ValueError(f"prompt_budget {prompt_budget}: expected a positive number of prompt tokens")
+    render_conversation(record, tokenizer)  # the same shape checks as one sequence per episode
+    messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
+    eos, eos_id = tokenizer.eos_token, tokenizer.eos_token_id
+    rows = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = tokenizer.apply_chat_template(messages[:i], add_generation_prompt=True, tokenize=False)
+        whole = tokenizer.apply_chat_template(messages[: i + 1], add_generation_prompt=False, tokenize=False)
+        assert isinstance(prompt, str) and isinstance(whole, str)
+        content = message["content"]
+        if not whole.startswith(prompt + content):
+            raise ValueError(
+                f"rollout {record['trajectory_id']!r}: turn {i} does not follow its generation prompt in the "
+                "chat template, so the generator's prompt cannot be rebuilt"
+            )
+        think = THINK_OPEN if content.startswith(THINK_OPEN) else ""
+        prompt_ids = tokenizer(prompt + think, add_special_tokens=False)["input_ids"][-prompt_budget:]
+        sampled_ids = tokenizer(content[len(think) :], add_special_tokens=False)["input_ids"]
+        if isinstance(eos, str) and isinstance(eos_id, int) and whole.startswith(eos, len(prompt) + len(content)):
+            sampled_ids = [*sampled_ids, eos_id]
+        rows.append(([*prompt_ids, *sampled_ids], [False] * len(prompt_ids) + [True] * len(sampled_ids)))
+    return rows
+
+
+def build_batch(
+    records: Sequence[Rollout],
+    tokenizer: PreTrainedTokenizerBase,
+    mask_mode: MaskMode,
+    prompt_budget: int | None = None,
+) -> RolloutBatch:
+    """Tokenise, left pad, and derive masks and scores for every record (docs/spa-ppo.md#sequence);
+    with `prompt_budget`, one row per assistant turn instead (`turn_rows`, docs/spa-ppo.md#window),
+    each carrying its episode's score on its last token."""
     if not records:
         raise ValueError("build_batch needs at least one rollout")
+    if prompt_budget is not None:
+        return _turn_batch(records, tokenizer, mask_mode, prompt_budget)
     texts = [render_conversation(r, tokenizer) for r in records]
     encoded = [tokenizer(t, add_special_tokens=False, return_offsets_mapping=mask_mode == "generated") for t in texts]
     seq_len = max(len(e["input_ids"]) for e in encoded)
@@ -204,4 +256,43 @@ def build_batch(records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, 
         response_mask=response_mask,
         token_rewards=score_tensor(scores, seq_len),
         scores=scores,
+        episodes=torch.arange(len(records)),
+    )
+
+
+def _turn_batch(
+    records: Sequence[Rollout], tokenizer: PreTrainedTokenizerBase, mask_mode: MaskMode, prompt_budget: int
+) -> RolloutBatch:
+    """`build_batch` with one left-padded row per assistant turn (`turn_rows`)."""
+    if mask_mode != "generated":
+        raise ValueError(
+            f"--mask {mask_mode} with a context window: a turn row holds only what the generator saw, so only "
+            "--mask generated (the tokens the policy sampled) applies"
+        )
+    rows, episodes, row_scores = [], [], []
+    for index, record in enumerate(records):
+        score = total_score(record)
+        for row in turn_rows(record, tokenizer, prompt_budget):
+            rows.append(row)
+            episodes.append(index)
+            row_scores.append(score)
+    seq_len = max(len(ids) for ids, _ in rows)
+    input_ids = torch.full((len(rows), seq_len), pad_token_id(tokenizer), dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), seq_len), dtype=torch.long)
+    sampled = torch.zeros((len(rows), seq_len), dtype=torch.bool)
+    for r, (ids, flags) in enumerate(rows):
+        input_ids[r, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        attention_mask[r, seq_len - len(ids) :] = 1
+        sampled[r, seq_len - len(flags) :] = torch.tensor(flags, dtype=torch.bool)
+    # Each row's positions start at 0, as the ONNX policy numbers a cut prompt.
+    position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
+    scores = torch.tensor(row_scores, dtype=torch.float32)
+    return RolloutBatch(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        response_mask=sampled[:, 1:],
+        token_rewards=score_tensor(scores, seq_len),
+        scores=scores,
+        episodes=torch.tensor(episodes, dtype=torch.long),
     )

@@ -445,14 +445,34 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     p.add_argument("--critic-lr", type=float, default=p_d.critic_lr)
     p.add_argument("--keep-ratio", type=float, default=p_d.group_keep_ratio, help="std filter: fraction of groups kept")
     p.add_argument("--micro-batch-size", type=int, default=p_d.micro_batch_size)
+    p.add_argument(
+        "--context-window",
+        type=int,
+        default=0,
+        help="the generator's context window in tokens (spa --context-window; 0: whole prompts, as SPA): score each "
+        "turn on the prompt it was sampled from (docs/spa-ppo.md#window)",
+    )
+    p.add_argument(
+        "--max-new-tokens", type=int, default=None, help="with --context-window: the generator's tokens per turn"
+    )
     p.add_argument("--seed", type=int, default=d.seed)
     a = p.parse_args(argv)
     for flag in ("steps", "groups_per_step", "group_size", "export_every"):
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
+    prompt_budget = None
+    if a.context_window != 0:
+        if a.max_new_tokens is None:
+            p.error("--context-window needs --max-new-tokens (the generator keeps window − max new tokens of a prompt)")
+        prompt_budget = a.context_window - a.max_new_tokens
+        if prompt_budget < 1:
+            p.error(f"--context-window {a.context_window}: must exceed --max-new-tokens {a.max_new_tokens}")
+        if a.mask != "generated":
+            p.error(f"--context-window scores each turn on its cut prompt: only --mask generated applies, not {a.mask}")
     ppo = PpoConfig(
         actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
         micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg, kl_loss_coef=a.kl_loss_coef,
+        prompt_budget=prompt_budget,
     )  # fmt: skip
     return ServiceConfig(
         model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,

@@ -200,3 +200,63 @@ def test_critic_is_a_separate_copy_with_a_fresh_scalar_head(actor: PreTrainedMod
     mask = torch.tensor([[True, False, True]])
     values = critic.response_values(ids, torch.ones_like(ids), torch.arange(4).unsqueeze(0), mask)
     assert values.shape == (1, 3) and values[0, 1] == 0
+
+
+def test_turn_rows_with_a_window_larger_than_every_prompt_train_as_one_sequence_per_episode(
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    # A causal model gives turn k's tokens the same log-probs and values inside the whole episode as
+    # in a row of its own prefix, and with one reward at the end every token's advantage is R − V_t:
+    # so when no prompt is cut, one row per turn must be the same update as one sequence per episode
+    # (docs/spa-ppo.md#window). This pins the turn rows' masks, positions, rewards and minibatches.
+    runs = []
+    for budget in (None, 10_000):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+        # Two minibatches of 2 episodes (the second one off-policy): turn rows must split by episode.
+        config = PpoConfig(
+            group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, mini_batch_size=2, micro_batch_size=3,
+            prompt_budget=budget,
+        )  # fmt: skip
+        state = init_ppo(model, config, device=CPU)
+        report = ppo_step(state, _round(groups=2), tiny_tokenizer)
+        runs.append((report.metrics, [p.detach().clone() for p in state.actor.parameters()], state.critic))
+    (seq, weights_seq, critic_seq), (turns, weights_turns, critic_turns) = runs
+    for key in ("actor/pg_loss", "actor/entropy", "critic/vf_loss", "actor/grad_norm", "critic/grad_norm"):
+        assert turns[key] == pytest.approx(seq[key], rel=1e-4, abs=1e-6), key
+    assert turns["response/trained_tokens"] == seq["response/trained_tokens"]
+    # 1e-4: the second Adam step amplifies float noise in near-zero gradient entries (one weight
+    # differs by 3e-5; with a mis-split minibatch or a shifted mask whole tensors move by ~1e-3).
+    assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(weights_seq, weights_turns, strict=True))
+    for a, b in zip(critic_seq.parameters(), critic_turns.parameters(), strict=True):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
+def test_a_turn_row_is_the_generators_cut_prompt_then_what_it_sampled(
+    tiny_tokenizer: PreTrainedTokenizerBase,
+) -> None:
+    record = rollout("t", "g", ["Right", "Up"], [-0.1, 10.0], success=True)
+    messages = record["messages"]
+    budget = 12
+    batch = build_batch([record], tiny_tokenizer, "generated", prompt_budget=budget)
+    assert batch.size == 2 and batch.episodes.tolist() == [0, 0]
+    for row, (turn, answer) in enumerate(((2, "Right"), (4, "Up"))):
+        # The ONNX policy's prompt: the conversation so far + generation prompt + "<think>", its
+        # rightmost `contextWindow − maxNewTokens` tokens, numbered from 0 (onnx-policy.ts).
+        prompt = tiny_tokenizer.apply_chat_template(messages[:turn], add_generation_prompt=True, tokenize=False)
+        assert isinstance(prompt, str)
+        prompt_ids = tiny_tokenizer(prompt + "<think>", add_special_tokens=False)["input_ids"][-budget:]
+        sampled = f"go</think><answer>{answer}</answer>"
+        sampled_ids = tiny_tokenizer(sampled, add_special_tokens=False)["input_ids"] + [tiny_tokenizer.eos_token_id]
+        real = batch.attention_mask[row].bool()
+        assert batch.input_ids[row][real].tolist() == prompt_ids + sampled_ids
+        assert batch.position_ids[row][real].tolist() == list(range(len(prompt_ids) + len(sampled_ids)))
+        # Response entry j trains token j + 1: exactly the sampled tokens are trained.
+        trained = batch.input_ids[row, 1:][batch.response_mask[row]].tolist()
+        assert trained == sampled_ids
+        assert tiny_tokenizer.decode(trained[:-1]) == sampled
+        # The episode's score sits on every row's last token, nothing elsewhere.
+        assert batch.token_rewards[row, -1] == pytest.approx(9.9)
+        assert int((batch.token_rewards[row] != 0).sum()) == 1
+    with pytest.raises(ValueError, match="only --mask generated"):
+        build_batch([record], tiny_tokenizer, "response-only", prompt_budget=budget)

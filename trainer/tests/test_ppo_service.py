@@ -258,6 +258,20 @@ def test_cli_flags_map_to_the_config() -> None:
         parse_args(["--model", "tiny", "--input", "x", "--out", "r", "--steps", "0"])
 
 
+def test_context_window_sets_the_prompt_budget_of_turn_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--model", "tiny", "--input", "x", "--out", "r", "--steps", "1", "--mask", "generated"]
+    assert parse_args(base).ppo.prompt_budget is None  # whole episodes, as SPA
+    assert parse_args([*base, "--context-window", "512", "--max-new-tokens", "200"]).ppo.prompt_budget == 312
+    for extra, message in (
+        (["--context-window", "512"], "needs --max-new-tokens"),
+        (["--context-window", "200", "--max-new-tokens", "200"], "must exceed --max-new-tokens"),
+        (["--context-window", "512", "--max-new-tokens", "200", "--mask", "response-only"], "only --mask generated"),
+    ):
+        with pytest.raises(SystemExit):
+            parse_args([*base, *extra])
+        assert message in capsys.readouterr().err
+
+
 def test_policy_update_headers_use_the_ts_names() -> None:
     from spa_trainer.policy_publish import encode_policy_update, policy_update_headers
 
