@@ -6,8 +6,8 @@
  * when a send succeeds and shares one in-flight AddPartitionsToTxn or TxnOffsetCommit between
  * concurrent callers, so overlapping calls would reuse sequence numbers or skip a partition.
  */
-import { CompressionAlgorithms, GenericError, Producer, ProduceAcks } from '@platformatic/kafka';
-import type { Consumer, Message, ProduceResult } from '@platformatic/kafka';
+import { CompressionAlgorithms, GenericError, kOptions, Producer, ProduceAcks } from '@platformatic/kafka';
+import type { Consumer, Message, ProduceResult, ProducerOptions } from '@platformatic/kafka';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import {
   describePlatformaticError,
@@ -36,6 +36,21 @@ type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
 
 /** The transaction timeout the coordinator enforces (the library sends its `timeout` option), kafkajs' default. */
 const TRANSACTION_TIMEOUT_MS = 60_000;
+
+/**
+ * A producer that retries a failed request `retries` times, as the options say. The library
+ * turns an idempotent producer's `retries` of 1 or fewer into Number.MAX_SAFE_INTEGER, so a sink
+ * configured for one retry retried forever, a refused SASL login included (found by
+ * sasl.slow.test.ts on this client); the count is set back once the producer is constructed.
+ */
+export function producerWithRetries(
+  options: ProducerOptions<Buffer, Buffer, Buffer, Buffer>,
+  retries: number,
+): Producer<Buffer, Buffer, Buffer, Buffer> {
+  const producer = new Producer(options);
+  producer[kOptions].retries = retries;
+  return producer;
+}
 
 /** Finds the coordinator (node id) of a consumer group, for a transaction's offset commit. */
 export type GroupCoordinatorLookup = (groupId: string) => Promise<number>;
@@ -97,20 +112,23 @@ export async function createPlatformaticSink(
   const compression =
     options.compression === 'none' ? CompressionAlgorithms.NONE : CompressionAlgorithms.GZIP;
   const openProducer = async (): Promise<Producer> => {
-    const opened = new Producer({
-      ...platformaticBaseOptions(config, FIRST_RETRY_MS),
-      idempotent: true,
-      acks: ProduceAcks.ALL,
-      compression,
-      partitioner: kafkajsCompatiblePartitioner(),
-      timeout: TRANSACTION_TIMEOUT_MS,
-      // InitProducerId as a new producer (-1/-1, as the Java client sends). The library's default,
-      // producer 0 epoch 0, asks to bump an epoch it never had: a restarted process gets
-      // PRODUCER_FENCED for a transactional id that exists already.
-      producerId: -1n,
-      producerEpoch: -1,
-      ...(transactional ? { transactionalId: options.transactionalId } : {}),
-    });
+    const opened = producerWithRetries(
+      {
+        ...platformaticBaseOptions(config, FIRST_RETRY_MS),
+        idempotent: true,
+        acks: ProduceAcks.ALL,
+        compression,
+        partitioner: kafkajsCompatiblePartitioner(),
+        timeout: TRANSACTION_TIMEOUT_MS,
+        // InitProducerId as a new producer (-1/-1, as the Java client sends). The library's default,
+        // producer 0 epoch 0, asks to bump an epoch it never had: a restarted process gets
+        // PRODUCER_FENCED for a transactional id that exists already.
+        producerId: -1n,
+        producerEpoch: -1,
+        ...(transactional ? { transactionalId: options.transactionalId } : {}),
+      },
+      config.retry.retries,
+    );
     try {
       // Registers the producer id now, as kafkajs' connect does: a dead cluster fails here, and a
       // transactional id fences its previous producer (the coordinator aborts its open transaction).

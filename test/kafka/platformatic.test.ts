@@ -7,6 +7,7 @@ import {
   AuthenticationError,
   IS_CONTROL,
   IS_TRANSACTIONAL,
+  kOptions,
   NetworkError,
   ProtocolError,
   UserError,
@@ -23,6 +24,7 @@ import {
   retryDelayMs,
 } from '../../infra/kafka/platformatic-client.js';
 import { kafkaClientFromEnv } from '../../streams/kafka/kafka-client.js';
+import { producerWithRetries } from '../../streams/kafka/platformatic-sink.js';
 import {
   committedRecords,
   kafkajsCompatiblePartitioner,
@@ -263,6 +265,26 @@ describe('platformatic connection options', () => {
     expect(options.sasl).toEqual({ mechanism: expected, username: 'u', password: 'p' });
     expect(options.tls).toEqual({});
   });
+});
+
+describe('producerWithRetries', () => {
+  it.each([1, 2, 8])(
+    'keeps an idempotent producer at %i retries (the library makes 1 or fewer endless)',
+    async (retries) => {
+      const options = {
+        ...platformaticBaseOptions(
+          kafkaConnectionConfig({ retry: { retries, initialRetryTimeMs: 100, maxRetryTimeMs: 100 } }),
+        ),
+        idempotent: true,
+      };
+      const producer = producerWithRetries(options, retries);
+      try {
+        expect(producer[kOptions].retries).toBe(retries);
+      } finally {
+        await producer.close();
+      }
+    },
+  );
 });
 
 describe('platformatic errors', () => {

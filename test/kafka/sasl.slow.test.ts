@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { ConsumedRecord } from '../../streams/kafka/transport.js';
-import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { eventually, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const options = {
   port: 19292,
@@ -22,28 +20,32 @@ afterAll(async () => {
   await stopTestBroker('sasl', options);
 });
 
-describe('SASL/SCRAM listener', () => {
+describe.each(kafkaClients)('SASL/SCRAM listener (%s)', (client) => {
   it('accepts the right password: admin, produce and consume over SCRAM-SHA-256', async () => {
+    const topic = `secured-${client}`;
     const config = testConnection(saslBrokers, {
       sasl: { mechanism: 'scram-sha-256', username: 'alice', password: 'alice-secret' },
     });
-    const admin = await connectKafkajsAdmin(config);
-    await admin.createTopics({ topics: [{ topic: 'secured', numPartitions: 1, replicationFactor: 1 }] });
-    await waitForLeaders(kafkajsAdmin(admin), ['secured']);
-    await admin.disconnect();
-    const transport = kafkajsTransport(config);
-    const sink = await transport.sink();
-    await sink.send([{ topic: 'secured', key: Buffer.from('k'), value: Buffer.from('hello over scram') }]);
-    const source = await transport.source({
-      groupId: 'secured-g',
-      topics: ['secured'],
-      start: { kind: 'earliest' },
-    });
-    const records: ConsumedRecord[] = [];
-    await source.run(async (batch) => void records.push(...batch.records));
-    await eventually(() => records.length >= 1, 60_000, 'the record over SASL');
-    await transport.close();
-    expect(records.map((r) => r.value?.toString())).toEqual(['hello over scram']);
+    const transport = kafkaTransport(config, client);
+    try {
+      const admin = await transport.admin();
+      await admin.createTopics([{ name: topic, partitions: 1, replicationFactor: 1, configs: {} }]);
+      await waitForLeaders(admin, [topic]);
+      await admin.close();
+      const sink = await transport.sink();
+      await sink.send([{ topic, key: Buffer.from('k'), value: Buffer.from('hello over scram') }]);
+      const source = await transport.source({
+        groupId: `secured-g-${client}`,
+        topics: [topic],
+        start: { kind: 'earliest' },
+      });
+      const records: ConsumedRecord[] = [];
+      await source.run(async (batch) => void records.push(...batch.records));
+      await eventually(() => records.length >= 1, 60_000, 'the record over SASL');
+      expect(records.map((r) => r.value?.toString())).toEqual(['hello over scram']);
+    } finally {
+      await transport.close();
+    }
   });
 
   it('refuses a wrong password with an error naming the user, the mechanism and the cause', async () => {
@@ -52,11 +54,15 @@ describe('SASL/SCRAM listener', () => {
       // One retry: the idempotent producer needs retries >= 1; a refused login is not retried.
       retry: { retries: 1, initialRetryTimeMs: 100, maxRetryTimeMs: 100 },
     });
-    const attempt = kafkajsTransport(config).sink();
-    await expect(attempt).rejects.toThrow(
-      /refused the credentials of SASL user "alice" \(SCRAM-SHA-256\) on 127\.0\.0\.1:19294 .*wrong username or password/,
-    );
-    await expect(connectKafkajsAdmin(config)).rejects.toThrow(/wrong username or password/);
+    const transport = kafkaTransport(config, client);
+    try {
+      await expect(transport.sink()).rejects.toThrow(
+        /refused the credentials of SASL user "alice" \(SCRAM-SHA-256\) on 127\.0\.0\.1:19294 .*wrong username or password/,
+      );
+      await expect(transport.admin()).rejects.toThrow(/wrong username or password/);
+    } finally {
+      await transport.close();
+    }
   });
 
   it('refuses an unknown user the same way', async () => {
@@ -64,8 +70,11 @@ describe('SASL/SCRAM listener', () => {
       sasl: { mechanism: 'scram-sha-256', username: 'mallory', password: 'alice-secret' },
       retry: { retries: 0, initialRetryTimeMs: 100, maxRetryTimeMs: 100 },
     });
-    await expect(connectKafkajsAdmin(config)).rejects.toThrow(
-      /SASL user "mallory".*wrong username or password/,
-    );
+    const transport = kafkaTransport(config, client);
+    try {
+      await expect(transport.admin()).rejects.toThrow(/SASL user "mallory".*wrong username or password/);
+    } finally {
+      await transport.close();
+    }
   });
 });
