@@ -1,39 +1,46 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Admin } from 'kafkajs';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
-import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { ConsumedRecord, KafkaTransport, OutgoingRecord } from '../../streams/kafka/transport.js';
-import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { eventually, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const ports = { port: 19192, controllerPort: 19193 };
 const total = 3000;
 const batchSize = 50;
 /** Acknowledged records when the broker is killed. */
 const killAt = 1000;
-let transport: KafkaTransport;
 let brokers: readonly string[];
 
 beforeAll(async () => {
   brokers = (await startTestBroker('crash', ports)).brokers;
-  // Patient retries (~40 s of backoff): the producer must ride out the broker's restart.
-  transport = kafkajsTransport(
-    testConnection(brokers, { retry: { retries: 12, initialRetryTimeMs: 200, maxRetryTimeMs: 4000 } }),
-  );
-  const admin: Admin = await connectKafkajsAdmin(testConnection(brokers));
-  await admin.createTopics({ topics: [{ topic: 'crash', numPartitions: 3, replicationFactor: 1 }] });
-  await waitForLeaders(kafkajsAdmin(admin), ['crash']);
-  await admin.disconnect();
 });
 
 afterAll(async () => {
-  await transport?.close();
   await stopTestBroker('crash', ports);
 });
 
-describe('idempotent producer across a kill -9 of the broker', () => {
+// One broker for both clients, killed and restarted once under each; each has its own topic.
+describe.each(kafkaClients)('idempotent producer across a kill -9 of the broker (%s)', (client) => {
+  const topic = `crash-${client}`;
+  let transport: KafkaTransport;
+
+  beforeAll(async () => {
+    // Patient retries (~40 s of backoff): the producer must ride out the broker's restart.
+    transport = kafkaTransport(
+      testConnection(brokers, { retry: { retries: 12, initialRetryTimeMs: 200, maxRetryTimeMs: 4000 } }),
+      client,
+    );
+    const admin = await transport.admin();
+    await admin.createTopics([{ name: topic, partitions: 3, replicationFactor: 1, configs: {} }]);
+    await waitForLeaders(admin, [topic]);
+    await admin.close();
+  });
+
+  afterAll(async () => {
+    await transport?.close();
+  });
+
   it('loses no record and duplicates none when the broker is SIGKILLed mid-production and restarted', async () => {
     const sink = await transport.sink();
     let failedAttempts = 0;
@@ -44,7 +51,7 @@ describe('idempotent producer across a kill -9 of the broker', () => {
         // however fast the machine is.
         if (first === killAt) killing = killBroker({ ...ports, name: 'test-crash' });
         const batch: OutgoingRecord[] = Array.from({ length: batchSize }, (_, i) => ({
-          topic: 'crash',
+          topic,
           key: Buffer.from(`episode-${(first + i) % 17}`),
           value: Buffer.from(String(first + i)),
         }));
@@ -66,12 +73,12 @@ describe('idempotent producer across a kill -9 of the broker', () => {
     await startBroker({ ...ports, name: 'test-crash', startTimeoutMs: 180_000, log: () => {} });
     await production;
     console.info(
-      `[crash] killed after ${killAt} acknowledged records; ${failedAttempts} batch sends failed and were retried`,
+      `[crash ${client}] killed after ${killAt} acknowledged records; ${failedAttempts} batch sends failed and were retried`,
     );
 
     const source = await transport.source({
-      groupId: 'crash-check',
-      topics: ['crash'],
+      groupId: `crash-check-${client}`,
+      topics: [topic],
       start: { kind: 'earliest' },
     });
     const records: ConsumedRecord[] = [];

@@ -9,26 +9,19 @@ import { encodeWith, fingerprintHex, spaSchemas, type SftRow } from '../../schem
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
-import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const ports = { port: 19440, controllerPort: 19441 };
-const topic = 'evolution.sft';
-let kafka: KafkaConnection;
+let brokers: readonly string[];
 
 beforeAll(async () => {
-  const brokers = (await startTestBroker('evolution', ports)).brokers;
-  const config = testConnection(brokers);
-  await applyTopicsTo(brokers, [
-    { role: 'sft', name: topic, partitions: 1, replicationFactor: 1, configs: {} },
-  ]);
-  kafka = { transport: kafkajsTransport(config), config };
+  brokers = (await startTestBroker('evolution', ports)).brokers;
 });
 
 afterAll(async () => {
-  await kafka?.transport.close();
   await stopTestBroker('evolution', ports);
 });
 
@@ -51,7 +44,22 @@ function oldRow(turn: number): Omit<SftRow, 'annotation' | 'mask_transitions'> {
   };
 }
 
-describe('SftRow written with the v0 schema', () => {
+describe.each(kafkaClients)('SftRow written with the v0 schema (%s)', (client) => {
+  const topic = `evolution.sft.${client}`;
+  let kafka: KafkaConnection;
+
+  beforeAll(async () => {
+    const config = testConnection(brokers);
+    await applyTopicsTo(brokers, [
+      { role: 'sft', name: topic, partitions: 1, replicationFactor: 1, configs: {} },
+    ]);
+    kafka = { transport: kafkaTransport(config, client), config };
+  });
+
+  afterAll(async () => {
+    await kafka?.transport.close();
+  });
+
   it('replays through the current reader with defaults filled, beside current rows', async () => {
     const schemas = spaSchemas();
     const [v0] = schemas.versions('SftRow');
