@@ -14,10 +14,17 @@ export interface SpaProcess {
   readonly ended: Promise<SpaResult>;
 }
 
-/** Starts `spa <args>` (bin/spa.mjs) against `brokers`, as a user would. */
-export function spawnSpa(args: readonly string[], brokers: readonly string[]): SpaProcess {
+/**
+ * Starts `spa <args>` (bin/spa.mjs) against `brokers`, as a user would; `env` is added to this
+ * process's environment (e.g. SPA_KAFKA_CLIENT).
+ */
+export function spawnSpa(
+  args: readonly string[],
+  brokers: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): SpaProcess {
   const child = spawn(process.execPath, ['bin/spa.mjs', ...args], {
-    env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
+    env: { ...process.env, ...env, KAFKA_BROKERS: brokers.join(',') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -31,7 +38,11 @@ export function spawnSpa(args: readonly string[], brokers: readonly string[]): S
   return { child, ended };
 }
 
-/** Runs `spa <args>` to completion against `brokers`. */
-export function runSpa(args: readonly string[], brokers: readonly string[]): Promise<SpaResult> {
-  return spawnSpa(args, brokers).ended;
+/** Runs `spa <args>` to completion against `brokers` (`env` as for {@link spawnSpa}). */
+export function runSpa(
+  args: readonly string[],
+  brokers: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<SpaResult> {
+  return spawnSpa(args, brokers, env).ended;
 }

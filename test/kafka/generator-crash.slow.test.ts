@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
-import { spaTopics } from '../../schemas/topics.js';
+import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { committedTrajectoryIds } from '../../streams/kafka/committed-trajectories.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { freezeMidRun, spawnGenerator, type GeneratorProcess } from './generator-process.js';
-import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19410, controllerPort: 19411 };
@@ -19,22 +19,22 @@ const instance = { ...ports, name: 'test-gencrash' };
 const run = { runId: 'crash-run', groups: 16, groupSize: 8, batches: 5 };
 const total = run.groups * run.groupSize * run.batches;
 let brokers: readonly string[];
-let transport: KafkaTransport;
 
 beforeAll(async () => {
   brokers = (await startTestBroker('gencrash', ports)).brokers;
-  await applyTopicsTo(brokers, spaTopics());
-  transport = kafkajsTransport(testConnection(brokers));
 });
 
 afterAll(async () => {
-  await transport?.close();
   await stopTestBroker('gencrash', ports);
 });
 
-/** `spa generate` of `run` to spa.trajectories, as a child process. */
-function generate(): GeneratorProcess {
+/** Each client's run writes topics of its own: `spa.<client>.*`. */
+const prefixOf = (client: KafkaClientName): string => `spa.${client}.`;
+
+/** `spa generate` of `run` to the client's trajectories topic, as a child process on `client`. */
+function generate(client: KafkaClientName): GeneratorProcess {
   const args = ['--env', 'sokoban', '--policy', 'random', '--out', 'kafka', '--run-id', run.runId];
+  args.push('--topic-prefix', prefixOf(client));
   args.push(
     '--groups',
     String(run.groups),
@@ -43,13 +43,7 @@ function generate(): GeneratorProcess {
     '--batches',
     String(run.batches),
   );
-  return spawnGenerator(args, brokers);
-}
-
-/** How many trajectories of the run spa.trajectories holds committed now. */
-async function committedNow(): Promise<number> {
-  const kafka = { transport, config: testConnection(brokers) };
-  return (await committedTrajectoryIds(kafka, 'spa.trajectories', run.runId)).size;
+  return spawnGenerator(args, brokers, client);
 }
 
 function expectedIds(): string[] {
@@ -60,9 +54,28 @@ function expectedIds(): string[] {
   return ids;
 }
 
-describe('spa generate --out kafka across a kill -9 of the broker', () => {
+// One broker for both clients, killed and restarted once under each.
+describe.each(kafkaClients)('spa generate --out kafka across a kill -9 of the broker (%s)', (client) => {
+  const topic = spaTopicNames({ prefix: prefixOf(client) }).trajectories;
+  let transport: KafkaTransport;
+
+  beforeAll(async () => {
+    await applyTopicsTo(brokers, spaTopics({ prefix: prefixOf(client) }));
+    transport = kafkaTransport(testConnection(brokers), client);
+  });
+
+  afterAll(async () => {
+    await transport?.close();
+  });
+
+  /** How many trajectories of the run the topic holds committed now. */
+  async function committedNow(): Promise<number> {
+    const kafka = { transport, config: testConnection(brokers) };
+    return (await committedTrajectoryIds(kafka, topic, run.runId)).size;
+  }
+
   it('commits every trajectory exactly once after the broker is SIGKILLed mid-run and restarted', async () => {
-    const generator = generate();
+    const generator = generate(client);
     // Frozen with part of the run committed, so the kill lands mid-run on any machine.
     const committedAtKill = await freezeMidRun(generator, committedNow, total);
     await killBroker(instance);
@@ -73,16 +86,14 @@ describe('spa generate --out kafka across a kill -9 of the broker', () => {
     const downMs = Date.now() - killedTime;
     const result = await generator.exited;
     console.info(
-      `[generator-crash] broker killed with ${committedAtKill}/${total} trajectories committed; broker down ${downMs} ms; generator finished ${Date.now() - killedTime} ms after the kill`,
+      `[generator-crash ${client}] broker killed with ${committedAtKill}/${total} trajectories committed; broker down ${downMs} ms; generator finished ${Date.now() - killedTime} ms after the kill`,
     );
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(committedAtKill).toBeLessThan(total); // the kill really came mid-run
     expect(JSON.parse(result.stdout.trim()).counts.trajectories).toBe(total);
 
     const kafka = { transport, config: testConnection(brokers) };
-    const ids = (await readAllRecords(kafka, 'spa.trajectories', 'Trajectory', total)).map(
-      (t) => t.trajectory_id,
-    );
+    const ids = (await readAllRecords(kafka, topic, 'Trajectory', total)).map((t) => t.trajectory_id);
     expect(ids).toHaveLength(total);
     expect(new Set(ids).size).toBe(total);
     expect([...ids].sort()).toEqual(expectedIds().sort());
