@@ -13,20 +13,15 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19420, controllerPort: 19421 };
-const topics = spaTopicNames();
-const source = 'dlq.source';
-let kafka: KafkaConnection;
-
-const readAll = <N extends SpaRecordName>(topic: string, name: N, count = 0) =>
-  readAllRecords(kafka, topic, name, count);
+let brokers: readonly string[];
 
 /** One real trajectory from the generator (oracle policy: it passes the malformed filter). */
 async function oneTrajectory(): Promise<Trajectory> {
@@ -53,21 +48,36 @@ async function oneTrajectory(): Promise<Trajectory> {
 }
 
 beforeAll(async () => {
-  const brokers = (await startTestBroker('dlq', ports)).brokers;
-  const config = testConnection(brokers);
-  await applyTopicsTo(brokers, [
-    ...spaTopics(),
-    { role: 'trajectories', name: source, partitions: 1, replicationFactor: 1, configs: {} },
-  ]);
-  kafka = { transport: kafkajsTransport(config), config };
+  brokers = (await startTestBroker('dlq', ports)).brokers;
 });
 
 afterAll(async () => {
-  await kafka?.transport.close();
   await stopTestBroker('dlq', ports);
 });
 
-describe('undecodable records on a topic', () => {
+// One broker for both clients; each has topics of its own (`spa.<client>.*`, `dlq.*.<client>`).
+describe.each(kafkaClients)('undecodable records on a topic (%s)', (client) => {
+  const topics = spaTopicNames({ prefix: `spa.${client}.` });
+  const source = `dlq.source.${client}`;
+  const rowsTopic = `dlq.rows.${client}`;
+  let kafka: KafkaConnection;
+
+  const readAll = <N extends SpaRecordName>(topic: string, name: N, count = 0) =>
+    readAllRecords(kafka, topic, name, count);
+
+  beforeAll(async () => {
+    const config = testConnection(brokers);
+    await applyTopicsTo(brokers, [
+      ...spaTopics({ prefix: `spa.${client}.` }),
+      { role: 'trajectories', name: source, partitions: 1, replicationFactor: 1, configs: {} },
+    ]);
+    kafka = { transport: kafkaTransport(config, client), config };
+  });
+
+  afterAll(async () => {
+    await kafka?.transport.close();
+  });
+
   it('go to spa.dlq as bad-magic / unknown-fingerprint with their bytes; the valid record behind them goes through', async () => {
     const trajectory = await oneTrajectory();
     const corrupt = Buffer.from('{"not":"avro"}');
@@ -83,7 +93,7 @@ describe('undecodable records on a topic', () => {
 
     const summary = await replayTrajectories(kafka, {
       fromTopic: source,
-      toTopic: 'dlq.rows',
+      toTopic: rowsTopic,
       dlqTopic: topics.dlq,
       start: { kind: 'earliest' },
       annotation: 'gt',
@@ -108,7 +118,7 @@ describe('undecodable records on a topic', () => {
     });
     expect(byReason.get('unknown-fingerprint')?.detail).toContain('no known schema has fingerprint');
 
-    const rows = await readAll('dlq.rows', 'SftRow', summary.rows);
+    const rows = await readAll(rowsTopic, 'SftRow', summary.rows);
     expect(rows.length).toBe(trajectory.turns.length);
     expect(rows.every((r) => r.trajectory_id === trajectory.trajectory_id)).toBe(true);
     expect(summary.rows).toBe(rows.length);

@@ -12,55 +12,26 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { runSpa } from '../cli/spa-process.js';
-import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { clientEnv, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19430, controllerPort: 19431 };
-const topics = spaTopicNames();
-let kafka: KafkaConnection;
 let brokers: readonly string[];
-let generated: { trajectories: number; sft: number };
-
-const readAll = <N extends SpaRecordName>(topic: string, name: N, count = 0) =>
-  readAllRecords(kafka, topic, name, count);
 
 const spansOf = (text: string, tag: string): string[] =>
   [...text.matchAll(new RegExp(`<${tag}>(.*?)</${tag}>`, 'gs'))].map((m) => m[1] ?? '');
 
 beforeAll(async () => {
   brokers = (await startTestBroker('replay', ports)).brokers;
-  const config = testConnection(brokers);
-  await applyTopicsTo(brokers, spaTopics());
-  kafka = { transport: kafkajsTransport(config), config };
-  // The random policy writes empty observation/prediction spans: its "self-belief" is visibly
-  // different from the true states, so the two ablations cannot be confused.
-  const episodes = episodeConfig({
-    env: 'sokoban',
-    groups: 6,
-    groupSize: 4,
-    batches: 1,
-    runId: 'replay',
-    mode: 'wm',
-  });
-  const outputs = generatorPipeline(
-    episodes,
-    envFactory({ name: 'sokoban', puzzles: 'generated' }),
-    builtinPolicy('random', { mode: 'wm', seed: 7 }),
-    { target: 'sft' },
-  );
-  const sink = await kafka.transport.sink({ transactionalId: 'replay-test-generator' });
-  generated = await publishOutbound(outputs, sink, { topics, transactionRecords: 16 });
-  await sink.close();
 });
 
 afterAll(async () => {
-  await kafka?.transport.close();
   await stopTestBroker('replay', ports);
 });
 
@@ -84,7 +55,46 @@ describe('replay start positions', () => {
   });
 });
 
-describe('spa replay', () => {
+// One broker for both clients; each has topics of its own (`spa.<client>.*`, `ablation.<client>.*`).
+describe.each(kafkaClients)('spa replay (%s)', (client) => {
+  const prefix = `spa.${client}.`;
+  const topics = spaTopicNames({ prefix });
+  const ablation = (name: string): string => `ablation.${client}.${name}`;
+  let kafka: KafkaConnection;
+  let generated: { trajectories: number; sft: number };
+
+  const readAll = <N extends SpaRecordName>(topic: string, name: N, count = 0) =>
+    readAllRecords(kafka, topic, name, count);
+
+  beforeAll(async () => {
+    const config = testConnection(brokers);
+    await applyTopicsTo(brokers, spaTopics({ prefix }));
+    kafka = { transport: kafkaTransport(config, client), config };
+    // The random policy writes empty observation/prediction spans: its "self-belief" is visibly
+    // different from the true states, so the two ablations cannot be confused.
+    const episodes = episodeConfig({
+      env: 'sokoban',
+      groups: 6,
+      groupSize: 4,
+      batches: 1,
+      runId: `replay-${client}`,
+      mode: 'wm',
+    });
+    const outputs = generatorPipeline(
+      episodes,
+      envFactory({ name: 'sokoban', puzzles: 'generated' }),
+      builtinPolicy('random', { mode: 'wm', seed: 7 }),
+      { target: 'sft' },
+    );
+    const sink = await kafka.transport.sink({ transactionalId: `replay-test-generator-${client}` });
+    generated = await publishOutbound(outputs, sink, { topics, transactionRecords: 16 });
+    await sink.close();
+  });
+
+  afterAll(async () => {
+    await kafka?.transport.close();
+  });
+
   it('self-belief keeps the model own text; gt puts the true states in every row', async () => {
     const trajectories = await readAll(topics.trajectories, 'Trajectory', 24);
     expect(trajectories).toHaveLength(24);
@@ -98,8 +108,8 @@ describe('spa replay', () => {
         annotation,
         log: () => {},
       });
-    const selfBelief = await run('self-belief', 'ablation.self-belief');
-    const gt = await run('gt', 'ablation.gt');
+    const selfBelief = await run('self-belief', ablation('self-belief'));
+    const gt = await run('gt', ablation('gt'));
     expect(selfBelief).toMatchObject({ read: 24, rows: generated.sft, createdTarget: true });
     expect(gt).toMatchObject({ read: 24, rows: generated.sft, createdTarget: true });
 
@@ -107,14 +117,14 @@ describe('spa replay', () => {
       const trajectory = byId.get(row.trajectory_id)!;
       return trajectory.messages.filter((m) => m.role === 'assistant')[row.turn]!.content;
     };
-    const selfRows = await readAll('ablation.self-belief', 'SftRow', generated.sft);
+    const selfRows = await readAll(ablation('self-belief'), 'SftRow', generated.sft);
     expect(selfRows).toHaveLength(generated.sft);
     for (const row of selfRows) {
       expect(row.annotation).toBe('self-belief');
       expect(row.response).toBe(ownText(row)); // the model's text, untouched
       expect(spansOf(row.response, 'observation')).toEqual(['']);
     }
-    const gtRows = await readAll('ablation.gt', 'SftRow', generated.sft);
+    const gtRows = await readAll(ablation('gt'), 'SftRow', generated.sft);
     expect(gtRows).toHaveLength(generated.sft);
     for (const row of gtRows) {
       const { states } = byId.get(row.trajectory_id)!;
@@ -130,20 +140,21 @@ describe('spa replay', () => {
   });
 
   it('runs as `spa replay`: creates the target, stops at the end offsets, summary on stdout', async () => {
-    const args = ['replay', '--to-topic', 'ablation.cli', '--annotate', 'random-coords'];
-    const { code, stdout, stderr } = await runSpa(args, brokers);
+    const args = ['replay', '--from-topic', topics.trajectories, '--dlq-topic', topics.dlq];
+    args.push('--to-topic', ablation('cli'), '--annotate', 'random-coords');
+    const { code, stdout, stderr } = await runSpa(args, brokers, clientEnv(client));
     expect(code, stderr).toBe(0);
-    expect(stderr).toContain("created topic ablation.cli with spa.sft's config");
+    expect(stderr).toContain(`created topic ${ablation('cli')} with spa.sft's config`);
     const summary = JSON.parse(stdout.trim()) as { read: number; rows: number; annotation: string };
     expect(summary).toMatchObject({ read: 24, rows: generated.sft, annotation: 'random-coords' });
-    const rows = await readAll('ablation.cli', 'SftRow', generated.sft);
+    const rows = await readAll(ablation('cli'), 'SftRow', generated.sft);
     expect(rows.every((r) => r.annotation === 'random-coords')).toBe(true);
   });
 
   it('starts at a time after the last record: reads nothing and stops', async () => {
     const summary = await replayTrajectories(kafka, {
       fromTopic: topics.trajectories,
-      toTopic: 'ablation.late',
+      toTopic: ablation('late'),
       dlqTopic: topics.dlq,
       start: parseFromTime(new Date(Date.now() + 60_000).toISOString()),
       annotation: 'gt',
