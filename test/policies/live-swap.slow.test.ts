@@ -19,26 +19,19 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport, RecordSink } from '../../streams/kafka/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
 import { onnxPolicy } from '../../streams/policies/onnx/index.js';
-import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 
 const ports = { port: 19480, controllerPort: 19481 };
-const topics = spaTopicNames({ prefix: 'swap.' });
 let broker: RunningBroker;
-let transport: KafkaTransport;
-let sink: RecordSink;
 let dir: string;
 
 beforeAll(async () => {
   const fixture = await referenceFixture();
   broker = await startTestBroker('live-swap', ports);
-  const connection = testConnection(broker.brokers);
-  await applyTopicsTo(broker.brokers, spaTopics({ prefix: 'swap.' }), connection);
-  transport = kafkajsTransport(connection);
-  sink = await transport.sink();
   // Three "versions" of the policy: the same weights under three manifests.
   dir = await mkdtemp(join(tmpdir(), 'spa-live-swap-'));
   for (const version of [1, 2, 3]) {
@@ -53,38 +46,54 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await transport?.close();
   await stopTestBroker('live-swap', ports);
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function publish(version: number): Promise<void> {
-  const folder = join(dir, `v${version}`);
-  const manifest = JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as { sha256: string };
-  const update: PolicyUpdate = {
-    version,
-    uri: folder,
-    sha256: manifest.sha256,
-    stage: version === 1 ? 'sft' : 'ppo',
-    step: version - 1,
-    model: 'test',
-    format: 'onnx',
-    created_at: Date.now(),
-  };
-  await sink.send([
-    {
-      topic: topics.policy,
-      key: Buffer.from('policy'),
-      value: spaSchemas().encode('PolicyUpdate', update),
-      headers: encodeSpaHeaders({
-        policyVersion: version,
-        schemaFingerprint: fingerprintHex(spaSchemas().current('PolicyUpdate').fingerprint),
-      }),
-    },
-  ]);
-}
+// One broker for both clients; each follows a policy topic of its own (`swap.<client>.policy`).
+describe.each(kafkaClients)('--policy latest (%s)', (client) => {
+  const prefix = `swap.${client}.`;
+  const topics = spaTopicNames({ prefix });
+  let transport: KafkaTransport;
+  let sink: RecordSink;
 
-describe('--policy latest', () => {
+  beforeAll(async () => {
+    const connection = testConnection(broker.brokers);
+    await applyTopicsTo(broker.brokers, spaTopics({ prefix }), connection);
+    transport = kafkaTransport(connection, client);
+    sink = await transport.sink();
+  });
+
+  afterAll(async () => {
+    await transport?.close();
+  });
+
+  async function publish(version: number): Promise<void> {
+    const folder = join(dir, `v${version}`);
+    const manifest = JSON.parse(await readFile(join(folder, 'manifest.json'), 'utf8')) as { sha256: string };
+    const update: PolicyUpdate = {
+      version,
+      uri: folder,
+      sha256: manifest.sha256,
+      stage: version === 1 ? 'sft' : 'ppo',
+      step: version - 1,
+      model: 'test',
+      format: 'onnx',
+      created_at: Date.now(),
+    };
+    await sink.send([
+      {
+        topic: topics.policy,
+        key: Buffer.from('policy'),
+        value: spaSchemas().encode('PolicyUpdate', update),
+        headers: encodeSpaHeaders({
+          policyVersion: version,
+          schemaFingerprint: fingerprintHex(spaSchemas().current('PolicyUpdate').fingerprint),
+        }),
+      },
+    ]);
+  }
+
   it('switches versions between batches while running, never inside an episode, and waits for new versions', async () => {
     await publish(1);
     const follower = await LatestPolicy.start({
