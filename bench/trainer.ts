@@ -162,7 +162,7 @@ async function benchModel(model: string, rows: string, o: Options): Promise<numb
         `per-step token counts equal on both sides: ${sameTokens ? 'yes' : 'NO'}; ` +
         `TRL's own num_tokens agrees: ${first.trl.notes.num_tokens_agrees === true ? 'yes' : 'NO'}`,
       `  timed: ${tokens} non-padding tokens per side per round (steps ${o.warmupSteps + 1}–${o.steps}); ` +
-        `spa tokenizes each step's rows inside the step (timed), TRL all rows before training (not timed)`,
+        `both sides tokenize every row before their first step (not timed)`,
       `  spa loss: ${String(first.spa.notes.loss)}`,
       `  TRL loss: ${String(first.trl.notes.loss)}`,
       `  tokens/s, median of ${o.rounds} rounds: spa ${median(runs.map((r) => r.spa.tokens_per_s)).toFixed(0)}, ` +

@@ -120,7 +120,39 @@ def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable
     return lambda row: encode_faithful(tokenizer, row, cfg.max_length, mask=state_mask(cfg, row))
 
 
-def row_losses(model: torch.nn.Module, examples: list[Example], device: torch.device) -> torch.Tensor:
+@dataclass(frozen=True)
+class Encoded:
+    """A training example as the step reads it: ids and labels as int32 tensors, 4 bytes a token
+    (a list of Python ints takes 8 to 36, and a run keeps every training row encoded: SPA's full
+    size is ~6,400 rows)."""
+
+    input_ids: torch.Tensor
+    labels: torch.Tensor
+
+    @staticmethod
+    def of(example: Example) -> Encoded:
+        return Encoded(
+            torch.tensor(example.input_ids, dtype=torch.int32), torch.tensor(example.labels, dtype=torch.int32)
+        )
+
+    @property
+    def trainable(self) -> bool:
+        """Does any position after the first hold a target token (a row cut to the window may have none)?"""
+        return bool((self.labels[1:] != IGNORE_INDEX).any())
+
+
+TrainingRow = tuple[SourcedRow, Encoded]
+"""A training row and its example, encoded once when the run reads its range (`encode_rows`)."""
+
+
+def encode_rows(rows: list[SourcedRow], encode: Callable[[SftRow], Example]) -> list[TrainingRow]:
+    """Every training row with its example, encoded before training as TRL tokenizes its dataset:
+    the step does not wait for the tokenizer (a tenth of a step on tiny-cells), and no epoch after
+    the first encodes a row again."""
+    return [(sourced, Encoded.of(encode(sourced.row))) for sourced in rows]
+
+
+def row_losses(model: torch.nn.Module, examples: list[Encoded], device: torch.device) -> torch.Tensor:
     """Each example's mean loss over its target tokens (the causal-LM loss of a micro-batch of one
     row, docs/spa-sft.md#target), from one forward pass of all of them. Rows are right-padded: a
     causal model's real tokens never attend to the pads after them and keep their positions, so
@@ -136,8 +168,8 @@ def row_losses(model: torch.nn.Module, examples: list[Example], device: torch.de
     labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
     attention = torch.zeros((len(examples), width), dtype=torch.long)
     for i, ex in enumerate(examples):
-        ids[i, : len(ex.input_ids)] = torch.as_tensor(ex.input_ids)
-        labels[i, : len(ex.labels)] = torch.as_tensor(ex.labels)
+        ids[i, : len(ex.input_ids)] = ex.input_ids
+        labels[i, : len(ex.labels)] = ex.labels
         attention[i, : len(ex.input_ids)] = 1
     targets = labels[:, 1:]  # the logits at position i predict the token at i + 1
     kept = (targets != IGNORE_INDEX).any(dim=0).nonzero().squeeze(1)
@@ -152,7 +184,7 @@ def row_losses(model: torch.nn.Module, examples: list[Example], device: torch.de
 
 def train_step(
     model: torch.nn.Module,
-    batch: list[Example],
+    batch: list[Encoded],
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     cfg: SftConfig,
@@ -169,7 +201,7 @@ def train_step(
     device = next(model.parameters()).device
     model.train()
     optimizer.zero_grad(set_to_none=True)
-    usable = [ex for ex in batch if any(t != -100 for t in ex.labels[1:])]
+    usable = [ex for ex in batch if ex.trainable]
     [count] = sum_over_ranks([len(usable)], ranks)
     size = cfg.micro_batch_size
     micro_batches = [usable[i : i + size] for i in range(0, len(usable), size)]
@@ -206,7 +238,7 @@ class SftRun:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     state: TrainerState
-    train_rows: list[SourcedRow]
+    train_rows: list[TrainingRow]  # in log order, each with its example
     held_out: list[SftRow]
     end_step: int  # the schedule's last step, or the --max-steps budget when smaller
 
@@ -289,8 +321,8 @@ def prepare_run(cfg: SftConfig, out: Path, ranks: Ranks) -> SftRun:
     encode = make_encoder(cfg, tokenizer)
     trained = data_parallel(model, ranks)
     return SftRun(
-        source, model, trained, ranks, tokenizer, model_dir, encode, optimizer, scheduler, state, train_rows,
-        held_out, end_step,
+        source, model, trained, ranks, tokenizer, model_dir, encode, optimizer, scheduler, state,
+        encode_rows(train_rows, encode), held_out, end_step,
     )  # fmt: skip
 
 
@@ -318,24 +350,25 @@ def checkpoint(run: SftRun, out: Path) -> None:
 
 def run_step(
     run: SftRun,
-    rows: list[SourcedRow],
+    batch: list[TrainingRow],
     cfg: SftConfig,
     out: Path,
     tracer: OtlpJsonTracer | None,
     on_step: StepHook | None,
 ) -> None:
-    """One optimizer step on the global batch `rows` (this rank trains its share), traced and
-    logged; advances the run's position. Rank 0 appends the step to `<out>/steps.jsonl`."""
+    """One optimizer step on the global batch (this rank trains its share), traced and logged;
+    advances the run's position. Rank 0 appends the step to `<out>/steps.jsonl`."""
     state, ranks = run.state, run.ranks
     t0 = time.perf_counter()
-    mine = share(rows, ranks)
-    examples = [run.encode(r.row) for r in mine]
+    rows = [sourced for sourced, _ in batch]
+    mine = share(batch, ranks)
+    examples = [example for _, example in mine]
     # A `train step N` span, linked to the rows' traceparents (infra/otel/README.md).
     topic = run.source.describe().split(":", 1)[-1]
     records = [(topic, r.headers) for r in rows]
     with tracer.traced_step(state.step + 1, records, "sft") if tracer else contextlib.nullcontext():
         loss, grad_norm = train_step(run.trained, examples, run.optimizer, run.scheduler, cfg, ranks)
-    trained_by_rank = gather_to_all([[r.partition, r.offset] for r in mine], ranks)
+    trained_by_rank = gather_to_all([[r.partition, r.offset] for r, _ in mine], ranks)
     epoch = state.epoch
     state.step += 1
     state.rows_trained += len(rows)
@@ -369,8 +402,8 @@ def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> b
     stop_at = run.end_step if cfg.stop_after_steps is None else min(run.end_step, cfg.stop_after_steps)
     while state.step < stop_at:
         epoch = remaining_batches(run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size)
-        for rows in epoch:
-            run_step(run, rows, cfg, out, tracer, on_step)
+        for batch in epoch:
+            run_step(run, batch, cfg, out, tracer, on_step)
             if state.epoch_rows == len(run.train_rows):
                 state.epoch, state.epoch_rows = state.epoch + 1, 0
                 checkpoint(run, out)

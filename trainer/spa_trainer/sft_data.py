@@ -2,7 +2,8 @@
 
 An SFT run trains on a fixed offset range of its source (fixed at the first start, stored in the
 checkpoint). The range is read once: held-out rows go to evaluation, training rows stay in memory
-(rows are a few KB; SPA's full size is ~6,400 rows), and every epoch visits them in a fresh
+(rows are a few KB; SPA's full size is ~6,400 rows), encoded once before the first step
+(`sft.encode_rows`), and every epoch visits them in a fresh
 permutation seeded with `shuffle seed + epoch`, as SPA's sampler does (docs/spa-sft.md#sampler).
 A checkpoint stores the seed, the epoch and how many rows of that epoch's permutation are
 trained, so a resumed run continues the same permutation at the same place.
@@ -11,12 +12,16 @@ trained, so a resumed run continues the same permutation at the same place.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
 from .data import RowSource, SftRow, SourcedRow
 from .records import Offsets
+
+T = TypeVar("T")
 
 
 def puzzle_key(row: SftRow) -> str:
@@ -61,9 +66,7 @@ def epoch_order(rows: int, seed: int, epoch: int) -> list[int]:
     return [int(i) for i in torch.randperm(rows, generator=generator)]
 
 
-def remaining_batches(
-    rows: list[SourcedRow], seed: int, epoch: int, done: int, batch_size: int
-) -> list[list[SourcedRow]]:
+def remaining_batches(rows: Sequence[T], seed: int, epoch: int, done: int, batch_size: int) -> list[list[T]]:
     """The batches of `epoch` after its first `done` rows (a multiple of `batch_size` except at the
     epoch's end); the last batch may be short."""
     order = epoch_order(len(rows), seed, epoch)[done:]

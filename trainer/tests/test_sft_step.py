@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
+from transformers import PreTrainedTokenizerBase
 
 from spa_trainer import sft
 from spa_trainer.checkpoint import latest_checkpoint
 from spa_trainer.data import SftRow
 from spa_trainer.masking import Example
 from spa_trainer.models import load_policy
-from spa_trainer.sft import SftConfig, make_encoder, row_losses, run_sft
+from spa_trainer.sft import Encoded, SftConfig, make_encoder, row_losses, run_sft
 
 from .synthetic import sokoban_rows, write_jsonl
 
@@ -57,6 +58,14 @@ def full_logits_row_losses(model: torch.nn.Module, examples: list[Example], devi
     return nll.sum(dim=1) / (targets != -100).sum(dim=1)
 
 
+def _row_losses_of_examples(model: torch.nn.Module, examples: list[Example], device: torch.device) -> torch.Tensor:
+    return row_losses(model, [Encoded.of(ex) for ex in examples], device)
+
+
+def _example(encoded: Encoded) -> Example:
+    return Example(encoded.input_ids.tolist(), encoded.labels.tolist())
+
+
 def _examples(count: int, max_length: int = 2048) -> list[Example]:
     """Encoded synthetic Sokoban rows: 562-574 tokens (different lengths, so padded in a
     micro-batch), or all cut on the left to a short window."""
@@ -82,7 +91,7 @@ def test_target_position_logits_give_the_full_logits_losses_and_gradients(micro:
     lengths = {len(ex.input_ids) for ex in examples}
     assert len(lengths) > 1 if window == 2048 else lengths == {window}
     before, grads_before = _losses_and_grads(full_logits_row_losses, examples, micro)
-    after, grads_after = _losses_and_grads(row_losses, examples, micro)
+    after, grads_after = _losses_and_grads(_row_losses_of_examples, examples, micro)
     torch.testing.assert_close(after, before, rtol=1e-5, atol=1e-6)
     assert len(grads_after) == len(grads_before)
     for a, b in zip(grads_after, grads_before):
@@ -95,7 +104,11 @@ def test_target_position_logits_train_the_same_run(tmp_path: Path, monkeypatch: 
     data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(10))
     runs: dict[str, list[float]] = {}
     weights: dict[str, dict[str, torch.Tensor]] = {}
-    for name, losses_of in (("before", full_logits_row_losses), ("after", row_losses)):
+
+    def full_logits(model: torch.nn.Module, examples: list[Encoded], device: torch.device) -> torch.Tensor:
+        return full_logits_row_losses(model, [_example(e) for e in examples], device)
+
+    for name, losses_of in (("before", full_logits), ("after", row_losses)):
         monkeypatch.setattr(sft, "row_losses", losses_of)
         for micro in (1, 3):
             key = f"{name}{micro}"
@@ -111,3 +124,21 @@ def test_target_position_logits_train_the_same_run(tmp_path: Path, monkeypatch: 
         assert runs[after] == pytest.approx(runs[before], rel=1e-5)
         for name, tensor in weights[before].items():
             torch.testing.assert_close(weights[after][name], tensor, rtol=1e-4, atol=1e-5)
+
+
+def test_rows_are_encoded_once_when_the_run_reads_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3 epochs over 10 rows call the encoder once per row, all before the first step."""
+    encoded: list[int] = []
+    steps: list[int] = []
+    make = sft.make_encoder
+
+    def counting_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable[[SftRow], Example]:
+        encode = make(cfg, tokenizer)
+        return lambda row: (encoded.append(len(steps)), encode(row))[1]
+
+    monkeypatch.setattr(sft, "make_encoder", counting_encoder)
+    data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(10))
+    cfg = SftConfig(input=f"jsonl:{data}", out=str(tmp_path / "run"), epochs=3, batch_size=4, val_fraction=0.0)
+    run_sft(replace(cfg, eval_rows=0), on_step=lambda s, _r, _l: steps.append(s))
+    assert len(steps) == 9
+    assert encoded == [0] * 10
