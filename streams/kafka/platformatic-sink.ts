@@ -6,7 +6,14 @@
  * when a send succeeds and shares one in-flight AddPartitionsToTxn or TxnOffsetCommit between
  * concurrent callers, so overlapping calls would reuse sequence numbers or skip a partition.
  */
-import { CompressionAlgorithms, GenericError, kOptions, Producer, ProduceAcks } from '@platformatic/kafka';
+import {
+  CompressionAlgorithms,
+  GenericError,
+  kOptions,
+  kPerformWithRetry,
+  Producer,
+  ProduceAcks,
+} from '@platformatic/kafka';
 import type { Consumer, Message, ProduceResult, ProducerOptions } from '@platformatic/kafka';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import {
@@ -38,10 +45,19 @@ type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
 const TRANSACTION_TIMEOUT_MS = 60_000;
 
 /**
- * A producer that retries a failed request `retries` times, as the options say. The library
- * turns an idempotent producer's `retries` of 1 or fewer into Number.MAX_SAFE_INTEGER, so a sink
- * configured for one retry retried forever, a refused SASL login included (found by
- * sasl.slow.test.ts on this client); the count is set back once the producer is constructed.
+ * A producer whose requests retry `retries` times, as the options say and as kafkajs' do:
+ *
+ * - The library turns an idempotent producer's `retries` of 1 or fewer into
+ *   Number.MAX_SAFE_INTEGER, so a sink configured for one retry retried forever, a refused SASL
+ *   login included (found by sasl.slow.test.ts on this client); the count is set back once the
+ *   producer is constructed.
+ * - A transaction's requests (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn) connect
+ *   to the coordinator through a step that is retried `retries` times of its own, inside each of
+ *   the request's `retries` tries: with the coordinator's broker dead, a request took retries²
+ *   backoffs to fail (~6 min at 12 retries), while the library never looks the coordinator up
+ *   again and the sink's remedy, a new producer that does, waited (found by cluster-fault.slow on
+ *   this client: the generator stalled after the coordinator was SIGKILLed). That connection step
+ *   now makes one try, and the request around it is retried as before.
  */
 export function producerWithRetries(
   options: ProducerOptions<Buffer, Buffer, Buffer, Buffer>,
@@ -49,6 +65,16 @@ export function producerWithRetries(
 ): Producer<Buffer, Buffer, Buffer, Buffer> {
   const producer = new Producer(options);
   producer[kOptions].retries = retries;
+  const perform = producer[kPerformWithRetry].bind(producer);
+  producer[kPerformWithRetry] = (operationId, operation, callback, attempt, errors, shouldSkipRetry) =>
+    perform(
+      operationId,
+      operation,
+      callback,
+      attempt,
+      errors,
+      operationId === 'getCoordinatorConnection' ? () => true : shouldSkipRetry,
+    );
   return producer;
 }
 
@@ -111,7 +137,10 @@ export async function createPlatformaticSink(
     );
   const compression =
     options.compression === 'none' ? CompressionAlgorithms.NONE : CompressionAlgorithms.GZIP;
-  const openProducer = async (): Promise<Producer> => {
+  // `describe`: the sink's first producer reports in our terms; a replacement inside a transaction
+  // attempt throws the library's error, so the attempt is retried when it is retriable (a
+  // coordinator still moving) and described only if it gives up (retryTransaction's giveUp).
+  const openProducer = async (describe: boolean): Promise<Producer> => {
     const opened = producerWithRetries(
       {
         ...platformaticBaseOptions(config, FIRST_RETRY_MS),
@@ -136,11 +165,11 @@ export async function createPlatformaticSink(
       else await opened.initIdempotentProducer({});
     } catch (error) {
       await opened.close().catch(() => undefined);
-      throw describePlatformaticError(error, 'connecting a producer', config);
+      throw describe ? describePlatformaticError(error, 'connecting a producer', config) : error;
     }
     return opened;
   };
-  let producer = await openProducer();
+  let producer = await openProducer(true);
   // Set when an attempt failed on the client's side of a transaction: the library keeps the
   // failed transaction (and a coordinator it never looks up again), so the next attempt starts on
   // a new producer, whose InitProducerId fences the old epoch and ends the dangling transaction.
@@ -148,7 +177,7 @@ export async function createPlatformaticSink(
   const replaceStaleProducer = async (): Promise<void> => {
     if (!producerStale) return;
     await producer.close().catch(() => undefined);
-    producer = await openProducer();
+    producer = await openProducer(false);
     producerStale = false;
   };
   const oneAtATime = serialized();

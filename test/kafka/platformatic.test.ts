@@ -8,6 +8,7 @@ import {
   IS_CONTROL,
   IS_TRANSACTIONAL,
   kOptions,
+  kPerformWithRetry,
   NetworkError,
   ProtocolError,
   UserError,
@@ -268,16 +269,17 @@ describe('platformatic connection options', () => {
 });
 
 describe('producerWithRetries', () => {
+  const options = (retries: number) => ({
+    ...platformaticBaseOptions(
+      kafkaConnectionConfig({ retry: { retries, initialRetryTimeMs: 1, maxRetryTimeMs: 1 } }),
+    ),
+    idempotent: true,
+  });
+
   it.each([1, 2, 8])(
     'keeps an idempotent producer at %i retries (the library makes 1 or fewer endless)',
     async (retries) => {
-      const options = {
-        ...platformaticBaseOptions(
-          kafkaConnectionConfig({ retry: { retries, initialRetryTimeMs: 100, maxRetryTimeMs: 100 } }),
-        ),
-        idempotent: true,
-      };
-      const producer = producerWithRetries(options, retries);
+      const producer = producerWithRetries(options(retries), retries);
       try {
         expect(producer[kOptions].retries).toBe(retries);
       } finally {
@@ -285,6 +287,30 @@ describe('producerWithRetries', () => {
       }
     },
   );
+
+  it('tries the connection to the transaction coordinator once inside a request, and retries the request', async () => {
+    const producer = producerWithRetries(options(2), 2);
+    /** Runs `operationId` through the producer's retry loop with a step that always fails; counts the tries. */
+    const tries = (operationId: string): Promise<number> =>
+      new Promise((resolve) => {
+        let count = 0;
+        void producer[kPerformWithRetry](
+          operationId,
+          (callback) => {
+            count += 1;
+            callback(new NetworkError('connect ECONNREFUSED'), undefined as never);
+          },
+          () => resolve(count),
+        );
+      });
+    try {
+      expect(await tries('getCoordinatorConnection')).toBe(1);
+      expect(await tries('addPartitionsToTransaction')).toBe(3);
+      expect(await tries('endTransaction')).toBe(3);
+    } finally {
+      await producer.close();
+    }
+  });
 });
 
 describe('platformatic errors', () => {
