@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
 import { runSpa } from './spa-process.js';
@@ -78,7 +78,7 @@ describe('spa run --generators 2', () => {
     expect(Object.values(summary.generatorVersions).reduce((a, b) => a + b, 0)).toBe(4);
 
     const connection = testConnection(broker.brokers);
-    const kafka = { transport: kafkajsTransport(connection), config: connection };
+    const kafka = { transport: kafkaTransport(connection), config: connection };
     try {
       const trajectories = await readAllRecords(kafka, `spa.${runId}.trajectories`, 'Trajectory', 16);
       expect(trajectories.map((t) => t.trajectory_id).sort()).toEqual(

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
 import { runSpa } from './spa-process.js';
@@ -200,7 +200,7 @@ describe('spa run (the main job)', () => {
     expect(second.stderr).toContain('── sft data: done in an earlier attempt, kept');
     const summary = JSON.parse(await readFile(join(runsDir, 'resume', 'summary.json'), 'utf8')) as Summary;
     const kafka = {
-      transport: kafkajsTransport(testConnection(broker.brokers)),
+      transport: kafkaTransport(testConnection(broker.brokers)),
       config: testConnection(broker.brokers),
     };
     try {

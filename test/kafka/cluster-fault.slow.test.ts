@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
 import { clusterNodes, startCluster, stopCluster } from '../../infra/kafka/cluster.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Outbound } from '../../schemas/outbound.js';
@@ -17,11 +18,11 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { generateToKafka, type GeneratorRun } from '../../streams/generator-sinks.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { Policy } from '../../streams/policies/policy.js';
 import { randomPolicy } from '../../streams/policies/random-policy.js';
-import { testConnection } from './harness.js';
+import { kafkaClients, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const { ConfigResourceTypes } = kafkajs;
@@ -29,24 +30,21 @@ const { ConfigResourceTypes } = kafkajs;
 const cluster = { name: 'test-cluster-fault', brokers: 3, port: 19300 };
 const config = episodeConfig({ env: 'sokoban', runId: 'fault-run', groups: 16, groupSize: 8, batches: 5 });
 const total = config.groups * config.groupSize * config.batches;
-const transactionalId = `spa-generate-${config.runId}`;
 const topics = spaTopicNames();
-let kafka: SpaKafka;
+let brokers: readonly string[];
+let connection: KafkaConnectionConfig;
 
 beforeAll(async () => {
   await stopCluster(cluster); // left running by an interrupted run
-  const { brokers } = await startCluster({ ...cluster, fresh: true, startTimeoutMs: 180_000, log: () => {} });
+  ({ brokers } = await startCluster({ ...cluster, fresh: true, startTimeoutMs: 180_000, log: () => {} }));
   await applyTopicsTo(brokers, spaTopics());
   // Patient retries: the producer rides out a dead leader and a moving coordinator.
-  const connection = testConnection(brokers, {
+  connection = testConnection(brokers, {
     retry: { retries: 12, initialRetryTimeMs: 200, maxRetryTimeMs: 4000 },
   });
-  const transport = kafkajsTransport(connection);
-  kafka = { config: connection, transport, topics, close: () => transport.close() };
 }, 240_000);
 
 afterAll(async () => {
-  await kafka?.close();
   await stopCluster(cluster);
 }, 120_000);
 
@@ -59,7 +57,7 @@ function javaStringHash(text: string): number {
 
 /** The broker coordinating `id`'s transactions: the leader of its __transaction_state partition. */
 async function transactionCoordinator(id: string): Promise<number> {
-  const admin = await connectKafkajsAdmin(kafka.config);
+  const admin = await connectKafkajsAdmin(connection);
   try {
     const {
       topics: [state],
@@ -113,8 +111,9 @@ async function settled<T>(look: () => Promise<T>): Promise<T> {
 }
 
 describe('a local 3-broker cluster', () => {
+  // The topic apply and the brokers' settings; no transport involved (the topic apply is kafkajs').
   it('creates SPA topics with 3 replicas and min.insync.replicas 2, and replicates Kafka transaction and offset logs 3 times', async () => {
-    const admin = await connectKafkajsAdmin(kafka.config);
+    const admin = await connectKafkajsAdmin(connection);
     try {
       const names = Object.values(topics);
       const { topics: found } = await settled(() => admin.fetchTopicMetadata({ topics: names }));
@@ -145,6 +144,29 @@ describe('a local 3-broker cluster', () => {
     } finally {
       await admin.disconnect();
     }
+  });
+});
+
+// The same cluster for both clients: each run kills its own transaction coordinator (restarted
+// before the run ends) and writes topics of its own, `spa.<client>.*`.
+describe.each(kafkaClients)('a generator on a local 3-broker cluster (%s)', (client) => {
+  const transactionalId = `spa-generate-${config.runId}-${client}`;
+  let kafka: SpaKafka;
+
+  beforeAll(async () => {
+    const prefix = `spa.${client}.`;
+    await applyTopicsTo(brokers, spaTopics({ prefix }));
+    const transport = kafkaTransport(connection, client);
+    kafka = {
+      config: connection,
+      transport,
+      topics: spaTopicNames({ prefix }),
+      close: () => transport.close(),
+    };
+  });
+
+  afterAll(async () => {
+    await kafka?.close();
   });
 
   it('commits every record of a generator run exactly once when its transaction coordinator is SIGKILLed mid-run and restarted', async () => {
@@ -186,18 +208,18 @@ describe('a local 3-broker cluster', () => {
     };
     const counts = await generateToKafka(kafka, transactionalId, run);
     mark('generation finished');
-    console.info(`[cluster-fault] ${timeline.join('; ')}`);
+    console.info(`[cluster-fault ${client}] ${timeline.join('; ')}`);
     expect(victim).toBeDefined();
     expect(batch).toBe(config.batches);
     expect(counts.trajectories).toBe(total);
 
     const expected = await expectedOutputs();
     expect(expected.trajectories).toHaveLength(total);
-    const trajectories = await readAllRecords(kafka, topics.trajectories, 'Trajectory', total);
+    const trajectories = await readAllRecords(kafka, kafka.topics.trajectories, 'Trajectory', total);
     expect(trajectories.map((t) => t.trajectory_id).sort()).toEqual(expected.trajectories);
-    const sft = await readAllRecords(kafka, topics.sft, 'SftRow', expected.sft?.length);
+    const sft = await readAllRecords(kafka, kafka.topics.sft, 'SftRow', expected.sft?.length);
     expect(sft.map((row) => `${row.trajectory_id}#${row.turn}`).sort()).toEqual(expected.sft);
-    const dlq = await readAllRecords(kafka, topics.dlq, 'Rejected', expected.dlq?.length);
+    const dlq = await readAllRecords(kafka, kafka.topics.dlq, 'Rejected', expected.dlq?.length);
     expect(dlq.map((rejected) => rejected.key).sort()).toEqual(expected.dlq);
   });
 });
