@@ -7,12 +7,9 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
-import type { Admin } from 'kafkajs';
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
-import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
 import type { Outbound } from '../../schemas/outbound.js';
@@ -20,7 +17,7 @@ import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.js';
 import { tracedBatchHandler, tracedSink } from '../../streams/kafka/kafka-spans.js';
-import { kafkajsTransport } from '../../streams/kafka/kafkajs-adapter.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { ConsumedRecord, KafkaTransport } from '../../streams/kafka/transport.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { outboundTraceparent } from '../../streams/telemetry/episode-key.js';
@@ -28,16 +25,20 @@ import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';
 import { traceEpisodes } from '../../streams/telemetry/trace-episodes.js';
 import { traceStage } from '../../streams/telemetry/trace-stage.js';
-import { eventually, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import {
+  eventually,
+  kafkaClients,
+  startTestBroker,
+  stopTestBroker,
+  testConnection,
+} from '../kafka/harness.js';
 import { startOtlpReceiver, type OtlpReceiver } from './harness.js';
 
 const run = promisify(execFile);
 const ports = { port: 19392, controllerPort: 19393 };
-const topic = 'otel.trajectories';
 const python = existsSync('trainer/.venv/bin/python') ? 'trainer/.venv/bin/python' : 'python3';
 
-let transport: KafkaTransport;
-let admin: Admin;
+let brokers: readonly string[];
 let receiver: OtlpReceiver;
 let telemetry: Telemetry;
 
@@ -49,21 +50,12 @@ beforeAll(async () => {
     sampleRatio: 1,
     env: {},
   });
-  const broker = await startTestBroker('otel', ports);
-  transport = kafkajsTransport(testConnection(broker.brokers));
-  admin = await connectKafkajsAdmin(testConnection(broker.brokers));
-  await admin.createTopics({
-    waitForLeaders: false,
-    topics: [{ topic, numPartitions: 2, replicationFactor: 1 }],
-  });
-  await waitForLeaders(kafkajsAdmin(admin), [topic]);
+  brokers = (await startTestBroker('otel', ports)).brokers;
 }, 240_000);
 
 afterAll(async () => {
   await telemetry?.shutdown();
   await receiver?.close();
-  await transport?.close();
-  await admin?.disconnect();
   await stopTestBroker('otel', ports);
 });
 
@@ -88,8 +80,27 @@ async function generate(): Promise<Extract<Outbound, { topic: 'trajectories' }>[
   );
 }
 
-describe('one trace from the generator through Kafka into the trainer', () => {
+// One broker, telemetry and receiver for both clients; each has a topic of its own and looks
+// only at the spans received since its case began.
+describe.each(kafkaClients)('one trace from the generator through Kafka into the trainer (%s)', (client) => {
+  const topic = `otel.trajectories.${client}`;
+  let transport: KafkaTransport;
+
+  beforeAll(async () => {
+    transport = kafkaTransport(testConnection(brokers), client);
+    const admin = await transport.admin();
+    await admin.createTopics([{ name: topic, partitions: 2, replicationFactor: 1, configs: {} }]);
+    await waitForLeaders(admin, [topic]);
+    await admin.close();
+  });
+
+  afterAll(async () => {
+    await transport?.close();
+  });
+
   it('carries traceparent on Kafka records and the Python trainer spans share the generator trace ids', async () => {
+    const earlier = receiver.spans.length;
+    const received = () => receiver.spans.slice(earlier);
     const outbound = await generate();
     const sink = tracedSink(await transport.sink());
     await sink.send(
@@ -105,12 +116,14 @@ describe('one trace from the generator through Kafka into the trainer', () => {
     );
     const consumed: ConsumedRecord[] = [];
     const source = await transport.source({
-      groupId: 'otel-trainer',
+      groupId: `otel-trainer-${client}`,
       topics: [topic],
       start: { kind: 'earliest' },
     });
     await source.run(
-      tracedBatchHandler(async (batch) => void consumed.push(...batch.records), { groupId: 'otel-trainer' }),
+      tracedBatchHandler(async (batch) => void consumed.push(...batch.records), {
+        groupId: `otel-trainer-${client}`,
+      }),
     );
     await eventually(
       () => consumed.length >= outbound.length,
@@ -132,10 +145,10 @@ describe('one trace from the generator through Kafka into the trainer', () => {
 
     await telemetry.flush();
     await receiver.waitFor(
-      (spans) => spans.filter((s) => s.service === 'spa-trainer').length === step.exported,
+      (spans) => spans.slice(earlier).filter((s) => s.service === 'spa-trainer').length === step.exported,
     );
-    const generatorSpans = receiver.spans.filter((s) => s.service === 'spa-generator');
-    const trainerSpans = receiver.spans.filter((s) => s.service === 'spa-trainer');
+    const generatorSpans = received().filter((s) => s.service === 'spa-generator');
+    const trainerSpans = received().filter((s) => s.service === 'spa-trainer');
     const episodeTraceIds = new Set(generatorSpans.filter((s) => s.name === 'episode').map((s) => s.traceId));
     expect(episodeTraceIds.size).toBe(outbound.length);
     // The step span lives in a generator trace and links every consumed record.
