@@ -20,6 +20,7 @@ import {
   describePlatformaticError,
   isPlatformaticRetriable,
   platformaticBaseOptions,
+  platformaticErrorHas,
 } from '../../infra/kafka/platformatic-client.js';
 import { kafkajsCompatiblePartitioner, toPlatformaticMessages } from './platformatic-records.js';
 import { CommitOutcomeUnknown, retryTransaction } from './transaction-retry.js';
@@ -44,6 +45,9 @@ type Transaction = Awaited<ReturnType<Producer['beginTransaction']>>;
 /** The transaction timeout the coordinator enforces (the library sends its `timeout` option), kafkajs' default. */
 const TRANSACTION_TIMEOUT_MS = 60_000;
 
+/** Set on an error of the library's when it could not connect to the transaction coordinator. */
+export const COORDINATOR_UNREACHABLE = 'spaCoordinatorUnreachable';
+
 /**
  * A producer whose requests retry `retries` times, as the options say and as kafkajs' do:
  *
@@ -57,7 +61,8 @@ const TRANSACTION_TIMEOUT_MS = 60_000;
  *   backoffs to fail (~6 min at 12 retries), while the library never looks the coordinator up
  *   again and the sink's remedy, a new producer that does, waited (found by cluster-fault.slow on
  *   this client: the generator stalled after the coordinator was SIGKILLed). That connection step
- *   now makes one try, and the request around it is retried as before.
+ *   now makes one try, and the request around it is retried as before; its error is marked
+ *   {@link COORDINATOR_UNREACHABLE}.
  */
 export function producerWithRetries(
   options: ProducerOptions<Buffer, Buffer, Buffer, Buffer>,
@@ -66,15 +71,15 @@ export function producerWithRetries(
   const producer = new Producer(options);
   producer[kOptions].retries = retries;
   const perform = producer[kPerformWithRetry].bind(producer);
-  producer[kPerformWithRetry] = (operationId, operation, callback, attempt, errors, shouldSkipRetry) =>
-    perform(
-      operationId,
-      operation,
-      callback,
-      attempt,
-      errors,
-      operationId === 'getCoordinatorConnection' ? () => true : shouldSkipRetry,
-    );
+  producer[kPerformWithRetry] = (operationId, operation, callback, attempt, errors, shouldSkipRetry) => {
+    if (operationId !== 'getCoordinatorConnection')
+      return perform(operationId, operation, callback, attempt, errors, shouldSkipRetry);
+    const tagged = ((error: Error | null, result: unknown) => {
+      if (error) Object.defineProperty(error, COORDINATOR_UNREACHABLE, { value: true, configurable: true });
+      (callback as (error: Error | null, result: unknown) => void)(error, result);
+    }) as typeof callback;
+    return perform(operationId, operation, tagged, attempt, errors, () => true);
+  };
   return producer;
 }
 
@@ -219,7 +224,12 @@ export async function createPlatformaticSink(
             }),
         });
       } catch (error) {
-        if (!tx.completed) {
+        // The library never looks the coordinator up again, so an abort after the coordinator
+        // could not be reached would spend every retry on the same broker; the next attempt's
+        // producer ends the transaction instead (its InitProducerId aborts it).
+        if (!tx.completed && added && platformaticErrorHas(error, COORDINATOR_UNREACHABLE, true))
+          producerStale = true;
+        else if (!tx.completed) {
           const end = added ? tx.abort() : tx.cancel();
           await end.catch(() => (producerStale = true));
         }

@@ -22,10 +22,11 @@ import {
   flagRetriable,
   isPlatformaticRetriable,
   platformaticBaseOptions,
+  platformaticErrorHas,
   retryDelayMs,
 } from '../../infra/kafka/platformatic-client.js';
 import { kafkaClientFromEnv } from '../../streams/kafka/kafka-client.js';
-import { producerWithRetries } from '../../streams/kafka/platformatic-sink.js';
+import { COORDINATOR_UNREACHABLE, producerWithRetries } from '../../streams/kafka/platformatic-sink.js';
 import {
   committedRecords,
   kafkajsCompatiblePartitioner,
@@ -288,25 +289,30 @@ describe('producerWithRetries', () => {
     },
   );
 
-  it('tries the connection to the transaction coordinator once inside a request, and retries the request', async () => {
+  it('tries the connection to the transaction coordinator once inside a request, marks its error, and retries the request', async () => {
     const producer = producerWithRetries(options(2), 2);
-    /** Runs `operationId` through the producer's retry loop with a step that always fails; counts the tries. */
-    const tries = (operationId: string): Promise<number> =>
+    /** Runs `operationId` through the producer's retry loop with a step that always fails: the tries and the error. */
+    const run = (operationId: string): Promise<{ tries: number; error: unknown }> =>
       new Promise((resolve) => {
-        let count = 0;
+        let tries = 0;
         void producer[kPerformWithRetry](
           operationId,
           (callback) => {
-            count += 1;
+            tries += 1;
             callback(new NetworkError('connect ECONNREFUSED'), undefined as never);
           },
-          () => resolve(count),
+          (error) => resolve({ tries, error }),
         );
       });
     try {
-      expect(await tries('getCoordinatorConnection')).toBe(1);
-      expect(await tries('addPartitionsToTransaction')).toBe(3);
-      expect(await tries('endTransaction')).toBe(3);
+      const connection = await run('getCoordinatorConnection');
+      expect(connection.tries).toBe(1);
+      expect(platformaticErrorHas(connection.error, COORDINATOR_UNREACHABLE, true)).toBe(true);
+      for (const request of ['addPartitionsToTransaction', 'endTransaction']) {
+        const outcome = await run(request);
+        expect(outcome.tries).toBe(3);
+        expect(platformaticErrorHas(outcome.error, COORDINATOR_UNREACHABLE, true)).toBe(false);
+      }
     } finally {
       await producer.close();
     }
