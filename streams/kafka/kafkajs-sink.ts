@@ -7,7 +7,7 @@ import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'ka
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { describeKafkaError } from '../../infra/kafka/kafkajs-client.js';
 import { toKafkajsHeaders } from './kafkajs-headers.js';
-import { CommitOutcomeUnknown, retryTransaction } from './transaction-retry.js';
+import { CommitOutcomeUnknown, retryTransaction, serialized } from './transaction-retry.js';
 import type {
   OutgoingRecord,
   PartitionWrite,
@@ -128,7 +128,7 @@ export async function createKafkajsSink(
   };
   const compression = options.compression === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
   // Transactions on one producer must not interleave; chain them (block, never buffer records).
-  let lane: Promise<unknown> = Promise.resolve();
+  const lane = serialized();
 
   const transaction = <T>(work: (tx: SinkTransaction) => Promise<T>): Promise<T> => {
     if (!transactional)
@@ -164,9 +164,7 @@ export async function createKafkajsSink(
       retryTransaction(attempt, config.retry, isRetriable, (error) =>
         describeKafkaError(error, 'running a transaction', config),
       );
-    const next = lane.then(run, run);
-    lane = next.catch(() => undefined);
-    return next;
+    return lane(run);
   };
 
   return {
@@ -184,7 +182,7 @@ export async function createKafkajsSink(
     },
     transaction,
     async close() {
-      await lane;
+      await lane(async () => undefined);
       await producer.disconnect();
     },
   };

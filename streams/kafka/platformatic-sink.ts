@@ -23,7 +23,7 @@ import {
   platformaticErrorHas,
 } from '../../infra/kafka/platformatic-client.js';
 import { kafkajsCompatiblePartitioner, toPlatformaticMessages } from './platformatic-records.js';
-import { CommitOutcomeUnknown, retryTransaction } from './transaction-retry.js';
+import { CommitOutcomeUnknown, retryTransaction, serialized } from './transaction-retry.js';
 import type {
   PartitionWrite,
   RecordSink,
@@ -92,16 +92,6 @@ function toWrites(result: ProduceResult): PartitionWrite[] {
     partition,
     baseOffset: offset,
   }));
-}
-
-/** Runs calls one at a time in the order they were made (blocks the callers, buffers nothing). */
-function serialized(): <T>(work: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (work) => {
-    const next = tail.then(work, work);
-    tail = next.catch(() => undefined);
-    return next;
-  };
 }
 
 /**

@@ -46,3 +46,16 @@ export async function retryTransaction<T>(
     }
   }
 }
+
+/**
+ * Runs calls one at a time in the order they were made (blocks the callers, buffers nothing): both
+ * sinks chain their transactions through one, since transactions on one producer must not interleave.
+ */
+export function serialized(): <T>(work: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (work) => {
+    const next = tail.then(work, work);
+    tail = next.catch(() => undefined);
+    return next;
+  };
+}
