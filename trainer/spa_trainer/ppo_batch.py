@@ -168,6 +168,28 @@ def _sampled_token_flags(offsets: Sequence[tuple[int, int]], spans: Sequence[tup
     return [any(lo <= a and b <= hi for lo, hi in spans) and b > a for a, b in offsets]
 
 
+def _left_padded(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`(input_ids, attention_mask, position_ids)`, `(B, T)`: the rows left padded to the longest.
+    Positions count real tokens only, as verl computes them: a left-padded row sees the same
+    positions as the unpadded sequence (RoPE would not mind a shift; absolute embeddings would)."""
+    seq_len = max(len(ids) for ids in rows)
+    input_ids = torch.full((len(rows), seq_len), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(rows), seq_len), dtype=torch.long)
+    for row, ids in enumerate(rows):
+        input_ids[row, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+        attention_mask[row, seq_len - len(ids) :] = 1
+    position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
+    return input_ids, attention_mask, position_ids
+
+
+def _left_padded_flags(rows: Sequence[Sequence[bool]], seq_len: int) -> torch.Tensor:
+    """Per-token flags `(B, seq_len)`, left padded with False like `_left_padded`'s ids."""
+    flags = torch.zeros((len(rows), seq_len), dtype=torch.bool)
+    for row, values in enumerate(rows):
+        flags[row, seq_len - len(values) :] = torch.tensor(values, dtype=torch.bool)
+    return flags
+
+
 def turn_rows(
     record: Rollout, tokenizer: PreTrainedTokenizerBase, prompt_budget: int
 ) -> list[tuple[list[int], list[bool]]]:
@@ -219,25 +241,17 @@ def build_batch(
         return _turn_batch(records, tokenizer, mask_mode, prompt_budget)
     texts = [render_conversation(r, tokenizer) for r in records]
     encoded = [tokenizer(t, add_special_tokens=False, return_offsets_mapping=mask_mode == "generated") for t in texts]
-    seq_len = max(len(e["input_ids"]) for e in encoded)
-    input_ids = torch.full((len(records), seq_len), pad_token_id(tokenizer), dtype=torch.long)
-    attention_mask = torch.zeros((len(records), seq_len), dtype=torch.long)
-    for row, e in enumerate(encoded):
-        ids = e["input_ids"]
-        input_ids[row, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-        attention_mask[row, seq_len - len(ids) :] = 1
-    # Positions count real tokens only, as verl computes them: a left-padded row sees the same
-    # positions as the unpadded sequence (RoPE would not mind a shift; absolute embeddings would).
-    position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
+    input_ids, attention_mask, position_ids = _left_padded([e["input_ids"] for e in encoded], pad_token_id(tokenizer))
+    seq_len = input_ids.shape[1]
     if mask_mode == "generated":
         if not tokenizer.is_fast:
             raise ValueError("--mask generated needs a fast tokenizer (character offsets); use --mask response-only")
-        sampled = torch.zeros((len(records), seq_len), dtype=torch.bool)
-        for row, (record, text, e) in enumerate(zip(records, texts, encoded, strict=True)):
-            flags = _sampled_token_flags(e["offset_mapping"], sampled_spans(record, text, tokenizer))
-            sampled[row, seq_len - len(flags) :] = torch.tensor(flags, dtype=torch.bool)
+        flags = [
+            _sampled_token_flags(e["offset_mapping"], sampled_spans(record, text, tokenizer))
+            for record, text, e in zip(records, texts, encoded, strict=True)
+        ]
         # Entry j of the response axis trains the prediction of token j + 1.
-        response_mask = sampled[:, 1:]
+        response_mask = _left_padded_flags(flags, seq_len)[:, 1:]
     else:
         im_start_id = tokenizer.convert_tokens_to_ids(IM_START)
         if not isinstance(im_start_id, int) or im_start_id == tokenizer.unk_token_id:
@@ -276,22 +290,15 @@ def _turn_batch(
             rows.append(row)
             episodes.append(index)
             row_scores.append(score)
-    seq_len = max(len(ids) for ids, _ in rows)
-    input_ids = torch.full((len(rows), seq_len), pad_token_id(tokenizer), dtype=torch.long)
-    attention_mask = torch.zeros((len(rows), seq_len), dtype=torch.long)
-    sampled = torch.zeros((len(rows), seq_len), dtype=torch.bool)
-    for r, (ids, flags) in enumerate(rows):
-        input_ids[r, seq_len - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-        attention_mask[r, seq_len - len(ids) :] = 1
-        sampled[r, seq_len - len(flags) :] = torch.tensor(flags, dtype=torch.bool)
     # Each row's positions start at 0, as the ONNX policy numbers a cut prompt.
-    position_ids = (attention_mask.cumsum(dim=-1) - 1).clamp(min=0)
+    input_ids, attention_mask, position_ids = _left_padded([ids for ids, _ in rows], pad_token_id(tokenizer))
+    seq_len = input_ids.shape[1]
     scores = torch.tensor(row_scores, dtype=torch.float32)
     return RolloutBatch(
         input_ids=input_ids,
         attention_mask=attention_mask,
         position_ids=position_ids,
-        response_mask=sampled[:, 1:],
+        response_mask=_left_padded_flags([flags for _, flags in rows], seq_len)[:, 1:],
         token_rewards=score_tensor(scores, seq_len),
         scores=scores,
         episodes=torch.tensor(episodes, dtype=torch.long),
