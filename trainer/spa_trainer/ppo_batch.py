@@ -123,14 +123,19 @@ class RolloutBatch:
         )
 
 
-def render_conversation(record: Rollout, tokenizer: PreTrainedTokenizerBase) -> str:
-    """The chat-template text of the whole episode; it must end with an assistant message
-    (the trailing reward message is not part of a training sequence, docs/spa-prompts.md#conversation)."""
+def _episode_messages(record: Rollout) -> list[dict[str, str]]:
+    """The episode's `{role, content}` messages; they must end with an assistant message (the
+    trailing reward message is not part of a training sequence, docs/spa-prompts.md#conversation)."""
     messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
     if not messages or messages[-1]["role"] != "assistant":
         last = messages[-1]["role"] if messages else "nothing"
         raise ValueError(f"rollout {record['trajectory_id']!r} ends with {last}; expected the last assistant message")
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=False, tokenize=False)
+    return messages
+
+
+def render_conversation(record: Rollout, tokenizer: PreTrainedTokenizerBase) -> str:
+    """The chat-template text of the whole episode (`_episode_messages`)."""
+    text = tokenizer.apply_chat_template(_episode_messages(record), add_generation_prompt=False, tokenize=False)
     assert isinstance(text, str)
     return text
 
@@ -141,7 +146,7 @@ def sampled_spans(record: Rollout, text: str, tokenizer: PreTrainedTokenizerBase
     end-of-turn token the template writes after the content when that is the tokenizer's eos
     (generation stops there; docs/spa-ppo.md#mask). Needs a chat template under which every
     generation prompt is a prefix of the whole conversation, as Qwen's and Llama 3's are."""
-    messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
+    messages = _episode_messages(record)
     spans = []
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
@@ -201,8 +206,7 @@ def turn_rows(
     `sampled_spans`). Only the content's and that eos's tokens are flagged as sampled."""
     if prompt_budget < 1:
         raise ValueError(f"prompt_budget {prompt_budget}: expected a positive number of prompt tokens")
-    render_conversation(record, tokenizer)  # the same shape checks as one sequence per episode
-    messages = [{"role": m["role"], "content": m["content"]} for m in record["messages"]]
+    messages = _episode_messages(record)
     eos, eos_id = tokenizer.eos_token, tokenizer.eos_token_id
     rows = []
     for i, message in enumerate(messages):
