@@ -37,18 +37,28 @@ interface EpisodeEntry {
 const ids = new RandomIdGenerator();
 
 /**
- * Episode contexts by trajectory id, bounded: past `capacity` entries the oldest is dropped
- * (slides). Dropping only costs the link from a late record to its episode (its spans start
- * a new trace); it never blocks or grows. The default capacity covers many batches in flight.
+ * Episode contexts by trajectory id, bounded: entries are kept in two generations of at most
+ * half the `capacity` (rounded up) each; when the newer one is full it becomes the older and the older is dropped
+ * (slides, half the capacity at a time). Dropping only costs the link from a late record to its
+ * episode (its spans start a new trace); it never blocks or grows. The default capacity covers
+ * many batches in flight.
+ *
+ * The generations are quick-lru's scheme, written out here (a few lines, no dependency): a
+ * registration is one Map insert, where evicting the single oldest entry on every insert cost a
+ * delete, an iterator and a hash-table compaction per episode (infra/otel/README.md#cost).
  *
  * An unsampled episode is registered without a context: its ids are drawn only when a record
  * of it asks for a `traceparent` (the Kafka sink), so the in-process pipeline pays a map entry
  * per dropped episode and nothing more.
  */
 export class EpisodeTraceRegistry {
-  private readonly entries = new Map<string, EpisodeEntry>();
+  private newer = new Map<string, EpisodeEntry>();
+  private older = new Map<string, EpisodeEntry>();
+  private readonly generation: number;
 
-  constructor(readonly capacity = 4096) {}
+  constructor(readonly capacity = 4096) {
+    this.generation = Math.max(1, Math.ceil(capacity / 2));
+  }
 
   /** Remembers the context of an episode's span. */
   set(trajectoryId: string, context: Context): void {
@@ -61,17 +71,21 @@ export class EpisodeTraceRegistry {
   }
 
   private put(trajectoryId: string, entry: EpisodeEntry): void {
-    this.entries.delete(trajectoryId);
-    this.entries.set(trajectoryId, entry);
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
+    if (this.newer.size >= this.generation) {
+      this.older = this.newer;
+      this.newer = new Map();
     }
+    if (this.older.size > 0) this.older.delete(trajectoryId);
+    this.newer.set(trajectoryId, entry);
+  }
+
+  private entry(trajectoryId: string): EpisodeEntry | undefined {
+    return this.newer.get(trajectoryId) ?? this.older.get(trajectoryId);
   }
 
   /** The episode's context, or `undefined` for an unknown (or evicted) episode. */
   get(trajectoryId: string): Context | undefined {
-    const entry = this.entries.get(trajectoryId);
+    const entry = this.entry(trajectoryId);
     if (entry === undefined) return undefined;
     entry.context ??= unsampledContext();
     return entry.context;
@@ -79,25 +93,27 @@ export class EpisodeTraceRegistry {
 
   /** True when the episode is registered and drawn for tracing (its spans are recorded). */
   isSampled(trajectoryId: string): boolean {
-    const context = this.entries.get(trajectoryId)?.context;
+    const context = this.entry(trajectoryId)?.context;
     return context !== undefined && isSampledContext(context);
   }
 
   /** The episode's `traceparent` header value, for stamping records on their way to Kafka. */
   traceparent(trajectoryId: string): string | undefined {
-    const entry = this.entries.get(trajectoryId);
+    const entry = this.entry(trajectoryId);
     if (entry === undefined) return undefined;
     entry.context ??= unsampledContext();
     entry.traceparent ??= traceparentOf(entry.context);
     return entry.traceparent;
   }
 
+  /** Episodes held (at most `capacity`, rounded up to even). */
   get size(): number {
-    return this.entries.size;
+    return this.newer.size + this.older.size;
   }
 
   clear(): void {
-    this.entries.clear();
+    this.newer.clear();
+    this.older.clear();
   }
 }
 

@@ -1,6 +1,6 @@
-import { defer, tap, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import type { Outbound } from '../../schemas/outbound.js';
-import { spaMetrics } from './metrics.js';
+import { spaMetrics, type BoundCounter, type SpaMetrics } from './metrics.js';
 import { telemetryActive } from './telemetry.js';
 
 /**
@@ -11,32 +11,47 @@ import { telemetryActive } from './telemetry.js';
  * Prometheus turns these totals into env steps/s and trajectories/s with `rate()`.
  *
  * Instruments are looked up at subscription, so a pipeline built before `startTelemetry`
- * still counts; while telemetry is off the tap is skipped altogether.
+ * still counts; while telemetry is off the source is subscribed unchanged.
  */
 export function meterOutbound<T extends Outbound>(): MonoTypeOperatorFunction<T> {
-  return (source) => defer(() => (telemetryActive() ? metered(source) : source));
+  return (source) =>
+    new Observable<T>((subscriber) =>
+      source.subscribe(telemetryActive() ? new OutboundMeter(subscriber, spaMetrics()) : subscriber),
+    );
 }
 
-function metered<T extends Outbound>(source: Observable<T>): Observable<T> {
-  const metrics = spaMetrics();
+/**
+ * Counts each record, then passes it on. A Subscriber subclass, as RxJS's own operators are:
+ * `tap` would add an operator subscriber and a wrapped observer that every record crosses
+ * (infra/otel/README.md#cost).
+ */
+class OutboundMeter<T extends Outbound> extends Subscriber<T> {
   // Handles per label value, so counting a record builds no key string (infra/otel/README.md#cost).
-  const records = boundBy((topic: string) => metrics.records.bind({ topic }));
-  const envSteps = boundBy((env: string) => metrics.envSteps.bind({ env }));
-  const trajectories = boundBy((env: string) =>
-    boundBy((policy: string) => metrics.trajectories.bind({ env, policy })),
-  );
-  return source.pipe(
-    tap((outbound) => {
-      records(outbound.topic).add(1);
-      if (outbound.topic === 'trajectories') {
-        const { env, policy, num_actions: steps } = outbound.record;
-        trajectories(env)(policy).add(1);
-        envSteps(env).add(steps);
-      } else if (outbound.topic === 'dlq') {
-        metrics.rejects.add(1, { reason: outbound.record.reason, source: outbound.record.source });
-      }
-    }),
-  );
+  private readonly records: (topic: string) => BoundCounter;
+  private readonly envSteps: (env: string) => BoundCounter;
+  private readonly trajectories: (env: string) => (policy: string) => BoundCounter;
+
+  constructor(
+    destination: Subscriber<T>,
+    private readonly metrics: SpaMetrics,
+  ) {
+    super(destination);
+    this.records = boundBy((topic) => metrics.records.bind({ topic }));
+    this.envSteps = boundBy((env) => metrics.envSteps.bind({ env }));
+    this.trajectories = boundBy((env) => boundBy((policy) => metrics.trajectories.bind({ env, policy })));
+  }
+
+  protected override _next(outbound: T): void {
+    this.records(outbound.topic).add(1);
+    if (outbound.topic === 'trajectories') {
+      const { env, policy, num_actions: steps } = outbound.record;
+      this.trajectories(env)(policy).add(1);
+      this.envSteps(env).add(steps);
+    } else if (outbound.topic === 'dlq') {
+      this.metrics.rejects.add(1, { reason: outbound.record.reason, source: outbound.record.source });
+    }
+    this.destination.next(outbound);
+  }
 }
 
 /** `make` memoised by its string argument. */

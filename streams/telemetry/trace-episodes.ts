@@ -3,7 +3,7 @@ import type { StepRecord } from '../../schemas/step-record.js';
 import { episodeTraces, startEpisodeSpan, type EpisodeSpan } from './episode-spans.js';
 import { telemetryActive } from './telemetry.js';
 
-interface OpenEpisode {
+interface TracedEpisode {
   readonly episode: EpisodeSpan;
   /** When this episode's previous record left (performance.now), for the next turn's start. */
   last: number;
@@ -14,15 +14,22 @@ interface OpenEpisode {
  * Opens an `episode` span per trajectory (with a `turn N` event per StepRecord) from the
  * episode stream alone, passing every record through unchanged. Place it right after
  * `episodes(…)`, before `toTrajectory`, so every later stage and the Kafka sink find the
- * episode's context. Episodes not drawn for tracing are only registered (unsampled), so they
- * cost a map entry and a clock read per record.
+ * episode's context. An episode begins with its turn-1 record (streams/episodes plays every
+ * slot from turn 1); a record of another turn whose episode was not seen begins nothing.
  *
- * Timing as seen from the stream: the episode span opens when the stream last emitted before
- * its first turn arrived (the batch's policy call came after that) and ends with its `final`
+ * Episodes not drawn for tracing are only registered (unsampled): their later records cost
+ * two comparisons, and the clock is read at their first and final record only (below). A
+ * generator drawing ~10 episodes a second out of thousands (the default cap) mostly has none
+ * traced, and then pays nothing else per record (infra/otel/README.md#cost).
+ *
+ * Timing as seen from the stream: the episode span opens when the stream emitted its previous
+ * turn-1 or final record before the episode's first turn arrived, and ends with its `final`
  * turn; a turn covers the time since the episode's previous record (the batch's policy call
- * plus the env steps).
+ * plus the env steps). In episodes()' order that opening time is the record just before: a
+ * batch's episodes all begin in its first turn, right after the previous batch's last records,
+ * which are final.
  *
- * Open episodes are held in a map bounded by the slots in flight (one batch at a time,
+ * Traced episodes are held in a map bounded by the slots in flight (one batch at a time,
  * streams/episodes), and are ended as failed when the stream errors or is unsubscribed.
  */
 export function traceEpisodes(): MonoTypeOperatorFunction<StepRecord> {
@@ -41,29 +48,35 @@ export function traceEpisodes(): MonoTypeOperatorFunction<StepRecord> {
  * (infra/otel/README.md#cost).
  */
 class EpisodeTracer extends Subscriber<StepRecord> {
-  private readonly open = new Map<string, OpenEpisode>();
+  /** The open episodes drawn for tracing, by trajectory id. */
+  private readonly traced = new Map<string, TracedEpisode>();
+  /** When the latest turn-1 or final record (or one of a traced episode) left. */
   private lastEmitted = performance.now();
 
   protected override _next(record: StepRecord): void {
-    let entry = this.open.get(record.trajectoryId);
-    if (entry === undefined) {
-      entry = {
-        episode: startEpisodeSpan(attributesOf(record), episodeTraces, this.lastEmitted),
-        last: this.lastEmitted,
-        steps: 0,
-      };
-      this.open.set(record.trajectoryId, entry);
-    }
-    if (entry.episode.recording) {
-      entry.episode.recordTurn(record.turn, entry.last);
-      entry.steps += record.executed.length;
-    }
+    if (record.turn === 1) this.begin(record);
+    const entry = this.traced.size === 0 ? undefined : this.traced.get(record.trajectoryId);
+    if (entry !== undefined) this.recordTurn(entry, record);
+    else if (record.turn === 1 || record.final) this.lastEmitted = performance.now();
+    this.destination.next(record);
+  }
+
+  /** Draws the episode (startEpisodeSpan registers it either way); keeps it only if traced. */
+  private begin(record: StepRecord): void {
+    // A StepRecord carries every EpisodeAttributes field: no copy per episode.
+    const episode = startEpisodeSpan(record, episodeTraces, this.lastEmitted);
+    if (episode.recording)
+      this.traced.set(record.trajectoryId, { episode, last: this.lastEmitted, steps: 0 });
+  }
+
+  private recordTurn(entry: TracedEpisode, record: StepRecord): void {
+    entry.episode.recordTurn(record.turn, entry.last);
+    entry.steps += record.executed.length;
     entry.last = this.lastEmitted = performance.now();
     if (record.final) {
-      this.open.delete(record.trajectoryId);
+      this.traced.delete(record.trajectoryId);
       entry.episode.end({ success: record.success, turns: record.turn, envSteps: entry.steps });
     }
-    this.destination.next(record);
   }
 
   protected override _error(error: unknown): void {
@@ -71,21 +84,9 @@ class EpisodeTracer extends Subscriber<StepRecord> {
     super._error(error);
   }
 
-  /** Ends every open episode as failed with `error`. */
+  /** Ends every open traced episode as failed with `error`. */
   failOpen(error: unknown): void {
-    for (const { episode } of this.open.values()) episode.fail(error);
-    this.open.clear();
+    for (const { episode } of this.traced.values()) episode.fail(error);
+    this.traced.clear();
   }
-}
-
-function attributesOf(record: StepRecord) {
-  return {
-    trajectoryId: record.trajectoryId,
-    groupId: record.groupId,
-    env: record.env,
-    seed: record.seed,
-    split: record.split,
-    policy: record.policy,
-    policyVersion: record.policyVersion,
-  };
 }

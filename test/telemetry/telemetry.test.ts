@@ -10,7 +10,7 @@ import { episodes } from '../../streams/episodes/episodes.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { episodeKeyOf, outboundTraceparent } from '../../streams/telemetry/episode-key.js';
-import { episodeTraces } from '../../streams/telemetry/episode-spans.js';
+import { EpisodeTraceRegistry, episodeTraces } from '../../streams/telemetry/episode-spans.js';
 import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { ConsumerLagTable, spaMetrics } from '../../streams/telemetry/metrics.js';
 import {
@@ -221,6 +221,32 @@ describe('standard OTEL_* settings beside the SPA_* ones', () => {
 const generate = (target: 'sft' | 'rollouts') =>
   lastValueFrom(generatorPipeline(config, makeEnv, policy(), { target, now }).pipe(toArray()));
 
+describe('EpisodeTraceRegistry', () => {
+  it('holds at most its capacity, dropping the older half when the newer half is full', () => {
+    const registry = new EpisodeTraceRegistry(4);
+    for (const id of ['a', 'b', 'c', 'd', 'e']) registry.setUnsampled(id);
+    expect(registry.size).toBe(3); // a and b dropped together when e arrived; c, d and e kept
+    expect(['a', 'b', 'c', 'd', 'e'].map((id) => registry.traceparent(id) !== undefined)).toEqual([
+      false,
+      false,
+      true,
+      true,
+      true,
+    ]);
+    // Registering a held episode again moves it to the newer half: it outlives its neighbours.
+    registry.setUnsampled('c');
+    for (const id of ['f', 'g']) registry.setUnsampled(id);
+    expect(registry.size).toBe(4);
+    expect(['c', 'd', 'e', 'f', 'g'].map((id) => registry.get(id) !== undefined)).toEqual([
+      true,
+      false,
+      true,
+      true,
+      true,
+    ]);
+  });
+});
+
 describe('telemetry off', () => {
   it('uses the no-op API: nothing recorded, nothing registered', async () => {
     const telemetry = await startTelemetry({ serviceName: 'spa-test', env: {} });
@@ -325,6 +351,23 @@ describe('telemetry on (in-memory exporters)', () => {
     const status = (id: string) => spans.find((s) => s.attributes['spa.trajectory_id'] === id)?.status;
     expect(status(first.trajectoryId)).toMatchObject({ code: SpanStatusCode.ERROR, message: 'env crashed' });
     expect(status(second.trajectoryId)?.message).toMatch(/unsubscribed before the episode ended/);
+  });
+
+  it('an episode begins with its turn-1 record; a later turn of an episode never begun passes through untraced', async () => {
+    running = await startInMemoryTelemetry();
+    const steps = await lastValueFrom(episodes(config, makeEnv, policy()).pipe(toArray()));
+    const begun = steps.filter((s) => s.trajectoryId === steps[0]!.trajectoryId);
+    const orphan = steps.find((s) => s.turn > 1 && s.trajectoryId !== steps[0]!.trajectoryId)!;
+    const passed = await lastValueFrom(of(...begun, orphan).pipe(traceEpisodes(), toArray()));
+    expect(passed).toEqual([...begun, orphan]);
+    const spans = await running.finished();
+    expect(spans.map((s) => s.attributes['spa.trajectory_id'])).toEqual([steps[0]!.trajectoryId]);
+    // Its turns are events in order, each starting where the previous one ended or later.
+    const events = spans[0]!.events;
+    expect(events.map((e) => e.name)).toEqual(begun.map((s) => `turn ${s.turn}`));
+    const ms = (t: readonly [number, number]) => t[0] * 1e3 + t[1] / 1e6;
+    expect(ms(events[0]!.time)).toBeGreaterThanOrEqual(ms(spans[0]!.startTime));
+    expect(episodeTraces.traceparent(orphan.trajectoryId)).toBeUndefined();
   });
 
   it('traces no more episodes than the per-second cap allows, whatever the ratio', async () => {
