@@ -6,6 +6,7 @@
  */
 import type { Outbound } from '../../schemas/outbound.js';
 import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
+import { telemetryActive } from './telemetry.js';
 
 type Probe = Readonly<Record<string, unknown>>;
 
@@ -33,13 +34,14 @@ export function episodeKeyOf(value: unknown): string | undefined {
 
 /**
  * The `traceparent` to stamp on an outbound record's Kafka headers (design: Topics, headers
- * carry traceparent): its episode's span context, or `undefined` when the episode is not traced.
+ * carry traceparent) while telemetry runs: its episode's span context, or unsampled ids (flags
+ * 00) shared by the episode's records when it is not traced; `undefined` while telemetry is off.
  */
 export function outboundTraceparent(
   outbound: Outbound,
   registry: EpisodeTraceRegistry = episodeTraces,
 ): string | undefined {
-  if (registry.size === 0) return undefined; // telemetry off: nothing registered
+  if (!telemetryActive()) return undefined;
   const key = episodeKeyOf(outbound);
   return key === undefined ? undefined : registry.traceparent(key);
 }

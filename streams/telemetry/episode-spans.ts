@@ -28,7 +28,7 @@ interface EpisodeOutcome {
   readonly envSteps?: number;
 }
 
-/** What the registry keeps per episode: a sampled span's context, or a lazily made unsampled one. */
+/** What the registry keeps per episode: a sampled span's context, or an unsampled one made on demand. */
 interface EpisodeEntry {
   context: Context | undefined;
   traceparent: string | undefined;
@@ -47,9 +47,10 @@ const ids = new RandomIdGenerator();
  * registration is one Map insert, where evicting the single oldest entry on every insert cost a
  * delete, an iterator and a hash-table compaction per episode (infra/otel/README.md#cost).
  *
- * An unsampled episode is registered without a context: its ids are drawn only when a record
- * of it asks for a `traceparent` (the Kafka sink), so the in-process pipeline pays a map entry
- * per dropped episode and nothing more.
+ * An episode not drawn for tracing is not registered at all: the first time a record of it
+ * asks for a `traceparent` (the Kafka sink), it is registered with fresh unsampled ids (flags
+ * 00) that its later records share. So the in-process pipeline pays nothing per dropped
+ * episode, and a Kafka generator pays that map entry in its sink instead of in the episode loop.
  */
 export class EpisodeTraceRegistry {
   private newer = new Map<string, EpisodeEntry>();
@@ -65,9 +66,13 @@ export class EpisodeTraceRegistry {
     this.put(trajectoryId, { context, traceparent: undefined });
   }
 
-  /** Registers an episode that was not drawn for tracing (flags 00, ids made on demand). */
-  setUnsampled(trajectoryId: string): void {
-    this.put(trajectoryId, { context: undefined, traceparent: undefined });
+  /**
+   * Forgets what an earlier episode of the same id left (a process that plays an id again):
+   * called for an episode not drawn, so its records get fresh unsampled ids, not the old span's.
+   */
+  forget(trajectoryId: string): void {
+    if (this.newer.size > 0) this.newer.delete(trajectoryId);
+    if (this.older.size > 0) this.older.delete(trajectoryId);
   }
 
   private put(trajectoryId: string, entry: EpisodeEntry): void {
@@ -83,12 +88,9 @@ export class EpisodeTraceRegistry {
     return this.newer.get(trajectoryId) ?? this.older.get(trajectoryId);
   }
 
-  /** The episode's context, or `undefined` for an unknown (or evicted) episode. */
+  /** The context of a traced episode, or `undefined` for one not traced (or evicted). */
   get(trajectoryId: string): Context | undefined {
-    const entry = this.entry(trajectoryId);
-    if (entry === undefined) return undefined;
-    entry.context ??= unsampledContext();
-    return entry.context;
+    return this.entry(trajectoryId)?.context;
   }
 
   /** True when the episode is registered and drawn for tracing (its spans are recorded). */
@@ -97,10 +99,14 @@ export class EpisodeTraceRegistry {
     return context !== undefined && isSampledContext(context);
   }
 
-  /** The episode's `traceparent` header value, for stamping records on their way to Kafka. */
+  /**
+   * The episode's `traceparent` header value, for stamping records on their way to Kafka: its
+   * span's for a traced episode; otherwise (not drawn, or evicted) the episode is registered
+   * now with an unsampled context, which its later records share.
+   */
   traceparent(trajectoryId: string): string | undefined {
-    const entry = this.entry(trajectoryId);
-    if (entry === undefined) return undefined;
+    let entry = this.entry(trajectoryId);
+    if (entry === undefined) this.put(trajectoryId, (entry = { context: undefined, traceparent: undefined }));
     entry.context ??= unsampledContext();
     entry.traceparent ??= traceparentOf(entry.context);
     return entry.traceparent;
@@ -153,8 +159,8 @@ export interface EpisodeSpan {
 }
 
 /**
- * An episode that was not drawn for tracing, or telemetry off: no SDK span. A dropped episode
- * is still registered (unsampled) so its records carry a `traceparent` with flags 00 and every
+ * An episode that was not drawn for tracing, or telemetry off: no SDK span. A dropped episode's
+ * records still carry a `traceparent` with flags 00 (the registry makes one on demand), so every
  * downstream span — TS or Python, parent-based — drops itself instead of starting a new trace.
  */
 const noopEpisode: EpisodeSpan = {
@@ -167,8 +173,9 @@ const noopEpisode: EpisodeSpan = {
 
 /**
  * Starts an episode's root span and registers it under its trajectory id, if the episode is
- * drawn for tracing (`sampleRatio`, then the `maxTracesPerSecond` cap); otherwise registers it as unsampled and returns the shared
- * no-op. While telemetry is off it returns the no-op without touching the registry.
+ * drawn for tracing (`sampleRatio`, then the `maxTracesPerSecond` cap); otherwise returns the
+ * shared no-op (the registry makes the episode's unsampled ids when a record asks for them).
+ * While telemetry is off it returns the no-op without touching the registry.
  * `startedAt` (a `performance.now()` value) backdates the span; default now.
  */
 export function startEpisodeSpan(
@@ -179,7 +186,7 @@ export function startEpisodeSpan(
   if (!telemetryActive()) return noopEpisode;
   // The episode is the unit of sampling (telemetry.ts); draw once here.
   if (!drawEpisode()) {
-    registry.setUnsampled(attributes.trajectoryId);
+    registry.forget(attributes.trajectoryId);
     return noopEpisode;
   }
   // Each episode is its own trace (root), whatever context the caller happens to run in.

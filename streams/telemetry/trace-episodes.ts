@@ -17,10 +17,11 @@ interface TracedEpisode {
  * episode's context. An episode begins with its turn-1 record (streams/episodes plays every
  * slot from turn 1); a record of another turn whose episode was not seen begins nothing.
  *
- * Episodes not drawn for tracing are only registered (unsampled): their later records cost
- * two comparisons, and the clock is read at their first and final record only (below). A
- * generator drawing ~10 episodes a second out of thousands (the default cap) mostly has none
- * traced, and then pays nothing else per record (infra/otel/README.md#cost).
+ * An episode not drawn for tracing costs a draw, a registry check (episode-spans.ts makes its
+ * unsampled ids only when a record asks), a few comparisons per record and a clock read at its
+ * first and final record (below). A generator drawing ~10 episodes a second out of thousands
+ * (the default cap) mostly has none traced, and then pays nothing else per record
+ * (infra/otel/README.md#cost).
  *
  * Timing as seen from the stream: the episode span opens when the stream emitted its previous
  * turn-1 or final record before the episode's first turn arrived, and ends with its `final`
@@ -61,7 +62,7 @@ class EpisodeTracer extends Subscriber<StepRecord> {
     this.destination.next(record);
   }
 
-  /** Draws the episode (startEpisodeSpan registers it either way); keeps it only if traced. */
+  /** Draws the episode; keeps it only if traced (startEpisodeSpan registers it then). */
   private begin(record: StepRecord): void {
     // A StepRecord carries every EpisodeAttributes field: no copy per episode.
     const episode = startEpisodeSpan(record, episodeTraces, this.lastEmitted);

@@ -10,7 +10,11 @@ import { episodes } from '../../streams/episodes/episodes.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
 import { episodeKeyOf, outboundTraceparent } from '../../streams/telemetry/episode-key.js';
-import { EpisodeTraceRegistry, episodeTraces } from '../../streams/telemetry/episode-spans.js';
+import {
+  EpisodeTraceRegistry,
+  episodeTraces,
+  startEpisodeSpan,
+} from '../../streams/telemetry/episode-spans.js';
 import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { ConsumerLagTable, spaMetrics } from '../../streams/telemetry/metrics.js';
 import {
@@ -224,26 +228,28 @@ const generate = (target: 'sft' | 'rollouts') =>
 describe('EpisodeTraceRegistry', () => {
   it('holds at most its capacity, dropping the older half when the newer half is full', () => {
     const registry = new EpisodeTraceRegistry(4);
-    for (const id of ['a', 'b', 'c', 'd', 'e']) registry.setUnsampled(id);
+    const ids = ['a', 'b', 'c', 'd', 'e'];
+    // An episode the registry does not hold gets unsampled ids when first asked, kept after.
+    const first = new Map(ids.map((id) => [id, registry.traceparent(id)]));
+    for (const traceparent of first.values())
+      expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/);
     expect(registry.size).toBe(3); // a and b dropped together when e arrived; c, d and e kept
-    expect(['a', 'b', 'c', 'd', 'e'].map((id) => registry.traceparent(id) !== undefined)).toEqual([
-      false,
-      false,
-      true,
-      true,
-      true,
-    ]);
-    // Registering a held episode again moves it to the newer half: it outlives its neighbours.
-    registry.setUnsampled('c');
-    for (const id of ['f', 'g']) registry.setUnsampled(id);
-    expect(registry.size).toBe(4);
-    expect(['c', 'd', 'e', 'f', 'g'].map((id) => registry.get(id) !== undefined)).toEqual([
-      true,
-      false,
-      true,
-      true,
-      true,
-    ]);
+    expect(ids.map((id) => registry.get(id) !== undefined)).toEqual([false, false, true, true, true]);
+    expect(registry.traceparent('c')).toBe(first.get('c'));
+    expect(registry.traceparent('a')).not.toBe(first.get('a')); // evicted: fresh ids
+  });
+
+  it('an episode played again undrawn gets fresh unsampled ids, not the earlier traced span', async () => {
+    const attributes = { trajectoryId: 'r/t/b0/g0/m0', groupId: 'r/t/b0/g0', env: 'sokoban', seed: 1 };
+    running = await startInMemoryTelemetry({ sampleRatio: 1 });
+    startEpisodeSpan(attributes).end({ success: true });
+    const traced = episodeTraces.traceparent(attributes.trajectoryId);
+    expect(traced).toMatch(/-01$/);
+    await running.telemetry.shutdown();
+    running = await startInMemoryTelemetry({ sampleRatio: 0 });
+    expect(startEpisodeSpan(attributes).recording).toBe(false);
+    expect(episodeTraces.isSampled(attributes.trajectoryId)).toBe(false);
+    expect(episodeTraces.traceparent(attributes.trajectoryId)).toMatch(/-00$/);
   });
 });
 
@@ -367,7 +373,7 @@ describe('telemetry on (in-memory exporters)', () => {
     expect(events.map((e) => e.name)).toEqual(begun.map((s) => `turn ${s.turn}`));
     const ms = (t: readonly [number, number]) => t[0] * 1e3 + t[1] / 1e6;
     expect(ms(events[0]!.time)).toBeGreaterThanOrEqual(ms(spans[0]!.startTime));
-    expect(episodeTraces.traceparent(orphan.trajectoryId)).toBeUndefined();
+    expect(episodeTraces.get(orphan.trajectoryId)).toBeUndefined();
   });
 
   it('traces no more episodes than the per-second cap allows, whatever the ratio', async () => {
