@@ -8,10 +8,12 @@
  *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]     (SPA_BENCH_ROUNDS, default 15)
  *
  * The per-second trace cap applies as configured (SPA_TRACE_MAX_PER_SECOND, default 10; 0 lifts
- * it to measure what the ratio alone costs).
+ * it to measure what the ratio alone costs), as a generator has it after its first seconds: each
+ * "on" run starts with the cap's burst already drawn (see drainTraceBurst).
  *
  * Prints one JSON line per setting with episodes/s and the overhead against "off": the median
- * of the per-round ratios with their range and quartiles, and the load average before and after.
+ * of the per-round ratios with their range and quartiles, the CPU of the export flush each "on"
+ * run is charged, and the load average before and after.
  */
 import { createServer, type Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
@@ -33,8 +35,10 @@ import { toRejected } from '../streams/sft-outputs.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
 import {
   DEFAULT_SAMPLE_RATIO,
+  drawEpisode,
   resolveTelemetryOptions,
   startTelemetry,
+  TRACE_BURST_SECONDS,
 } from '../streams/telemetry/telemetry.js';
 import { loadAverage, median, quantile } from './stats.js';
 
@@ -102,13 +106,26 @@ function generator(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
 async function timeRun(
   pipeline: () => Observable<Outbound>,
   after?: () => Promise<void>,
-): Promise<{ seconds: number; records: number }> {
+): Promise<{ seconds: number; afterSeconds: number }> {
   collectGarbage(); // each run starts from a clean heap, not paying for the previous run's garbage
-  let records = 0;
   const start = process.cpuUsage();
-  await lastValueFrom(pipeline().pipe(map(() => records++)), { defaultValue: 0 });
+  await lastValueFrom(pipeline().pipe(map(() => 0)), { defaultValue: 0 });
+  const ran = process.cpuUsage();
   await after?.();
-  return { seconds: cpuSeconds(start), records };
+  return { seconds: cpuSeconds(start), afterSeconds: cpuSeconds(ran) };
+}
+
+/**
+ * Takes the trace cap's burst (its first TRACE_BURST_SECONDS' worth of traces) out of the bucket
+ * before a timed "on" run, untimed: a generator spends it once, in its first seconds, and then
+ * traces at most `perSecond` episodes a second. Without this every ~1 s run would trace the
+ * whole burst (~100 episodes at the default) and the figure would be a process's first second,
+ * not its steady state. The burst is a per-process cost, like start and shutdown.
+ */
+function drainTraceBurst(ratio: number, perSecond: number): void {
+  if (ratio === 0 || perSecond === 0) return;
+  const burst = Math.max(1, perSecond * TRACE_BURST_SECONDS);
+  for (let drawn = 0; drawn < burst;) if (drawEpisode()) drawn++;
 }
 
 const cpuSeconds = (since: NodeJS.CpuUsage) => {
@@ -123,11 +140,14 @@ const collectGarbage = runInNewContext('gc') as () => void;
 const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
 
 /**
- * Runs `rounds` rotated bare/off/on measurements for one sample ratio. "on" is charged for the
- * run plus a flush of its spans and metrics (the export work the run caused); starting and
- * shutting telemetry down are per-process costs, reported apart in ms. The overhead is the
- * median of the per-round on/off ratios (a round's runs share the box's load of the moment);
- * `rounds` is a multiple of 3 so each setting runs first, second and third equally often.
+ * Runs `rounds` rounds of bare/off/on measurements for one sample ratio. "on" is charged for the
+ * run plus a flush of its spans and metrics (the export work the run caused; a generator
+ * exports every 5 s (spans) and 10 s (metrics), so one flush per ~1 s run charges more export
+ * calls than it makes: `flushMs` says how much); starting and shutting telemetry down are
+ * per-process costs, reported apart in ms. Each round runs every setting twice, mirrored
+ * (A B C C B A), so a load that rises or falls steadily during the round weighs on each setting
+ * equally; the overhead is the median of the per-round on/off ratios of the summed CPU times.
+ * `rounds` is a multiple of 3 so each setting leads (and sits in the middle) equally often.
  */
 export async function measureTelemetryOverhead(
   env: EnvName,
@@ -148,13 +168,9 @@ export async function measureTelemetryOverhead(
   // The cap as a user gets it: SPA_TRACE_MAX_PER_SECOND, else the default.
   const { maxTracesPerSecond } = resolveTelemetryOptions({ serviceName: 'spa-bench' });
   const receiver = await discardingReceiver();
-  const [bare, off, on, startMs, stopMs]: [number[], number[], number[], number[], number[]] = [
-    [],
-    [],
-    [],
-    [],
-    [],
-  ];
+  // Per round, each setting's CPU seconds summed over its two runs; ms lists are per "on" run.
+  const [bare, off, on]: [number[], number[], number[]] = [[], [], []];
+  const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
   const runOn = async (ratio = sampleRatio, cap = maxTracesPerSecond) => {
     let cpu = process.cpuUsage();
     const telemetry = await startTelemetry({
@@ -166,32 +182,35 @@ export async function measureTelemetryOverhead(
       env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
     });
     startMs.push(cpuSeconds(cpu) * 1000);
-    on.push(
-      (
-        await timeRun(
-          () => generator(config, env),
-          () => telemetry.flush(),
-        )
-      ).seconds,
+    drainTraceBurst(ratio, cap);
+    const run = await timeRun(
+      () => generator(config, env),
+      () => telemetry.flush(),
     );
+    flushMs.push(run.afterSeconds * 1000);
     cpu = process.cpuUsage();
     await telemetry.shutdown();
     stopMs.push(cpuSeconds(cpu) * 1000);
     episodeTraces.clear();
+    return run.seconds;
   };
   try {
     // Warm the SDK's span paths (JIT) as a long run would: at small ratios a short run records
     // too few spans for V8 to optimise them, and cold spans cost several times warm ones.
     await runOn(1, 0);
+    const settings: [number[], () => Promise<number>][] = [
+      [off, async () => (await timeRun(() => generator(config, env))).seconds],
+      [bare, async () => (await timeRun(() => barePipeline(config, env))).seconds],
+      [on, () => runOn()],
+    ];
     for (let round = 0; round < rounds + 1; round++) {
-      // Rotate the order so no setting always runs first (or right after another's garbage).
-      const runs = [
-        async () => off.push((await timeRun(() => generator(config, env))).seconds),
-        async () => bare.push((await timeRun(() => barePipeline(config, env))).seconds),
-        () => runOn(),
-      ];
-      for (let i = 0; i < runs.length; i++) await runs[(i + round) % runs.length]!();
-      if (round === 0) [off, bare, on, startMs, stopMs].forEach((list) => list.splice(0)); // warm-up
+      // Rotate which setting leads, and mirror the order: A B C C B A.
+      const order = settings.map((_, i) => settings[(i + round) % settings.length]!);
+      const sums = new Map<number[], number>();
+      for (const [list, run] of [...order, ...[...order].reverse()])
+        sums.set(list, (sums.get(list) ?? 0) + (await run()));
+      for (const [list, seconds] of sums) list.push(seconds);
+      if (round === 0) [off, bare, on, startMs, flushMs, stopMs].forEach((list) => list.splice(0)); // warm-up
     }
   } finally {
     receiver.server.close();
@@ -204,14 +223,15 @@ export async function measureTelemetryOverhead(
     sampleRatio,
     maxTracesPerSecond,
     rounds,
-    episodesPerSecondBare: Math.round(episodesRun / median(bare)),
-    episodesPerSecondOff: Math.round(episodesRun / median(off)),
-    episodesPerSecondOn: Math.round(episodesRun / median(on)),
+    episodesPerSecondBare: Math.round((2 * episodesRun) / median(bare)),
+    episodesPerSecondOff: Math.round((2 * episodesRun) / median(off)),
+    episodesPerSecondOn: Math.round((2 * episodesRun) / median(on)),
     overheadPercent: percent(median(overheads)),
     overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
     overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
     hooksOffPercent: percent(median(off.map((seconds, round) => seconds / bare[round]!))),
     startMs: Math.round(median(startMs)),
+    flushMs: Number(median(flushMs).toFixed(1)),
     shutdownMs: Math.round(median(stopMs)),
     stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
     load: [loadBefore, loadAverage()],
