@@ -125,6 +125,7 @@ async function nodeContenders(
       intraOpThreads: threads,
       cacheLayout: edited ? 'split' : 'whole',
       lastPositionLogits: edited,
+      groupedAttention: edited,
     });
     if (lm.lastPositionLogits !== edited) throw new Error(`bench: ${lm.graphNote}`);
     const run = async (batch: number) => {

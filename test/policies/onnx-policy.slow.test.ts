@@ -16,6 +16,7 @@ import {
 import { Rng } from '../../envs/rng.js';
 import { spaEnv } from '../../envs/registry.js';
 import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
+import { OnnxCausalLm } from '../../streams/policies/onnx/causal-lm.js';
 import type { PolicyRequest } from '../../streams/policies/policy.js';
 
 let fixture: ReferenceFixture;
@@ -209,6 +210,26 @@ describe('sampling (temperature 1, top-p 1, docs/spa-prompts.md#sampling)', () =
     } finally {
       await last.close?.();
       await all.close?.();
+    }
+  });
+
+  it('gives the same tokens with grouped attention as through the export\'s repeated KV heads', async () => {
+    // The fixture has 4 query heads over 2 KV heads, so the export repeats each KV head twice.
+    const open = (groupedAttention: boolean) =>
+      onnxPolicy({ folder: fixture.artifact, seed: 7, maxNewTokens: 200, intraOpThreads: 1, groupedAttention });
+    const [grouped, repeated] = [await open(true), await open(false)];
+    const { modelPath, manifest } = await loadPolicyArtifact(fixture.artifact);
+    const lm = await OnnxCausalLm.create(modelPath, manifest, { intraOpThreads: 1 });
+    expect(lm.graphNote).toContain('grouped attention'); // the edit applies, so the comparison means something
+    await lm.release();
+    try {
+      const a = await grouped.generate(prompts);
+      const b = await repeated.generate(prompts);
+      expect(a.map((g) => g.ids)).toEqual(b.map((g) => g.ids));
+      expect(a.reduce((n, g) => n + g.ids.length, 0)).toBeGreaterThan(300);
+    } finally {
+      await grouped.close?.();
+      await repeated.close?.();
     }
   });
 

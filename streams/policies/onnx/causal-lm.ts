@@ -4,8 +4,10 @@
  * (export.py's graph interface).
  */
 import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import type { PolicyManifest } from './artifact.js';
+import { groupedAttention } from './grouped-attention-graph.js';
 import { KvCache, type KvShape } from './kv-cache.js';
 import { lastPositionLogits } from './last-logits-graph.js';
 import { EditableModel } from './onnx-graph.js';
@@ -58,6 +60,11 @@ export interface SessionSettings {
    * graph allows it; false runs the export's all-position logits.
    */
   readonly lastPositionLogits?: boolean;
+  /**
+   * Default true: attention reads each key/value head once instead of the export's `repeat_kv`
+   * copies (grouped-attention-graph.ts; same logits bit for bit), when the graph allows it.
+   */
+  readonly groupedAttention?: boolean;
 }
 
 /** The graph the session opens: the export with the edits that apply, and a note on which. */
@@ -68,20 +75,31 @@ interface OpenedGraph {
   readonly note: string;
 }
 
+/** config.json's `num_attention_heads` beside the model (the exported Hugging Face config). */
+async function attentionHeads(modelPath: string): Promise<number> {
+  const path = join(dirname(modelPath), 'config.json');
+  const heads = (JSON.parse(await readFile(path, 'utf8')) as { num_attention_heads?: unknown }).num_attention_heads;
+  if (typeof heads !== 'number') throw new Error(`${path} has no num_attention_heads`);
+  return heads;
+}
+
 /**
- * The model bytes to open: the export with the split cache (per `layout`) and last-position
- * logits (when `lastLogits`), each edit skipped with its reason when the graph does not allow it.
+ * The model bytes to open: the export with the split cache (per `layout`), last-position
+ * logits (when `lastLogits`) and grouped attention, each edit skipped with its reason when the
+ * graph does not allow it.
  */
 async function modelFor(
   modelPath: string,
   settings: SessionSettings,
   pastNames: readonly string[],
   presentNames: readonly string[],
+  shape: KvShape,
 ): Promise<OpenedGraph> {
   const original = await readFile(modelPath);
   const layout = settings.cacheLayout ?? 'auto';
   const wantLastLogits = settings.lastPositionLogits ?? true;
-  if (layout === 'whole' && !wantLastLogits)
+  const wantGrouped = settings.groupedAttention ?? true;
+  if (layout === 'whole' && !wantLastLogits && !wantGrouped)
     return { model: original, split: false, lastLogits: false, note: 'graph as exported (requested)' };
   let editable: EditableModel;
   try {
@@ -107,6 +125,13 @@ async function modelFor(
     lastLogits = reason === undefined;
     notes.push(lastLogits ? 'last-position logits' : `all-position logits (${reason})`);
   } else notes.push('all-position logits (requested)');
+  if (wantGrouped) {
+    const reason = await attentionHeads(modelPath).then(
+      (heads) => editable.tryEdit((graph) => groupedAttention(graph, { ...shape, heads })),
+      (error: Error) => error.message,
+    );
+    notes.push(reason === undefined ? 'grouped attention' : `repeated KV heads (${reason})`);
+  } else notes.push('repeated KV heads (requested)');
   return { model: editable.encode(), split, lastLogits, note: notes.join(', ') };
 }
 
@@ -150,7 +175,7 @@ export class OnnxCausalLm {
         `${modelPath}: expected ${2 * shape.layers} past/present tensors for ${shape.layers} layers`,
       );
     }
-    const { model, split, lastLogits, note } = await modelFor(modelPath, settings, pastNames, presentNames);
+    const { model, split, lastLogits, note } = await modelFor(modelPath, settings, pastNames, presentNames, shape);
     let session: InferenceSession;
     try {
       session = await InferenceSession.create(model, {

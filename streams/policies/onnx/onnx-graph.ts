@@ -12,6 +12,8 @@ interface AttributeProto {
   name: string;
   type?: number;
   i?: number | { toNumber(): number };
+  ints?: (number | { toNumber(): number })[];
+  t?: TensorProto;
 }
 export interface NodeProto {
   input: string[];
@@ -28,7 +30,8 @@ export interface TensorProto {
   name?: string;
   dataType?: number;
   dims?: number[];
-  int64Data?: (number | string)[];
+  int64Data?: (number | string | { toNumber(): number })[];
+  rawData?: Uint8Array;
   dataLocation?: number;
 }
 export interface GraphProto {

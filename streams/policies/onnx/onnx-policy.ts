@@ -48,6 +48,8 @@ export interface OnnxPolicyOptions {
   readonly maxBatchSize?: number;
   /** Logits of the last position only (see `SessionSettings`); default true. */
   readonly lastPositionLogits?: boolean;
+  /** Attention reads each key/value head once (see `SessionSettings`); default true. */
+  readonly groupedAttention?: boolean;
   /** See `DecodeOptions.prefillLogitsBudget`. */
   readonly prefillLogitsBudget?: number;
   /** See `DecodeOptions.prefillTokenBudget`. */
