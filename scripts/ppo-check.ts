@@ -34,6 +34,7 @@ interface CheckOptions {
   evalEvery: number;
   lossAgg: string;
   klCoef: string;
+  advEstimator: string;
   evalPuzzles: number;
   evalK: number;
   actorLr: string;
@@ -67,6 +68,7 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 20)
     .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
     .option('--kl-coef <x>', 'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)', '0')
+    .option('--adv-estimator <name>', 'PPO advantages: gae (a critic, as SPA), grpo or grpo-mean (docs/spa-ppo.md#grpo)', 'gae')
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
@@ -113,6 +115,7 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
     ],
     ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
     ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
+    ...['--ppo-adv-estimator', o.advEstimator],
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
   ];

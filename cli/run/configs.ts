@@ -92,6 +92,11 @@ export interface LoopConfig {
   readonly ppoLossAgg: 'token-mean' | 'seq-mean-token-mean';
   /** k3 KL of the actor to its start model in the PPO loss (docs/spa-ppo.md#kl). SPA: 0 (off). */
   readonly ppoKlCoef: number;
+  /**
+   * PPO advantages (docs/spa-ppo.md#grpo): `gae` with the critic (SPA), `grpo` each episode's score
+   * against its group's mean and std, `grpo-mean` against its group's mean only (Dr. GRPO); no critic.
+   */
+  readonly ppoAdvEstimator: 'gae' | 'grpo' | 'grpo-mean';
   /** Evaluation: puzzles × k (SPA: 128 × 8). */
   readonly evalPuzzles: number;
   readonly evalK: number;
@@ -165,6 +170,7 @@ const small = {
   ppoMask: 'generated',
   ppoLossAgg: 'token-mean',
   ppoKlCoef: 0,
+  ppoAdvEstimator: 'gae',
   evalPuzzles: 128,
   evalK: 4,
   evalPasses: 1,

@@ -127,6 +127,10 @@ export const LOOP_FIELDS: LoopFieldTable = {
     "PPO loss aggregation: a mean over the mini-batch's trained tokens (SPA's loss_agg_mode) or the mean of per-sequence token means (what SPA's released run computes)",
   ),
   ppoKlCoef: rate('PPO: coefficient of the KL-to-start-model loss (SPA: 0, off; docs/spa-ppo.md#kl)', true),
+  ppoAdvEstimator: choice(
+    ['gae', 'grpo', 'grpo-mean'],
+    "PPO advantages: GAE with a critic (SPA), or each episode's score against its group's mean and std (grpo) or mean only (grpo-mean, Dr. GRPO), no critic (docs/spa-ppo.md#grpo)",
+  ),
   evalPuzzles: count('validation puzzles (SPA: 128)'),
   evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),
   evalPasses: count('passes over the validation puzzles, averaged (SPA: 2; --full: 2)'),

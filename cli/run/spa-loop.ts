@@ -469,6 +469,8 @@ async function selfPlayAndPpo(
       ['--mask', config.ppoMask],
       ['--loss-agg', config.ppoLossAgg],
       ['--kl-loss-coef', String(config.ppoKlCoef)],
+      ['--adv-estimator', config.ppoAdvEstimator === 'gae' ? 'gae' : 'grpo'],
+      ...(config.ppoAdvEstimator === 'grpo-mean' ? [['--no-grpo-std-norm']] : []),
       ['--actor-lr', String(config.ppoActorLr)],
       ['--critic-lr', String(config.ppoCriticLr)],
       ['--micro-batch-size', String(config.ppoMicroBatch)],

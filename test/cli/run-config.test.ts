@@ -64,6 +64,7 @@ max-staleness: 0
 ppo-mask: all-after-system
 ppo-loss-agg: seq-mean-token-mean
 ppo-kl-coef: 0.05
+ppo-adv-estimator: grpo-mean
 ppo-actor-lr: 0
 ppo-critic-lr: 2e-5
 ppo-micro-batch: 3
@@ -111,6 +112,7 @@ describe('spa run --config-file', () => {
       ppoMask: 'all-after-system',
       ppoLossAgg: 'seq-mean-token-mean',
       ppoKlCoef: 0.05,
+      ppoAdvEstimator: 'grpo-mean',
       ppoActorLr: 0,
       ppoCriticLr: 2e-5,
       ppoMicroBatch: 3,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -25,10 +25,12 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from .data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
 from .ppo_batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
 from .ppo_math import (
+    AdvEstimator,
     LossAgg,
     MaskMode,
     entropy_from_logits,
     gae_advantages_returns,
+    grpo_advantages,
     low_var_kl,
     masked_mean,
     policy_loss,
@@ -44,6 +46,10 @@ class PpoConfig:
 
     mask_mode: MaskMode = "generated"  # SPA parity: "all-after-system"
     group_keep_ratio: float = 0.25  # rollout_filter_ratio, filter type std
+    # SPA's run: GAE with the critic; `grpo` scores each episode against its group and trains no
+    # critic (docs/spa-ppo.md#grpo); `grpo_std_norm` False is Dr. GRPO's mean-only centring.
+    adv_estimator: AdvEstimator = "gae"
+    grpo_std_norm: bool = True
     gamma: float = 1.0
     lam: float = 1.0
     clip_ratio_low: float = 0.2
@@ -189,11 +195,14 @@ def _micro_batches(batch: RolloutBatch, rows: torch.Tensor, size: int) -> list[R
 
 
 @torch.no_grad()
-def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> RolloutBatch:
+def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig, groups: Sequence[Hashable]) -> RolloutBatch:
     """Old log-probs and values from the current weights (verl recomputes both rather than
     trusting the generator's), then GAE + masked whitening over the whole batch
-    (docs/spa-ppo.md#advantages). Data-parallel, each rank computes its share of the micro-batches
-    and every rank gets all of them, so the whitening sees the whole batch on every rank."""
+    (docs/spa-ppo.md#advantages), or with `grpo` each episode's score against its group's
+    (`groups[e]`: episode e's group; no critic, values 0; docs/spa-ppo.md#grpo). Data-parallel, each
+    rank computes its share of the micro-batches and every rank gets all of them, so the whitening
+    sees the whole batch on every rank."""
+    gae = config.adv_estimator == "gae"
     state.actor.eval()
     state.critic.eval()
     pieces: dict[int, list[torch.Tensor]] = {}  # micro-batch start → old log-probs, values[, reference log-probs]
@@ -202,10 +211,12 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
     for start in share(starts, state.ranks):
         micro = batch.select(rows[start : start + config.micro_batch_size])
         log_probs, _ = token_log_probs(state.actor, micro, config.temperature, with_entropy=False)
-        with _autocast(micro.input_ids.device):
-            v = state.critic.response_values(
-                micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
-            )
+        v = torch.zeros_like(log_probs)
+        if gae:
+            with _autocast(micro.input_ids.device):
+                v = state.critic.response_values(
+                    micro.input_ids, micro.attention_mask, micro.position_ids, micro.response_mask
+                )
         computed = [log_probs, v.float()]
         if state.reference is not None:
             computed.append(token_log_probs(state.reference, micro, config.temperature, with_entropy=False)[0])
@@ -218,9 +229,17 @@ def add_advantages(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> R
         pieces = {s: [t.to(device) for t in ts] for part in gather_to_all(mine, state.ranks) for s, ts in part.items()}
     old_lp = torch.cat([pieces[start][0] for start in starts])
     old_values = torch.cat([pieces[start][1] for start in starts])
-    advantages, returns = gae_advantages_returns(
-        batch.token_rewards, old_values, batch.response_mask, config.gamma, config.lam
-    )
+    if gae:
+        advantages, returns = gae_advantages_returns(
+            batch.token_rewards, old_values, batch.response_mask, config.gamma, config.lam
+        )
+    else:
+        # Rows of an episode are adjacent and carry its score: its first row gives it.
+        first = torch.ones_like(batch.episodes, dtype=torch.bool)
+        first[1:] = batch.episodes[1:] != batch.episodes[:-1]
+        per_episode = grpo_advantages(batch.scores[first].float().cpu(), groups, config.grpo_std_norm)
+        advantages = per_episode.to(batch.scores.device)[batch.episodes].unsqueeze(-1) * batch.response_mask
+        returns = advantages
     extras = {"old_log_probs": old_lp, "old_values": old_values, "advantages": advantages, "returns": returns}
     if state.reference is not None:
         extras["ref_log_probs"] = torch.cat([pieces[start][2] for start in starts])
@@ -292,14 +311,15 @@ def sum_by_key(stats: dict[str, float], ranks: Ranks) -> dict[str, float]:
     return total
 
 
-def _join_with_zeros(state: PpoState) -> None:
-    """A rank without a micro-batch in a minibatch still joins both gradient all-reduces: one
-    forward of each model on a two-token input, backward of zero times its output."""
+def _join_with_zeros(state: PpoState, with_critic: bool) -> None:
+    """A rank without a micro-batch in a minibatch still joins the gradient all-reduces: one
+    forward of each trained model on a two-token input, backward of zero times its output."""
     ids = torch.zeros((1, 2), dtype=torch.long, device=state.device)
     mask, positions = torch.ones_like(ids), torch.arange(2, device=state.device).unsqueeze(0)
     out = state.trained_actor()(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=False)
     (out.logits.sum() * 0.0).backward()
-    (state.trained_critic()(ids, mask, positions).sum() * 0.0).backward()
+    if with_critic:
+        (state.trained_critic()(ids, mask, positions).sum() * 0.0).backward()
 
 
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
@@ -320,6 +340,8 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     critic_params = [p for p in state.critic.parameters() if p.requires_grad]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
     episodes = int(batch.episodes.max()) + 1
+    with_critic = config.adv_estimator == "gae"  # grpo trains no critic
+    trained = ((actor_micro_loss, actor), (critic_micro_loss, critic)) if with_critic else ((actor_micro_loss, actor),)
     for _ in range(config.ppo_epochs):
         # A minibatch is `mini_batch_size` episodes: their rows (one, or one per turn).
         for start in range(0, episodes, config.mini_batch_size):
@@ -330,7 +352,7 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
             mine = share(_micro_batches(batch, mini_rows, config.micro_batch_size), ranks)
             # The actor's micro-batches, then the critic's (the models are independent): each DDP
             # wrapper's collectives then come in the same order on every rank.
-            for loss_fn, model in ((actor_micro_loss, actor), (critic_micro_loss, critic)):
+            for loss_fn, model in trained:
                 for i, micro in enumerate(mine):
                     if config.loss_agg == "seq-mean-token-mean":
                         weight = micro.size / len(mini_rows)
@@ -342,13 +364,14 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
                     for k, v in stats.items():
                         mini_stats[k] += v * weight
             if not mine and ranks.parallel:
-                _join_with_zeros(state)
+                _join_with_zeros(state, with_critic)
             for k, v in sum_by_key(mini_stats, ranks).items():
                 collected[k].append(v)
             collected["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
-            collected["critic/grad_norm"].append(
-                _optimizer_step(critic_params, state.critic_optimizer, config.grad_clip)
-            )
+            if with_critic:
+                collected["critic/grad_norm"].append(
+                    _optimizer_step(critic_params, state.critic_optimizer, config.grad_clip)
+                )
     return {k: sum(v) / len(v) for k, v in collected.items()}
 
 
@@ -362,7 +385,7 @@ def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedT
     staleness = staleness_histogram(records, state.version)
     kept = filter_groups(records, config.group_keep_ratio)
     batch = build_batch(kept, tokenizer, config.mask_mode, config.prompt_budget).to(state.device)
-    batch = add_advantages(state, batch, config)
+    batch = add_advantages(state, batch, config, [r["group_id"] for r in kept])
     metrics = update(state, batch, config)
     elapsed = time.perf_counter() - started
 

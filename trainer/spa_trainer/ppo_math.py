@@ -137,6 +137,32 @@ def gae_advantages_returns(
         return masked_whiten(advantages, mask), returns
 
 
+AdvEstimator = Literal["gae", "grpo"]
+"""How advantages are estimated (docs/spa-ppo.md#advantages): `gae` with the critic (SPA's run) or
+`grpo`, each episode's score against its group's (docs/spa-ppo.md#grpo)."""
+
+ADV_ESTIMATORS: tuple[AdvEstimator, ...] = ("gae", "grpo")
+
+
+def grpo_advantages(scores: torch.Tensor, groups: Sequence[Hashable], std_norm: bool = True) -> torch.Tensor:
+    """Per-episode advantages `(E,)` from episode scores `(E,)` and each episode's group: the score
+    minus its group's mean, divided by the group's unbiased std + 1e-6 when `std_norm` (verl
+    `compute_grpo_outcome_advantage`, `norm_adv_by_std_in_grpo`). A one-episode group gets mean 0
+    and std 1, as verl's. Without `std_norm` (Dr. GRPO) a group whose episodes differ only by a
+    step penalty keeps that difference small instead of blowing it up to ±1."""
+    if scores.shape[0] != len(groups):
+        raise ValueError(f"{scores.shape[0]} scores but {len(groups)} group ids")
+    members: dict[Hashable, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    advantages = torch.empty_like(scores)
+    for rows in members.values():
+        s = scores[rows]
+        mean, std = (s.mean(), s.std()) if len(rows) > 1 else (torch.zeros(()), torch.ones(()))
+        advantages[rows] = (s - mean) / (std + 1e-6) if std_norm else s - mean
+    return advantages
+
+
 # --- losses (docs/spa-ppo.md#losses) -----------------------------------------------------------------
 
 

@@ -56,7 +56,7 @@ from .ppo_checkpoint import (
     write_ppo_checkpoint,
     write_progress_file,
 )
-from .ppo_math import LossAgg, MaskMode
+from .ppo_math import AdvEstimator, LossAgg, MaskMode
 from .records import Offsets
 from .rollout_groups import GroupBuffer
 from .rollout_source import RolloutSource, SourcedRollout
@@ -436,6 +436,19 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         default=p_d.kl_loss_coef,
         help="k3 KL-to-start-model loss coefficient (docs/spa-ppo.md#kl; SPA: 0, off)",
     )
+    p.add_argument(
+        "--adv-estimator",
+        default=p_d.adv_estimator,
+        choices=get_args(AdvEstimator),
+        help="advantages: gae with the critic (SPA) or grpo, each episode against its group, no critic "
+        "(docs/spa-ppo.md#grpo)",
+    )
+    p.add_argument(
+        "--grpo-std-norm",
+        default=p_d.grpo_std_norm,
+        action=argparse.BooleanOptionalAction,
+        help="grpo: divide by the group's std (verl's default); --no-grpo-std-norm centres only (Dr. GRPO)",
+    )
     p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
     p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
@@ -472,7 +485,7 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     ppo = PpoConfig(
         actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
         micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg, kl_loss_coef=a.kl_loss_coef,
-        prompt_budget=prompt_budget,
+        prompt_budget=prompt_budget, adv_estimator=a.adv_estimator, grpo_std_norm=a.grpo_std_norm,
     )  # fmt: skip
     return ServiceConfig(
         model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,

@@ -81,14 +81,37 @@ def test_positive_advantage_sequence_gains_log_prob(
     assert after[1] < before[1], "the losing (negative-advantage) episode should become less likely"
 
 
+def test_grpo_scores_each_episode_against_its_group_and_trains_no_critic(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    # Group a: a winner and a loser. Group b: every episode loses alike, so it carries no signal;
+    # under GAE its low scores would count against it across the batch.
+    winner = rollout("w", "a", ["Right"], [10.9], success=True)
+    loser = rollout("l", "a", ["Left"], [-0.1], penalty=-0.1)
+    flat = [rollout(f"f{i}", "b", ["Up"], [-0.1]) for i in range(2)]
+    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=4, adv_estimator="grpo")
+    state = init_ppo(actor, config, device=CPU)
+    critic_before = {k: v.clone() for k, v in state.critic.state_dict().items()}
+    before = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser, flat[0])]
+    batch = build_batch([winner, loser, *flat], tiny_tokenizer, "generated")
+    advantages = add_advantages(state, batch, config, ["a", "a", "b", "b"]).extras["advantages"]
+    per_row = [float(a[m].unique().item()) for a, m in zip(advantages, batch.response_mask, strict=True)]
+    assert per_row == pytest.approx([0.7071, -0.7071, 0.0, 0.0], abs=1e-4)  # ±5.55 / std(10.9, −0.2) = ±1 / √2
+    report = ppo_step(state, [winner, loser, *flat], tiny_tokenizer)
+    after = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser, flat[0])]
+    assert after[0] > before[0] and after[1] < before[1]
+    assert all(torch.equal(v, critic_before[k]) for k, v in state.critic.state_dict().items())
+    assert "critic/vf_loss" not in report.metrics and "critic/grad_norm" not in report.metrics
+
+
 def test_left_padding_and_micro_batching_do_not_change_log_probs_or_values(
     actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
 ) -> None:
     records = _round(groups=2)  # one- and two-turn episodes: different lengths, real padding
     whole = init_ppo(actor, PpoConfig(micro_batch_size=4), device=CPU)
     batch = build_batch(records, tiny_tokenizer, "response-only")
-    together = add_advantages(whole, batch, whole.config)
-    one_by_one = add_advantages(whole, batch, PpoConfig(micro_batch_size=1))
+    together = add_advantages(whole, batch, whole.config, list(range(batch.size)))
+    one_by_one = add_advantages(whole, batch, PpoConfig(micro_batch_size=1), list(range(batch.size)))
     mask = batch.response_mask
     for key in ("old_log_probs", "old_values", "advantages"):
         assert torch.allclose(together.extras[key][mask], one_by_one.extras[key][mask], atol=1e-5), key

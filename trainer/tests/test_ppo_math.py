@@ -13,6 +13,7 @@ from spa_trainer.ppo_math import (
     dual_clip_token_losses,
     entropy_from_logits,
     gae_advantages_returns,
+    grpo_advantages,
     loss_mask,
     low_var_kl,
     masked_mean,
@@ -212,3 +213,17 @@ def test_low_var_kl_is_k3_zero_where_policies_agree_and_clamped() -> None:
     p, q = torch.tensor([0.7, 0.2, 0.1]), torch.tensor([0.4, 0.4, 0.2])
     expected_kl = float((p * (p / q).log()).sum())
     assert float((p * low_var_kl(p.log(), q.log())).sum()) == pytest.approx(expected_kl, rel=1e-5)
+
+
+def test_grpo_advantages_center_on_the_group_and_divide_by_its_std() -> None:
+    scores = torch.tensor([1.0, 3.0, 5.0, -0.1, -0.3, 7.0])
+    groups = ["a", "a", "a", "b", "b", "c"]
+    # verl compute_grpo_outcome_advantage: (s − mean) / (unbiased std + 1e-6); one member: 0 / 1
+    std_a, std_b = 2.0, 0.2 / math.sqrt(2)
+    expected = torch.tensor([-2 / std_a, 0.0, 2 / std_a, 0.1 / std_b, -0.1 / std_b, 7.0])
+    assert torch.allclose(grpo_advantages(scores, groups), expected, atol=1e-6)
+    # Dr. GRPO: centred only; the −0.1 / −0.3 pair stays ±0.1 instead of ±0.71
+    centred = grpo_advantages(scores, groups, std_norm=False)
+    assert torch.allclose(centred, torch.tensor([-2.0, 0.0, 2.0, 0.1, -0.1, 7.0]), atol=1e-6)
+    with pytest.raises(ValueError, match="5 group ids"):
+        grpo_advantages(scores, groups[:5])

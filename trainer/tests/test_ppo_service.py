@@ -254,6 +254,10 @@ def test_cli_flags_map_to_the_config() -> None:
     assert (cfg.steps, cfg.groups_per_step, cfg.group_size, cfg.export_every) == (5, 4, 3, 2)
     assert (cfg.publish, cfg.start_version, cfg.mask, cfg.max_staleness) == ("spa.policy", 1, "all-after-system", 2)
     assert cfg.ppo.actor_lr == 1e-6  # docs/spa-ppo.md#hyperparameters
+    assert (cfg.ppo.adv_estimator, cfg.ppo.grpo_std_norm) == ("gae", True)  # SPA: GAE
+    base = ["--model", "tiny", "--input", "x", "--out", "r", "--steps", "1"]
+    grpo = parse_args([*base, "--adv-estimator", "grpo", "--no-grpo-std-norm"]).ppo
+    assert (grpo.adv_estimator, grpo.grpo_std_norm) == ("grpo", False)
     with pytest.raises(SystemExit):
         parse_args(["--model", "tiny", "--input", "x", "--out", "r", "--steps", "0"])
 
