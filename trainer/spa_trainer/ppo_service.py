@@ -298,7 +298,7 @@ def metrics_line(
         "trainer_version": int(metrics["trainer/version"]),
         "records": sum(staleness.values()),
         "pg_loss": metrics["actor/pg_loss"],
-        "vf_loss": metrics["critic/vf_loss"],
+        "vf_loss": metrics.get("critic/vf_loss"),  # None: no critic (--adv-estimator grpo)
         "entropy": metrics["actor/entropy"],
         "score_mean": metrics["score/mean"],
         "success_rate": metrics["score/success_rate"],
@@ -317,7 +317,8 @@ def log_step(svc: Service, line: dict[str, Any], staleness: dict[int, int]) -> N
     over = line["over_max_staleness"]
     svc.log(
         f"step {line['step']}/{svc.cfg.steps} v{line['trainer_version']} pg {line['pg_loss']:.4f} "
-        f"vf {line['vf_loss']:.4f} ent {line['entropy']:.3f} score {line['score_mean']:.3f} "
+        + ("" if line["vf_loss"] is None else f"vf {line['vf_loss']:.4f} ")
+        + f"ent {line['entropy']:.3f} score {line['score_mean']:.3f} "
         f"succ {line['success_rate']:.2f} staleness {{{stale}}}{f' over-max {over}' if over else ''} "
         f"tok/s {line['tokens_per_s']:.0f} wait {line['waited_s']:.1f}s wall {line['wall_s']:.1f}s"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,17 @@ def _config(tmp_path: Path, data: Path, **overrides: Any) -> ServiceConfig:
         "ppo": PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, critic_lr=1e-4, micro_batch_size=2),
     }
     return ServiceConfig(**{**base, **overrides})
+
+
+def test_grpo_service_writes_metrics_without_a_critic_loss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.dumps(r) for r in _interleaved(2)]
+    ppo = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2, adv_estimator="grpo")
+    cfg = _config(tmp_path, _write(tmp_path / "rollouts.jsonl", lines), steps=1, ppo=ppo)
+    run_service(cfg)
+    (metrics,) = [json.loads(line) for line in (Path(cfg.out) / "metrics.jsonl").read_text().splitlines()]
+    assert metrics["vf_loss"] is None and math.isfinite(metrics["pg_loss"])
+    step_line = next(line for line in capsys.readouterr().err.splitlines() if "step 1/1" in line)
+    assert " vf " not in step_line and " ent " in step_line
 
 
 def test_two_steps_write_two_checkpoints_one_export_metrics_and_dead_letters(tmp_path: Path) -> None:
