@@ -213,10 +213,16 @@ describe('sampling (temperature 1, top-p 1, docs/spa-prompts.md#sampling)', () =
     }
   });
 
-  it('gives the same tokens with grouped attention as through the export\'s repeated KV heads', async () => {
+  it("gives the same tokens with grouped attention as through the export's repeated KV heads", async () => {
     // The fixture has 4 query heads over 2 KV heads, so the export repeats each KV head twice.
     const open = (groupedAttention: boolean) =>
-      onnxPolicy({ folder: fixture.artifact, seed: 7, maxNewTokens: 200, intraOpThreads: 1, groupedAttention });
+      onnxPolicy({
+        folder: fixture.artifact,
+        seed: 7,
+        maxNewTokens: 200,
+        intraOpThreads: 1,
+        groupedAttention,
+      });
     const [grouped, repeated] = [await open(true), await open(false)];
     const { modelPath, manifest } = await loadPolicyArtifact(fixture.artifact);
     const lm = await OnnxCausalLm.create(modelPath, manifest, { intraOpThreads: 1 });

@@ -78,7 +78,8 @@ interface OpenedGraph {
 /** config.json's `num_attention_heads` beside the model (the exported Hugging Face config). */
 async function attentionHeads(modelPath: string): Promise<number> {
   const path = join(dirname(modelPath), 'config.json');
-  const heads = (JSON.parse(await readFile(path, 'utf8')) as { num_attention_heads?: unknown }).num_attention_heads;
+  const heads = (JSON.parse(await readFile(path, 'utf8')) as { num_attention_heads?: unknown })
+    .num_attention_heads;
   if (typeof heads !== 'number') throw new Error(`${path} has no num_attention_heads`);
   return heads;
 }
@@ -175,7 +176,13 @@ export class OnnxCausalLm {
         `${modelPath}: expected ${2 * shape.layers} past/present tensors for ${shape.layers} layers`,
       );
     }
-    const { model, split, lastLogits, note } = await modelFor(modelPath, settings, pastNames, presentNames, shape);
+    const { model, split, lastLogits, note } = await modelFor(
+      modelPath,
+      settings,
+      pastNames,
+      presentNames,
+      shape,
+    );
     let session: InferenceSession;
     try {
       session = await InferenceSession.create(model, {

@@ -4,8 +4,8 @@
  * 24.6 M model) is exported with HF's `repeat_kv`, `Unsqueeze(kv, 2) → Expand → Reshape`, which
  * copies the whole key and value cache `heads / kvHeads` times per layer on every call before the
  * two attention MatMuls read it. At batch 1 that copy and the wider reads were about a fifth of a
- * decoding step's CPU at 500 cached columns (bench/README.md#generate); Python onnxruntime runs
- * the export with the copy too.
+ * decoding step's CPU at 500 cached columns on the bench's 24.6 M model (8.8 → 7.0 ms a call,
+ * README.md#speed-measured); Python onnxruntime runs the export with the copy too.
  *
  * The variant reads the cache once per key/value head instead: the query `[b, H, s, d]` is viewed
  * as `[b, kv, rep, s, d]` and multiplied by the unsqueezed key `[b, kv, 1, d, L]` (MatMul
@@ -57,7 +57,8 @@ function dropUnread(graph: GraphProto): void {
 export function groupedAttention(graph: GraphProto, shape: AttentionShape): void {
   const { heads, kvHeads, headDim } = shape;
   const rep = heads / kvHeads;
-  if (!Number.isInteger(rep) || rep < 2) throw new Error(`${heads} heads over ${kvHeads} KV heads: nothing to group`);
+  if (!Number.isInteger(rep) || rep < 2)
+    throw new Error(`${heads} heads over ${kvHeads} KV heads: nothing to group`);
   const producer = new Map<string, NodeProto>();
   const readers = new Map<string, NodeProto[]>();
   for (const n of graph.node) {
@@ -75,7 +76,9 @@ export function groupedAttention(graph: GraphProto, shape: AttentionShape): void
     if (t?.int64Data?.length) return t.int64Data.map(toNumber);
     if (t?.rawData?.length) {
       const view = new DataView(t.rawData.buffer, t.rawData.byteOffset, t.rawData.byteLength);
-      return Array.from({ length: t.rawData.byteLength / 8 }, (_, i) => Number(view.getBigInt64(8 * i, true)));
+      return Array.from({ length: t.rawData.byteLength / 8 }, (_, i) =>
+        Number(view.getBigInt64(8 * i, true)),
+      );
     }
     return undefined;
   };
@@ -107,7 +110,10 @@ export function groupedAttention(graph: GraphProto, shape: AttentionShape): void
       const scaled5 = `${name}/${PREFIX}/scaled`;
       added.push(
         node('Reshape', q5, [matmul.input[0] as string, T('query_shape')], [q5]),
-        { ...node('Transpose', kT5, [kv5], [kT5]), attribute: [{ name: 'perm', type: 7, ints: [0, 1, 2, 4, 3] }] }, // 7 = INTS
+        {
+          ...node('Transpose', kT5, [kv5], [kT5]),
+          attribute: [{ name: 'perm', type: 7, ints: [0, 1, 2, 4, 3] }],
+        }, // 7 = INTS
         node('MatMul', scores5, [q5, kT5], [scores5]),
         node('Reshape', `${name}/${PREFIX}/scores_by_head`, [scaled5, T('scores_shape')], [scaled]),
       );
@@ -125,13 +131,19 @@ export function groupedAttention(graph: GraphProto, shape: AttentionShape): void
       added.push(
         node('Reshape', weights5, [matmul.input[0] as string, T('weights_shape')], [weights5]),
         node('MatMul', out5, [weights5, kv5], [out5]),
-        node('Reshape', `${name}/${PREFIX}/out_by_head`, [out5, T('out_shape')], [matmul.output[0] as string]),
+        node(
+          'Reshape',
+          `${name}/${PREFIX}/out_by_head`,
+          [out5, T('out_shape')],
+          [matmul.output[0] as string],
+        ),
       );
       graph.node = graph.node.filter((n) => n !== matmul);
       values++;
     }
   }
-  if (keys === 0 || keys !== values) throw new Error(`found ${keys} repeated keys and ${values} repeated values`);
+  if (keys === 0 || keys !== values)
+    throw new Error(`found ${keys} repeated keys and ${values} repeated values`);
   const inputs = new Set(graph.input.map((i) => i.name));
   if (!inputs.has('input_ids') || !inputs.has('attention_mask'))
     throw new Error('no input_ids / attention_mask input to take s and L from');
@@ -151,8 +163,20 @@ export function groupedAttention(graph: GraphProto, shape: AttentionShape): void
   added.push(
     shapeOf('input_ids', 'new_length', 1, 2), // [s]
     shapeOf('attention_mask', 'attended_length', 1, 2), // [L]
-    node('Concat', T('scores_shape'), [T('scores_head'), T('new_length'), T('attended_length')], [T('scores_shape')], 0),
-    node('Concat', T('weights_shape'), [T('weights_head'), T('new_length'), T('attended_length')], [T('weights_shape')], 0),
+    node(
+      'Concat',
+      T('scores_shape'),
+      [T('scores_head'), T('new_length'), T('attended_length')],
+      [T('scores_shape')],
+      0,
+    ),
+    node(
+      'Concat',
+      T('weights_shape'),
+      [T('weights_head'), T('new_length'), T('attended_length')],
+      [T('weights_shape')],
+      0,
+    ),
   );
   graph.node.push(...added);
   dropUnread(graph);
