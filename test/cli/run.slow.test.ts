@@ -2,19 +2,26 @@
  * The README's first command end to end: `spa run` (= `npm start`) on a real broker — format
  * warm-up → self-play SFT data from v0 → SFT of the tiny model → ONNX export → self-play with `--policy latest` while PPO publishes
  * new versions → Pass@1 / Pass@k. Only the evaluation is cut (2 puzzles), so the loop under test
- * is the default one.
+ * is the default one. That full-size run (~9 min) runs once, on the default client (or whichever
+ * SPA_KAFKA_CLIENT names); the small-size whole loops after it (resume, export cadence,
+ * `spa eval --policy latest --run`) run on each client (`describe.each(kafkaClients)`).
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
-import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
+import {
+  clientEnv,
+  kafkaClients,
+  startTestBroker,
+  stopTestBroker,
+  testConnection,
+} from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
-import { runSpa } from './spa-process.js';
+import { runSpa, spawnSpa } from './spa-process.js';
 
 const ports = { port: 19600, controllerPort: 19601 };
 let broker: RunningBroker;
@@ -30,7 +37,9 @@ afterAll(async () => {
   if (runsDir) await rm(runsDir, { recursive: true, force: true });
 });
 
-const spa = (args: readonly string[]) => runSpa(args, broker.brokers);
+/** Runs `spa <args>` on `client`; without one, on this process's SPA_KAFKA_CLIENT (default kafkajs). */
+const spa = (args: readonly string[], client?: KafkaClientName) =>
+  runSpa(args, broker.brokers, client ? clientEnv(client) : {});
 
 interface Summary {
   runDir: string;
@@ -55,19 +64,18 @@ interface Summary {
 }
 
 /**
- * Starts the CLI and, once its stderr matches `pattern`, sends `signal`; resolves with its stderr
- * and the seconds until the match when it has exited; rejects after `ms`.
+ * Starts the CLI on `client` and, once its stderr matches `pattern`, sends `signal`; resolves with
+ * its stderr and the seconds until the match when it has exited; rejects after `ms`.
  */
 function stderrOf(
   args: readonly string[],
+  client: KafkaClientName,
   pattern: RegExp,
   ms: number,
   signal: NodeJS.Signals = 'SIGKILL',
 ): Promise<{ text: string; seconds: number }> {
   const started = Date.now();
-  const child = spawn('node', ['bin/spa.mjs', ...args], {
-    env: { ...process.env, KAFKA_BROKERS: broker.brokers.join(',') },
-  });
+  const { child } = spawnSpa(args, broker.brokers, clientEnv(client));
   let text = '';
   let matched = 0;
   return new Promise((resolve, reject) => {
@@ -75,7 +83,7 @@ function stderrOf(
       child.kill('SIGKILL');
       reject(new Error(`no ${pattern} on stderr within ${ms} ms:\n${text}`));
     }, ms);
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       text += chunk.toString();
       if (pattern.test(text) && !matched) {
         matched = (Date.now() - started) / 1000;
@@ -90,7 +98,7 @@ function stderrOf(
   });
 }
 
-describe('spa run (the main job)', () => {
+describe('spa run (the main job) at the default size, on the default client', () => {
   it('runs the loop, swaps policy versions and prints Pass@1 / Pass@k', async () => {
     const result = await spa(['run', '--eval-puzzles', '2', '--runs-dir', runsDir, '--run-id', 'ci']);
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
@@ -146,67 +154,43 @@ describe('spa run (the main job)', () => {
     expect([report.pass1, report.passK, report.episodes]).toEqual([final.pass1, final.passK, final.episodes]);
     // ~8.5 min on the idle 2-core box; a box shared with a training job made the loop 3.4× slower.
   }, 2_400_000);
+});
 
-  it("spa eval --policy latest --run <id> follows that run's policy topic; an empty topic is named within seconds", async () => {
-    // Follows the policies the main job above published; without them it would wait its whole timeout.
-    expect(existsSync(join(runsDir, 'ci', 'summary.json')), 'the main job test above did not finish').toBe(
-      true,
-    );
-    const latest = await spa([
-      'eval',
-      '--policy',
-      'latest',
-      '--run',
-      'ci',
-      '--env',
-      'sokoban',
-      '--puzzles',
-      '1',
-      '--k',
-      '1',
-    ]);
-    expect(latest.code, latest.stderr.slice(-2000)).toBe(0);
-    expect(latest.stdout).toMatch(/policy onnx:v0+\d+ v[2-9]/);
-    const waiting = await stderrOf(
-      ['eval', '--policy', 'latest', '--run', 'nobody', '--env', 'sokoban', '--puzzles', '1', '--k', '1'],
-      /waiting for a policy on spa\.nobody\.policy/,
-      30_000,
-    );
-    expect(waiting.seconds).toBeLessThan(20);
+/** A small run's sizes for --config-file: oracle SFT data on 8 puzzles, PPO on 2 × 2 episodes a step. */
+async function smallConfig(name: string, extra: readonly string[]): Promise<string> {
+  const file = join(runsDir, `${name}.yaml`);
+  await writeFile(
+    file,
+    ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
+      .concat(['ppo-groups: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1', ...extra])
+      .join('\n'),
+  );
+  return file;
+}
 
-    // A new run folder whose run id's topics hold an earlier run's records is refused at once:
-    // it would train on that run's rollouts and follow its policies.
-    const reused = await spa(['run', '--runs-dir', join(runsDir, 'elsewhere'), '--run-id', 'ci']);
-    expect(reused.code).not.toBe(0);
-    expect(reused.stderr).toMatch(
-      /run id "ci" is new in .*elsewhere.*already hold records .*spa\.ci\.rollouts \(\d+ offsets\)/,
-    );
-  }, 120_000);
-
-  it('resumes an interrupted run without generating its SFT data twice', async () => {
-    const file = join(runsDir, 'resume.yaml');
-    await writeFile(
-      file,
-      ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
-        .concat(['ppo-steps: 1', 'ppo-groups: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1'])
-        .join('\n'),
-    );
-    const args = ['run', '--config-file', file, '--runs-dir', runsDir, '--run-id', 'resume'];
+// The whole loop at a small size on each client: one broker, a run id (so topics `spa.<run>.*`) per
+// client. Together they take the client through the main job's path: the data stage's transactions,
+// PPO's rollouts from `--policy latest`, the generator following the policy topic to new versions,
+// the run's evaluation and `spa eval --policy latest --run <id>`.
+describe.each(kafkaClients)('spa run at a small size (%s)', (client) => {
+  it('resumes an interrupted run without generating its SFT data twice; its generator swaps to versions PPO publishes', async () => {
+    const runId = `resume-${client}`;
+    // The main job's schedule (export every step, staleness ≤ 1) on 3 steps: batch 2 needs v2 or newer.
+    const file = await smallConfig(runId, ['ppo-steps: 3']);
+    const args = ['run', '--config-file', file, '--runs-dir', runsDir, '--run-id', runId];
     // Interrupt once the data stage is done and SFT has started.
-    const first = await stderrOf(args, /── sft\n/, 600_000, 'SIGINT');
+    const first = await stderrOf(args, client, /── sft\n/, 600_000, 'SIGINT');
     expect(first.text).toContain('interrupted; resume with: spa run --config-file');
-    const second = await spa(args);
+    const second = await spa(args, client);
     expect(second.code, second.stderr.slice(-3000)).toBe(0);
     expect(second.stderr).toContain('── sft data: done in an earlier attempt, kept');
-    const summary = JSON.parse(await readFile(join(runsDir, 'resume', 'summary.json'), 'utf8')) as Summary;
-    const kafka = {
-      transport: kafkaTransport(testConnection(broker.brokers)),
-      config: testConnection(broker.brokers),
-    };
+    const summary = JSON.parse(await readFile(join(runsDir, runId, 'summary.json'), 'utf8')) as Summary;
+    const connection = testConnection(broker.brokers);
+    const kafka = { transport: kafkaTransport(connection, client), config: connection };
     try {
       const rows = await readAllRecords(
         kafka,
-        'spa.resume.sft',
+        `spa.${runId}.sft`,
         'SftRow',
         summary.dataStages[0]!.rowsAccepted,
       );
@@ -216,30 +200,26 @@ describe('spa run (the main job)', () => {
     } finally {
       await kafka.transport.close();
     }
+    expect(summary.selfPlay.rollouts).toBe(3 * 2 * 2);
+    // Live swap: batch 0 can only start on SFT's v1, batch 2 waits for v2 or newer.
+    expect(summary.generatorVersions['1']).toBeGreaterThanOrEqual(1);
+    expect(Object.keys(summary.generatorVersions).length).toBeGreaterThanOrEqual(2);
+    // SFT's v1, then an export after each step: the run evaluates v4, loaded from the policy topic.
+    const final = summary.evaluations.at(-1)!;
+    expect([final.policy, final.policyVersion, final.episodes]).toEqual(['onnx:v000004', 4, 1]);
   }, 1_200_000);
 
   it('finishes with an export cadence longer than the staleness bound (sizes from --config-file)', async () => {
     // Small sizes from a file; the schedule from flags: a batch may wait for a version 3 steps away.
-    const file = join(runsDir, 'cadence.yaml');
-    await writeFile(
-      file,
-      [
-        'generator: oracle',
-        'sft-groups: 8',
-        'sft-group-size: 1',
-        'sft-batches: 1',
-        'sft-epochs: 1',
-        'ppo-groups: 2',
-        'ppo-group-size: 2',
-        'eval-puzzles: 1',
-        'eval-k: 1',
-      ].join('\n'),
-    );
+    const runId = `cadence-${client}`;
+    const file = await smallConfig(runId, []);
     const args = ['--ppo-steps', '6', '--export-every', '3', '--max-staleness', '1'];
-    const run = ['run', '--config-file', file, ...args, '--runs-dir', runsDir, '--run-id', 'cadence'];
-    const result = await spa(run);
+    const result = await spa(
+      ['run', '--config-file', file, ...args, '--runs-dir', runsDir, '--run-id', runId],
+      client,
+    );
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
-    const runDir = join(runsDir, 'cadence');
+    const runDir = join(runsDir, runId);
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary & {
       config: { ppoSteps: number; exportEvery: number; maxStaleness: number; sftGroups: number };
     };
@@ -254,4 +234,39 @@ describe('spa run (the main job)', () => {
     expect(metrics.map((m) => m.trainer_version)).toEqual([1, 1, 1, 2, 2, 2]);
     expect(metrics.map((m) => m.over_max_staleness)).toEqual([0, 0, 0, 0, 0, 0]);
   }, 1_200_000);
+
+  it("spa eval --policy latest --run <id> follows that run's policy topic; an empty topic is named within seconds", async () => {
+    // Follows the policies the cadence run above published; without them it would wait its whole timeout.
+    const runId = `cadence-${client}`;
+    expect(existsSync(join(runsDir, runId, 'summary.json')), 'the cadence test above did not finish').toBe(
+      true,
+    );
+    const latest = await spa(
+      ['eval', '--policy', 'latest', '--run', runId, '--env', 'sokoban', '--puzzles', '1', '--k', '1'],
+      client,
+    );
+    expect(latest.code, latest.stderr.slice(-2000)).toBe(0);
+    expect(latest.stdout).toMatch(/policy onnx:v000003 v3 /);
+    const nobody = `nobody-${client}`;
+    const waiting = await stderrOf(
+      ['eval', '--policy', 'latest', '--run', nobody, '--env', 'sokoban', '--puzzles', '1', '--k', '1'],
+      client,
+      new RegExp(`waiting for a policy on spa\\.${nobody}\\.policy`),
+      30_000,
+    );
+    expect(waiting.seconds).toBeLessThan(20);
+
+    // A new run folder whose run id's topics hold an earlier run's records is refused at once:
+    // it would train on that run's rollouts and follow its policies.
+    const reused = await spa(
+      ['run', '--runs-dir', join(runsDir, `elsewhere-${client}`), '--run-id', runId],
+      client,
+    );
+    expect(reused.code).not.toBe(0);
+    expect(reused.stderr).toMatch(
+      new RegExp(
+        `run id "${runId}" is new in .*elsewhere-${client}.*already hold records .*spa\\.${runId}\\.rollouts \\(\\d+ offsets\\)`,
+      ),
+    );
+  }, 120_000);
 });
