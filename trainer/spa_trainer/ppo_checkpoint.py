@@ -7,6 +7,7 @@ temporary folder, fsync, rename, `latest`):
   actor_optimizer.{safetensors,json}, critic_optimizer.{safetensors,json}
   rng.safetensors               torch generator states (python RNG in trainer_state.json)
   pending.jsonl                 records read but not yet trained (members of open groups)
+  trained_groups.json           the group ids trained so far (a replayed group is refused)
   trainer_state.json            next offset per partition, `Progress`, the service config
 
 Beside the checkpoints, `<out>/progress.json` (strict JSON, replaced atomically after every step
@@ -18,7 +19,7 @@ and at the end) tells other processes where the service stands: `finished`, `ste
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,7 @@ def write_ppo_checkpoint(
     tokenizer: PreTrainedTokenizerBase,
     progress: Progress,
     pending: Sequence[SourcedRollout],
+    trained_groups: Iterable[str],
     source: str,
     config: dict[str, Any],
 ) -> Path:
@@ -66,6 +68,7 @@ def write_ppo_checkpoint(
         write_optimizer(tmp, state.critic_optimizer, "critic_optimizer")
         rng = write_rng(tmp)
         (tmp / "pending.jsonl").write_text("".join(pending_line(i) + "\n" for i in pending), encoding="utf-8")
+        write_json(tmp / "trained_groups.json", sorted(trained_groups))
         trainer = TrainerState(
             step=progress.step,
             rows_trained=progress.records_trained,
@@ -102,6 +105,12 @@ def restore_training_state(folder: Path, state: PpoState, rng: dict[str, Any]) -
     read_optimizer(folder, state.actor_optimizer, "actor_optimizer")
     read_optimizer(folder, state.critic_optimizer, "critic_optimizer")
     restore_rng(folder, rng)  # last: building the critic drew from the global generator
+
+
+def read_trained_groups(folder: Path) -> list[str]:
+    """The group ids trained up to the checkpoint (none in checkpoints written before the file existed)."""
+    path = folder / "trained_groups.json"
+    return list(json.loads(path.read_text(encoding="utf-8"))) if path.is_file() else []
 
 
 def read_pending(folder: Path) -> list[SourcedRollout]:

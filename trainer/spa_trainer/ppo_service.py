@@ -52,6 +52,7 @@ from .ppo_checkpoint import (
     Progress,
     read_pending,
     read_progress,
+    read_trained_groups,
     restore_training_state,
     write_ppo_checkpoint,
     write_progress_file,
@@ -154,7 +155,7 @@ class Service:
 def save_service_checkpoint(svc: Service) -> Path:
     """Everything a restart needs, atomically (`ppo_checkpoint.write_ppo_checkpoint`)."""
     return write_ppo_checkpoint(
-        svc.out, svc.state, svc.tokenizer, svc.progress, svc.buffer.items(), svc.source.describe(),
+        svc.out, svc.state, svc.tokenizer, svc.progress, svc.buffer.items(), svc.buffer.trained, svc.source.describe(),
         json.loads(json.dumps(asdict(svc.cfg), default=str)),
     )  # fmt: skip
 
@@ -211,7 +212,8 @@ def prepare_service(cfg: ServiceConfig, ranks: Ranks) -> Service:
     except BaseException:
         source.close()
         raise
-    buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step)
+    trained = read_trained_groups(resume) if resume else []
+    buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step, trained)
     svc = Service(
         cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=tracer_from_env("spa-trainer")
     )

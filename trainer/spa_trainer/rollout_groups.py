@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from collections import OrderedDict
+from collections.abc import Iterable
 
 from .rollout_source import SourcedRollout
 
@@ -21,18 +22,25 @@ class GroupBuffer:
     Bounded: a group never holds more than K records, and at most `max_open` groups may be
     incomplete; past that the oldest open group *slides* out to the DLQ ("incomplete-group"),
     so a producer that died mid-group cannot pin memory or the committed offsets forever.
+
+    A group id is trained once: records of a group already taken go to the DLQ ("group-trained").
+    A generator restarted in the middle of a batch plays that batch again; without this, its
+    second copy would make new groups and trail every later step as stale records.
     """
 
-    def __init__(self, group_size: int, max_open: int) -> None:
+    def __init__(self, group_size: int, max_open: int, trained: Iterable[str] = ()) -> None:
         self.group_size = group_size
         self.max_open = max_open
         self.groups: OrderedDict[str, list[SourcedRollout]] = OrderedDict()
         self.complete: list[str] = []
+        self.trained: set[str] = set(trained)  # kept in the checkpoint (`trained_groups.json`)
 
     def add(self, item: SourcedRollout) -> list[tuple[SourcedRollout, str, str]]:
         """Add an accepted item; returns the items rejected on the way (item, reason, detail)."""
         assert item.record is not None
         gid = str(item.record["group_id"])
+        if gid in self.trained:
+            return [(item, "group-trained", f"group {gid!r} was trained in an earlier step (a replayed batch?)")]
         if gid in self.complete:
             return [(item, "group-overflow", f"group {gid!r} already has {self.group_size} members (--group-size)")]
         members = self.groups.setdefault(gid, [])
@@ -55,6 +63,7 @@ class GroupBuffer:
     def take(self, groups: int) -> list[SourcedRollout]:
         """The records of the first `groups` groups to complete (completion order, member order)."""
         taken, self.complete = self.complete[:groups], self.complete[groups:]
+        self.trained.update(taken)
         return [m for gid in taken for m in self.groups.pop(gid)]
 
     def items(self) -> list[SourcedRollout]:

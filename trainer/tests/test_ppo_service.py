@@ -151,6 +151,7 @@ def test_crash_and_resume_train_every_record_once_as_an_uninterrupted_run(tmp_pa
     # group 2's first member was read while completing group 1: it waits in the checkpoint
     assert [pending_item(x).offset for x in (crashed / "pending.jsonl").read_text().splitlines()] == [3]
     assert not Path(cfg.export_root).exists()
+    assert json.loads((crashed / "trained_groups.json").read_text()) == ["g0", "g1"]
     run_service(cfg, on_step=lambda s, items: log.append((s, [(i.partition, i.offset) for i in items])))
 
     assert [s for s, _ in log] == [1, 2, 3] and _trained(log) == _trained(full)
@@ -214,6 +215,9 @@ def test_group_buffer_completes_whole_groups_and_bounds_open_ones() -> None:
     assert [(i.offset, r) for i, r, _ in evicted] == [(0, "incomplete-group")]
     assert [i.offset for i in buffer.take(1)] == [1, 3]
     assert [pending_item(pending_line(i)) for i in buffer.items()] == buffer.items()
+    # B was trained: a replay of it (a generator restarted mid-batch) must not become a new group
+    assert [r for _, r, _ in buffer.add(_item(7, "b1", "B"))] == ["group-trained"]
+    assert "B" not in buffer.groups and GroupBuffer(2, 2, trained=buffer.trained).add(_item(8, "b2", "B"))
 
 
 def test_rollout_checks_name_the_bad_field() -> None:
