@@ -68,7 +68,11 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 20)
     .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
     .option('--kl-coef <x>', 'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)', '0')
-    .option('--adv-estimator <name>', 'PPO advantages: gae (a critic, as SPA), grpo or grpo-mean (docs/spa-ppo.md#grpo)', 'gae')
+    .option(
+      '--adv-estimator <name>',
+      'PPO advantages: gae (a critic, as SPA), grpo or grpo-mean (docs/spa-ppo.md#grpo)',
+      'gae',
+    )
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
