@@ -11,7 +11,8 @@
  * as `[b, kv, rep, s, d]` and multiplied by the unsqueezed key `[b, kv, 1, d, L]` (MatMul
  * broadcasts the `rep` axis without copying), and the same for the attention weights and the
  * value. Each head still multiplies an `s × d` by a `d × L` matrix, as before, so the logits are
- * the same bit for bit (test/policies/onnx-grouped-attention.test.ts); the scale `Mul` stays right
+ * the same bit for bit (checked by hand on the 24.6 M bench model; test/policies/onnx-policy.slow.test.ts
+ * checks the sampled tokens against the unedited graph); the scale `Mul` stays right
  * after its MatMul so onnxruntime still fuses it. The output shapes come from the graph inputs:
  * `s` from `input_ids`, `L` (the attended length) from `attention_mask` (export.py's interface:
  * the mask covers the cache and the new tokens).
