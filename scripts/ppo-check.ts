@@ -35,6 +35,7 @@ interface CheckOptions {
   lossAgg: string;
   klCoef: string;
   advEstimator: string;
+  maxNewTokens?: string;
   evalPuzzles: number;
   evalK: number;
   actorLr: string;
@@ -72,6 +73,10 @@ function parseOptions(argv: string[]): CheckOptions {
       '--adv-estimator <name>',
       'PPO advantages: gae (a critic, as SPA), grpo or grpo-mean (docs/spa-ppo.md#grpo)',
       'gae',
+    )
+    .option(
+      '--max-new-tokens <n>',
+      "tokens per assistant turn in self-play and evaluation (default: spa run's)",
     )
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
@@ -120,6 +125,7 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
     ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
     ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
     ...['--ppo-adv-estimator', o.advEstimator],
+    ...(o.maxNewTokens ? ['--max-new-tokens', o.maxNewTokens] : []),
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
   ];
