@@ -88,7 +88,7 @@ def read_rows(path: str, limit: int) -> list[SftRow]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.plan_probe", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m spa_trainer.plan_probe", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--model", required=True, help="'tiny-cells', a HF folder or a trainer run folder")
     p.add_argument("--rows", required=True, help="JSON Lines of SftRows (or spa tap --json envelopes)")
     p.add_argument("--limit", type=int, default=400, help="first-turn rows probed")

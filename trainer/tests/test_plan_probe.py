@@ -3,10 +3,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import cast
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from spa_trainer.data import SftRow
 from spa_trainer.plan_probe import probe, read_rows
@@ -65,6 +66,7 @@ def test_a_board_blind_model_agrees_only_where_the_oracle_picks_its_action(
 ) -> None:
     rows = read_rows(str(_plan_rows(tmp_path)), limit=10)
     left = tiny_tokenizer.encode(" Left", add_special_tokens=False)[0]
-    result = probe(_Prefers(left, len(tiny_tokenizer)), tiny_tokenizer, rows, window=512)  # type: ignore[arg-type]
+    model = cast(PreTrainedModel, _Prefers(left, len(tiny_tokenizer)))
+    result = probe(model, tiny_tokenizer, rows, window=512)
     assert result.argmax == {"Left": 3} and result.agreement == pytest.approx(1 / 3)
     assert result.entropy == pytest.approx(0.0, abs=1e-6)
