@@ -443,12 +443,22 @@ async function selfPlayAndPpo(
   runId: string,
   startModel: string,
 ) {
+  // A resumed run: the trainer continues from its checkpoint, so play only the remaining
+  // steps' batches, on the puzzles those steps would have had, admitted as those steps' batches.
+  const resumed = ppoProgress(join(runDir, 'ppo'));
+  const done = resumed?.step ?? 0;
+  if (done >= config.ppoSteps)
+    throw new Error(
+      `PPO finished all ${config.ppoSteps} steps in an earlier attempt of this run; its policies are in ` +
+        `${join(runDir, 'policies')}: evaluate them with spa eval --policy onnx:<folder>, or start a new --run-id`,
+    );
   const latest = await resolvePolicy('latest', {
     mode: 'base',
     kafka,
     maxStaleness: config.maxStaleness,
     exportEvery: config.exportEvery,
     seed: 1,
+    ...(resumed && done > 0 ? { resumedAt: resumed } : {}),
     ...generationOptions(config),
   });
   const trainer = runTrainerModule(
@@ -487,14 +497,6 @@ async function selfPlayAndPpo(
     { label: 'ppo', env: trainerDeviceEnv(config), procs: config.trainerProcs },
   );
   try {
-    // A resumed run: the trainer continues from its checkpoint, so play only the remaining
-    // steps' batches, on the puzzles those steps would have had.
-    const done = ppoStepsDone(join(runDir, 'ppo'));
-    if (done >= config.ppoSteps)
-      throw new Error(
-        `PPO finished all ${config.ppoSteps} steps in an earlier attempt of this run; its policies are in ` +
-          `${join(runDir, 'policies')}: evaluate them with spa eval --policy onnx:<folder>, or start a new --run-id`,
-      );
     if (done > 0) log(`self-play + ppo: resuming after PPO step ${done} of ${config.ppoSteps}`);
     const episodes = episodeConfig({
       env: config.env,
@@ -574,11 +576,12 @@ export function curveVersions(
 const PPO_SEED_BASE = 10_000;
 
 /** PPO steps an earlier attempt of this run finished (its trainer's progress.json), 0 if none. */
-function ppoStepsDone(outDir: string): number {
+/** The PPO service's steps done and its published version (`<out>/progress.json`), if it has started. */
+function ppoProgress(outDir: string): { step: number; version: number } | undefined {
   const path = join(outDir, 'progress.json');
-  if (!existsSync(path)) return 0;
-  const step = readTrainerJson(path)['step'];
-  return typeof step === 'number' ? step : 0;
+  if (!existsSync(path)) return undefined;
+  const { step, version } = readTrainerJson(path);
+  return typeof step === 'number' && typeof version === 'number' ? { step, version } : undefined;
 }
 
 /** One evaluation of the run, with the `spa eval` command that reproduces it. */

@@ -20,6 +20,12 @@ export interface LatestPolicyOptions {
    */
   readonly maxStaleness?: number;
   readonly exportEvery?: number;
+  /**
+   * A trainer resumed from a checkpoint: the steps it has done and the version it has published.
+   * The first batch is then batch `step`, and the starting version follows from the schedule;
+   * without this a resumed generator would count batches from 0 and run ahead of the trainer.
+   */
+  readonly resumedAt?: { readonly step: number; readonly version: number };
   /** How long a batch may wait for the first or a newer version. Default 10 minutes. */
   readonly waitTimeoutMs?: number;
   readonly log?: (line: string) => void;
@@ -60,6 +66,11 @@ export class LatestPolicy {
       ephemeral: true,
     });
     const follower = new LatestPolicy(options, source);
+    if (options.resumedAt) {
+      const { step, version } = options.resumedAt;
+      follower.batchesStarted = step;
+      follower.startVersion = version - Math.floor(step / (options.exportEvery ?? 1));
+    }
     await source.run(async (batch) => {
       for (const consumed of batch.records) {
         const decoded = decodeKafkaRecord('PolicyUpdate', consumed);

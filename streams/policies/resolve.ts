@@ -22,6 +22,8 @@ export interface ResolveOptions {
   /** `latest`: the trainer's staleness bound and export cadence (its --max-staleness, --export-every). */
   readonly maxStaleness?: number;
   readonly exportEvery?: number;
+  /** `latest`: the trainer resumed after this many steps at this version (`LatestPolicyOptions.resumedAt`). */
+  readonly resumedAt?: { readonly step: number; readonly version: number };
   /** Token cap per assistant turn for ONNX policies (SPA: 400). */
   readonly maxNewTokens?: number;
   /** ONNX policies: also end a turn at `</answer>` (not SPA). */
@@ -68,6 +70,7 @@ export async function resolvePolicy(spec: string, options: ResolveOptions): Prom
       topic: kafka.topics.policy,
       maxStaleness: options.maxStaleness ?? 1,
       exportEvery: options.exportEvery ?? 1,
+      ...(options.resumedAt ? { resumedAt: options.resumedAt } : {}),
       load: async (update) => {
         const policy = await onnxPolicy({
           folder: update.uri,

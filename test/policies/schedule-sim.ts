@@ -22,6 +22,11 @@ export interface SimSchedule {
   readonly steps: number;
   readonly exportEvery: number;
   readonly maxStaleness: number;
+  /**
+   * A resumed run: the trainer restarts from its checkpoint after this many steps, and the
+   * compacted policy topic holds only the newest version. The result's arrays then start there.
+   */
+  readonly resumeAfter?: number;
 }
 
 /** Durations in ticks of virtual time. */
@@ -50,13 +55,19 @@ const WAIT_TIMEOUT_MS = 60_000;
 
 /** Runs the schedule to completion or until nothing can happen any more. Needs fake setTimeout/Date. */
 export async function simulateSchedule(schedule: SimSchedule, timing: SimTiming): Promise<SimResult> {
+  const done = schedule.resumeAfter ?? 0;
+  const exported = Array.from({ length: done }, (_, i) => i + 1).filter((step) =>
+    ppoExportDue(step, schedule.steps, schedule.exportEvery),
+  ).length;
+  let trainerVersion = START_VERSION + exported;
   const topic = new PolicyTopic();
-  await topic.publish(START_VERSION);
+  await topic.publish(trainerVersion);
   const follower = await LatestPolicy.start({
     transport: topic.transport,
     topic: 'sim.policy',
     maxStaleness: schedule.maxStaleness,
     exportEvery: schedule.exportEvery,
+    ...(done > 0 ? { resumedAt: { step: done, version: trainerVersion } } : {}),
     waitTimeoutMs: WAIT_TIMEOUT_MS,
     load: async (update): Promise<Policy> => ({ name: 'sim', version: update.version, act: async () => [] }),
     log: () => {},
@@ -69,7 +80,6 @@ export async function simulateSchedule(schedule: SimSchedule, timing: SimTiming)
   let generatorBusy = false;
   let batchesDone = 0;
   let trainerBusy = false;
-  let trainerVersion = START_VERSION;
 
   const startBatch = (now: number, policy: Policy) => {
     batchVersions.push(policy.version);
@@ -82,7 +92,7 @@ export async function simulateSchedule(schedule: SimSchedule, timing: SimTiming)
   };
   // The generator asks for its next batch's policy; if it is not granted at once, it waits.
   const generate = async (now: number) => {
-    if (generatorBusy || waiting || batchVersions.length >= schedule.steps) return;
+    if (generatorBusy || waiting || batchVersions.length >= schedule.steps - done) return;
     const pending: { promise: Promise<Policy>; settled?: Policy } = { promise: follower.next() };
     void pending.promise.then((p) => (pending.settled = p)).catch(() => {});
     await settle();
@@ -91,8 +101,8 @@ export async function simulateSchedule(schedule: SimSchedule, timing: SimTiming)
     waits.push({ batch: batchVersions.length, loaded: follower.version ?? -1 });
   };
   const train = (now: number) => {
-    const step = trainerVersions.length + 1;
-    if (trainerBusy || step > schedule.steps || batchesDone < step) return;
+    const step = done + trainerVersions.length + 1;
+    if (trainerBusy || step > schedule.steps || batchesDone < step - done) return;
     trainerBusy = true;
     trainerVersions.push(trainerVersion);
     events.at(now + timing.trainerStep, () => {
@@ -118,7 +128,8 @@ export async function simulateSchedule(schedule: SimSchedule, timing: SimTiming)
 
   await generate(0);
   await events.run();
-  const finished = batchVersions.length === schedule.steps && trainerVersions.length === schedule.steps;
+  const left = schedule.steps - done;
+  const finished = batchVersions.length === left && trainerVersions.length === left;
   const detail = finished
     ? 'finished'
     : `stuck after ${batchVersions.length} batches and ${trainerVersions.length} steps, ` +

@@ -72,6 +72,15 @@ describe('the self-play + PPO schedule', () => {
     });
   });
 
+  it('a resumed run (trainer checkpoint after k steps, only the newest version on the topic) stays within maxStaleness', async () => {
+    // Counting its batches from 0 again, a resumed generator took the newest version as fresh
+    // enough for every batch up to k and ran ahead of the trainer (pc15: staleness 1, 2, … 15).
+    for (const exportEvery of [1, 3])
+      for (const maxStaleness of [0, 1, 2])
+        for (const resumeAfter of [1, 6, 7])
+          await expectSound({ steps: 12, exportEvery, maxStaleness, resumeAfter });
+  });
+
   it('finishes for every cadence and staleness bound, synchronous (maxStaleness 0) included', async () => {
     for (const steps of [1, 6, 7, 23])
       for (const exportEvery of [1, 2, 3, 10])
