@@ -1,7 +1,7 @@
 """PPO stage: one update from a batch of Rollout records (docs/spa-ppo.md), read top to bottom.
 
     records ─► staleness histogram ─► std group filter ─► one token sequence per episode
-            ─► old log-probs + values (no grad) ─► GAE + masked whitening
+            ─► old log-probs + values (no grad) ─► GAE + masked whitening (or GRPO: no critic)
             ─► epochs × minibatches × micro-batches of dual-clip PPO (actor) and clipped value
                loss (critic) ─► optimizer steps ─► metrics
 
