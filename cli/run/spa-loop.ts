@@ -458,7 +458,7 @@ async function selfPlayAndPpo(
     maxStaleness: config.maxStaleness,
     exportEvery: config.exportEvery,
     seed: 1,
-    ...(resumed && done > 0 ? { resumedAt: resumed } : {}),
+    ...(resumed && resumed.step > 0 ? { resumedAt: resumed } : {}),
     ...generationOptions(config),
   });
   const trainer = runTrainerModule(
@@ -575,7 +575,6 @@ export function curveVersions(
 /** SPA's first training seed; PPO batch b plays seeds from here + b × groups. */
 const PPO_SEED_BASE = 10_000;
 
-/** PPO steps an earlier attempt of this run finished (its trainer's progress.json), 0 if none. */
 /** The PPO service's steps done and its published version (`<out>/progress.json`), if it has started. */
 function ppoProgress(outDir: string): { step: number; version: number } | undefined {
   const path = join(outDir, 'progress.json');
