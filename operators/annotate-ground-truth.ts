@@ -6,9 +6,12 @@ import { randomizeCoordinates } from './internal/randomize-coordinates.js';
  * How `<observation>`/`<prediction>` contents are filled:
  * - `gt`: the true env states (SPA, docs/spa-data.md#replacement);
  * - `self-belief`: the model's own text is kept (paper ablation, docs/spa-data.md#ablations);
- * - `random-coords`: true grids but every coordinate pair replaced by a random in-range one (ablation).
+ * - `random-coords`: true grids but every coordinate pair replaced by a random in-range one (ablation);
+ * - `gt-fill`: `gt`, and a turn whose `<think>…</think>` lacks the tags gets them (this project's
+ *   option for a model that cannot follow the format instruction yet, docs/spa-data.md#fill).
  */
-export type Annotation = 'gt' | 'self-belief' | 'random-coords';
+export const ANNOTATIONS = ['gt', 'self-belief', 'random-coords', 'gt-fill'] as const;
+export type Annotation = (typeof ANNOTATIONS)[number];
 
 /** A trajectory whose assistant messages were annotated; `annotation` says how. */
 export interface AnnotatedTrajectory extends Trajectory {
@@ -30,6 +33,21 @@ export function replaceStates(message: string, obs: string, pred: string): strin
     .replace(PREDICTION, (_m, open: string, _old: string, close: string) => open + pred + close);
 }
 
+const THINK = /<think>(.*?)<\/think>/s;
+
+/**
+ * Adds the tags a world-model turn should have to a turn that wrote none (docs/spa-data.md#fill):
+ * `<observation></observation>` first inside `<think>…</think>` when the turn has no observation,
+ * `<prediction></prediction>` last inside it when it has no prediction; `replaceStates` then fills
+ * them. A turn without a `<think>…</think>` stays as it is, as in SPA.
+ */
+export function fillStateTags(message: string): string {
+  const lacks = (tag: string) => !new RegExp(`<${tag}>.*?</${tag}>`, 's').test(message);
+  const observation = lacks('observation') ? '<observation></observation>' : '';
+  const prediction = lacks('prediction') ? '<prediction></prediction>' : '';
+  return message.replace(THINK, (_m, body: string) => `<think>${observation}${body}${prediction}</think>`);
+}
+
 /**
  * Annotates every assistant turn t: observation ← states[t] (the state shown before turn t),
  * prediction ← states[t+1] (the state after all actions executed in turn t). Applied to the
@@ -49,7 +67,7 @@ export function annotateGroundTruth(
 function annotateMessages(trajectory: Trajectory, annotation: Annotation): Message[] {
   if (annotation === 'self-belief') return [...trajectory.messages];
   const stateFor =
-    annotation === 'gt'
+    annotation === 'gt' || annotation === 'gt-fill'
       ? (s: string) => s
       : (s: string, salt: string) => randomizeCoordinates(s, `${trajectory.trajectory_id}/${salt}`);
   let assistantTurn = 0;
@@ -63,9 +81,10 @@ function annotateMessages(trajectory: Trajectory, annotation: Annotation): Messa
         `trajectory ${trajectory.trajectory_id}: assistant turn ${t} has no ground-truth state (states has ${trajectory.states.length})`,
       );
     }
+    const content = annotation === 'gt-fill' ? fillStateTags(message.content) : message.content;
     return {
       ...message,
-      content: replaceStates(message.content, stateFor(obs, `o${t}`), stateFor(pred, `p${t}`)),
+      content: replaceStates(content, stateFor(obs, `o${t}`), stateFor(pred, `p${t}`)),
     };
   });
 }

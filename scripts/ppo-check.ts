@@ -48,6 +48,7 @@ interface CheckOptions {
   arms: string;
   out: string;
   warmFrom?: string;
+  wmAnnotation: string;
 }
 
 const ARMS = ['ppo', 'control', 'wm'] as const;
@@ -93,6 +94,11 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--model <name>', 'tiny model to start from', 'tiny-cells')
     .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
     .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check')
+    .option(
+      '--wm-annotation <kind>',
+      "the wm arm's SFT data: gt (SPA) or gt-fill (also fills turns without the tags, for a start model that never saw the world-model format; docs/spa-data.md#fill)",
+      'gt',
+    )
     .option(
       '--warm-from <folder>',
       "start every arm from this warm-up (an earlier check's <arm run>/warmup), so arms of two checks compare",
@@ -197,7 +203,7 @@ function main(): void {
     const byArm: Record<Arm, string[]> = {
       ppo: ['--skip-world-model-sft', ...learning],
       control: ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'],
-      wm: ['--generator', 'self-play', ...learning],
+      wm: ['--generator', 'self-play', '--annotation', o.wmAnnotation, ...learning],
     };
     results.set(arm, runArm(o, arm, [...start, ...byArm[arm]]));
   });

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { PromptMode } from '../../envs/protocol/index.js';
 import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
-import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import { ANNOTATIONS, type Annotation } from '../../operators/annotate-ground-truth.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { shardTransactionalId, UNSHARDED, type Shard } from '../../streams/episodes/shard.js';
 import { jsonlPathsBeside } from '../../streams/files/jsonl-sink.js';
@@ -103,8 +103,8 @@ export function registerGenerateCommand(program: Command): void {
     )
     .option(
       '--annotation <kind>',
-      'gt | self-belief | random-coords',
-      oneOf('--annotation', ['gt', 'self-belief', 'random-coords'] as const),
+      `${ANNOTATIONS.join(' | ')} (docs/spa-data.md#ablations, #fill)`,
+      oneOf('--annotation', ANNOTATIONS),
       'gt',
     )
     .option(

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
-import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import { ANNOTATIONS, type Annotation } from '../../operators/annotate-ground-truth.js';
 import type { ReadStart } from '../../streams/kafka/consume-spa.js';
 import {
   REPLAY_TRAJECTORIES_PER_TRANSACTION,
@@ -75,8 +75,8 @@ export function registerReplayCommand(program: Command): void {
     .option('--dlq-topic <topic>', 'dead-letter topic (default: spa.dlq)')
     .option(
       '--annotate <kind>',
-      'gt | self-belief | random-coords (docs/spa-data.md#ablations)',
-      oneOf('--annotate', ['gt', 'self-belief', 'random-coords'] as const),
+      `${ANNOTATIONS.join(' | ')} (docs/spa-data.md#ablations, #fill)`,
+      oneOf('--annotate', ANNOTATIONS),
       'gt',
     )
     .option(

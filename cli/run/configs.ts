@@ -1,5 +1,6 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
 import type { EnvName } from '../../envs/types.js';
+import type { Annotation } from '../../operators/annotate-ground-truth.js';
 
 /**
  * The loop's knobs; SPA's full sizes are in the comments (docs/spa-data.md, docs/spa-sft.md,
@@ -30,6 +31,12 @@ export interface LoopConfig {
   readonly filterEnvs: readonly EnvName[];
   /** Also reject SFT rows whose turn the parser refused (not in SPA; docs/spa-data.md#filter). */
   readonly filterParserReasons: boolean;
+  /**
+   * How the SFT data's `<observation>`/`<prediction>` are filled (docs/spa-data.md#replacement):
+   * `gt` (SPA); `gt-fill` also gives the true states to turns written without the tags, for a start
+   * model that cannot follow the world-model format yet (docs/spa-data.md#fill); the ablations.
+   */
+  readonly annotation: Annotation;
   /**
    * Oracle demonstrations of the warm-up: 0 = its whole shortest plan (≤ 5 actions per turn);
    * ε > 0 = one action per turn, a uniformly random one with probability ε (seeded), so the
@@ -151,6 +158,7 @@ const small = {
   skipWorldModelSft: false,
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
+  annotation: 'gt',
   sftGroups: 32,
   sftGroupSize: 1,
   sftBatches: 8,

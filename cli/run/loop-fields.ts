@@ -15,6 +15,7 @@ import {
   positiveNumber,
   probability,
 } from '../options.js';
+import { ANNOTATIONS } from '../../operators/annotate-ground-truth.js';
 import type { LoopConfig } from './configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
@@ -89,6 +90,10 @@ export const LOOP_FIELDS: LoopFieldTable = {
   filterParserReasons: {
     help: 'SFT data: also reject rows whose turn the parser refused (answer-only, empty-answer, unknown-action; not in SPA)',
   },
+  annotation: choice(
+    ANNOTATIONS,
+    'SFT data: how <observation>/<prediction> are filled (SPA: gt; gt-fill also fills turns written without the tags, docs/spa-data.md#fill)',
+  ),
   sftGroups: count('SFT data: groups (puzzles) per batch (SPA: 32)'),
   sftGroupSize: count('SFT data: trajectories per group (SPA: 8)'),
   sftBatches: count('SFT data: batches (SPA: 5)'),

@@ -1,4 +1,5 @@
 import { envFactory } from '../../envs/registry.js';
+import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import type { MalformedFilter } from '../../operators/filter-malformed.js';
 import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
 import { generateToKafka } from '../../streams/generator-sinks.js';
@@ -43,6 +44,8 @@ export async function generateSftData(
     readonly players: DataStagePlayers;
     readonly describePolicy: DataStageSummary['policy'];
     readonly malformedFilter: MalformedFilter;
+    /** How the rows' states are filled (default gt, SPA's; docs/spa-data.md#replacement). */
+    readonly annotation?: Annotation;
     /** An earlier attempt committed part of this stage: delete its records first. */
     readonly purgeFirst: boolean;
   },
@@ -64,6 +67,7 @@ export async function generateSftData(
       ...generateFlags(episodes, 'sft', kafka.topics),
       ...['--filter-envs', filter.envs.length > 0 ? filter.envs.join(',') : 'none'],
       ...(filter.parserReasons ? ['--filter-parser-reasons'] : []),
+      ...['--annotation', options.annotation ?? 'gt'],
       ...players.policyFlags,
     ];
     ({ counts, rejectsByReason } = await generateInShards(
@@ -77,7 +81,11 @@ export async function generateSftData(
       episodes,
       makeEnv: envFactory({ name: episodes.env }),
       policy: players.policy,
-      pipeline: { target: 'sft', malformedFilter: options.malformedFilter },
+      pipeline: {
+        target: 'sft',
+        malformedFilter: options.malformedFilter,
+        annotation: options.annotation ?? 'gt',
+      },
       onRecord: (o) => {
         progress.add(o.topic);
         if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;

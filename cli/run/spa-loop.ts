@@ -204,6 +204,7 @@ async function sftDataStages(
         players,
         describePolicy,
         malformedFilter: malformedFilterOf(config),
+        annotation: config.annotation,
       }),
     );
   const inProcess = (policy: PolicySource): DataStagePlayers => ({

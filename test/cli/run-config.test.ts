@@ -48,6 +48,7 @@ warmup-modes: base
 skip-world-model-sft: true
 filter-envs: sokoban,sudoku
 filter-parser-reasons: true
+annotation: gt-fill
 sft-groups: 3
 sft-group-size: 2
 sft-batches: 4
@@ -96,6 +97,7 @@ describe('spa run --config-file', () => {
       skipWorldModelSft: true,
       filterEnvs: ['sokoban', 'sudoku'],
       filterParserReasons: true,
+      annotation: 'gt-fill',
       sftGroups: 3,
       sftGroupSize: 2,
       sftBatches: 4,

@@ -1,6 +1,6 @@
 import { lastValueFrom, of } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { annotateGroundTruth, replaceStates } from '../../operators/annotate-ground-truth.js';
+import { annotateGroundTruth, fillStateTags, replaceStates } from '../../operators/annotate-ground-truth.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
 import { step } from './fixtures.js';
 
@@ -33,6 +33,31 @@ describe('replaceStates (docs/spa-testvectors.md#ground-truth)', () => {
   });
 });
 
+describe('fillStateTags (docs/spa-data.md#fill)', () => {
+  it.each([
+    [
+      '<think>Shortest plan: Down.</think><answer>Down</answer>',
+      '<think><observation></observation>Shortest plan: Down.<prediction></prediction></think><answer>Down</answer>',
+    ],
+    [
+      '<think><observation>A</observation> t</think><answer>Up</answer>',
+      '<think><observation>A</observation> t<prediction></prediction></think><answer>Up</answer>',
+    ],
+    [
+      '<think>t <prediction>B</prediction></think><answer>Up</answer>',
+      '<think><observation></observation>t <prediction>B</prediction></think><answer>Up</answer>',
+    ],
+    [
+      '<think><observation>A</observation><prediction>B</prediction></think><answer>Up</answer>',
+      '<think><observation>A</observation><prediction>B</prediction></think><answer>Up</answer>',
+    ],
+    ['<answer>Up</answer>', '<answer>Up</answer>'],
+    ['<think>open only<answer>Up</answer>', '<think>open only<answer>Up</answer>'],
+  ])('%j', (message, expected) => {
+    expect(fillStateTags(message)).toBe(expected);
+  });
+});
+
 describe('annotateGroundTruth', () => {
   const trajectory = () =>
     lastValueFrom(of(step('g/m0', 1, false), step('g/m0', 2, true)).pipe(toTrajectory(() => 0)));
@@ -45,6 +70,22 @@ describe('annotateGroundTruth', () => {
       '<think> <observation>S1</observation> t <prediction>S2</prediction></think><answer>Up</answer>',
     ]);
     expect(annotated.annotation).toBe('gt');
+  });
+
+  it('gt-fill gives a turn without tags the true states; gt leaves it as it is', async () => {
+    const bare = '<think>Shortest plan: Up.</think><answer>Up</answer>';
+    const t = await lastValueFrom(
+      of(step('g/m0', 1, false, { llmResponse: bare }), step('g/m0', 2, true)).pipe(toTrajectory(() => 0)),
+    );
+    const assistants = (annotation: 'gt' | 'gt-fill') =>
+      lastValueFrom(of(t).pipe(annotateGroundTruth({ annotation }))).then((a) =>
+        a.messages.filter((m) => m.role === 'assistant').map((m) => m.content),
+      );
+    expect(await assistants('gt-fill')).toEqual([
+      '<think><observation>S0</observation>Shortest plan: Up.<prediction>S1</prediction></think><answer>Up</answer>',
+      '<think> <observation>S1</observation> t <prediction>S2</prediction></think><answer>Up</answer>',
+    ]);
+    expect((await assistants('gt'))[0]).toBe(bare);
   });
 
   it('self-belief keeps the model text', async () => {
