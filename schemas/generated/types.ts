@@ -102,7 +102,7 @@ export interface SftRow {
   readonly env: string;
   /** Version of the policy that generated the trajectory. */
   readonly policy_version: number;
-  /** How <observation>/<prediction> were filled: gt (true env states, SPA), self-belief (model's own text, ablation), random-coords (ablation). Default for rows written before the field existed: gt. Default when absent from the writer: `"gt"`. */
+  /** How <observation>/<prediction> were filled: gt (true env states, SPA), self-belief (model's own text, ablation), random-coords (ablation), gt-fill (gt, and turns without the tags get them; docs/spa-data.md#fill). Default for rows written before the field existed: gt. Default when absent from the writer: `"gt"`. */
   readonly annotation: string;
   /** Ask the trainer to leave the contents of <observation> (current state) and <prediction> (next state) out of the SFT loss: the paper's masking ablation (docs/spa-sft.md#masking). Default false. Default when absent from the writer: `false`. */
   readonly mask_transitions: boolean;
