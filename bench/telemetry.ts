@@ -7,15 +7,29 @@
  *
  *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]     (SPA_BENCH_ROUNDS, default 15)
  *
+ * Two designs, chosen by SPA_BENCH_TELEMETRY_DESIGN (default `in-process`):
+ * - `in-process`: one process alternates the settings, each round running each twice in mirrored
+ *   order (measureTelemetryOverhead). Cheap, but every setting runs in a process whose JIT and
+ *   inline caches the other settings have shaped (the hooks' Subscriber subclasses make RxJS call
+ *   sites polymorphic, the SDK's code is loaded and warm), which no generator process has.
+ * - `process`: each round spawns one child process per setting (bare, off, on; the order rotates
+ *   and reverses across rounds), and each child runs its one setting for its whole life: warm-up,
+ *   then SPA_BENCH_RUNS_PER_PROCESS (default 5) timed runs, reporting their median CPU seconds
+ *   (measureTelemetryOverheadPerProcess). Costs a process start per measurement and takes the
+ *   process-to-process spread into each ratio.
+ *
  * The per-second trace cap applies as configured (SPA_TRACE_MAX_PER_SECOND, default 10; 0 lifts
  * it to measure what the ratio alone costs), as a generator has it after its first seconds: each
  * "on" run starts with the cap's burst already drawn (see drainTraceBurst).
  *
  * Prints one JSON line per setting with episodes/s and the overhead against "off": the median
  * of the per-round ratios with their range and quartiles, the CPU of the export flush each "on"
- * run is charged, and the load average before and after.
+ * run is charged, the load average before and after, and which design produced it.
  */
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { lastValueFrom, map, merge, share, type Observable } from 'rxjs';
@@ -98,6 +112,28 @@ function generator(config: EpisodeConfig, env: EnvName): Observable<Outbound> {
   });
 }
 
+/** Every run's episodes: `episodeCount` rounded up to whole batches of 8 groups of 8. */
+function benchConfig(env: EnvName, episodeCount: number): EpisodeConfig {
+  const groups = 8;
+  const groupSize = 8;
+  return episodeConfig({ env, groups, groupSize, batches: Math.ceil(episodeCount / (groups * groupSize)) });
+}
+
+/** The cap as a user gets it: SPA_TRACE_MAX_PER_SECOND, else the default. */
+const configuredCap = () => resolveTelemetryOptions({ serviceName: 'spa-bench' }).maxTracesPerSecond;
+
+/** Telemetry "on": OTLP export to `otlpEndpoint`, a scrape endpoint on a free port. */
+function startBenchTelemetry(otlpEndpoint: string, sampleRatio: number, maxTracesPerSecond: number) {
+  return startTelemetry({
+    serviceName: 'spa-bench',
+    otlpEndpoint,
+    metricsPort: 0,
+    sampleRatio,
+    maxTracesPerSecond,
+    env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
+  });
+}
+
 /**
  * CPU seconds (user + system) of this process for one run: on a shared 2-core box, wall time
  * swings with other processes' load, CPU time much less. The exporters' work (serialising
@@ -157,30 +193,15 @@ export async function measureTelemetryOverhead(
 ) {
   if (rounds % 3 !== 0) throw new RangeError(`rounds ${rounds}: must be a multiple of 3`);
   const loadBefore = loadAverage();
-  const groups = 8;
-  const groupSize = 8;
-  const config = episodeConfig({
-    env,
-    groups,
-    groupSize,
-    batches: Math.ceil(episodeCount / (groups * groupSize)),
-  });
-  // The cap as a user gets it: SPA_TRACE_MAX_PER_SECOND, else the default.
-  const { maxTracesPerSecond } = resolveTelemetryOptions({ serviceName: 'spa-bench' });
+  const config = benchConfig(env, episodeCount);
+  const maxTracesPerSecond = configuredCap();
   const receiver = await discardingReceiver();
   // Per round, each setting's CPU seconds summed over its two runs; ms lists are per "on" run.
   const [bare, off, on]: [number[], number[], number[]] = [[], [], []];
   const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
   const runOn = async (ratio = sampleRatio, cap = maxTracesPerSecond) => {
     let cpu = process.cpuUsage();
-    const telemetry = await startTelemetry({
-      serviceName: 'spa-bench',
-      otlpEndpoint: receiver.url,
-      metricsPort: 0,
-      sampleRatio: ratio,
-      maxTracesPerSecond: cap,
-      env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
-    });
+    const telemetry = await startBenchTelemetry(receiver.url, ratio, cap);
     startMs.push(cpuSeconds(cpu) * 1000);
     drainTraceBurst(ratio, cap);
     const run = await timeRun(
@@ -215,9 +236,10 @@ export async function measureTelemetryOverhead(
   } finally {
     receiver.server.close();
   }
-  const episodesRun = config.batches * groups * groupSize;
+  const episodesRun = config.batches * config.groups * config.groupSize;
   const overheads = on.map((seconds, round) => seconds / off[round]!);
   return {
+    design: 'in-process',
     env,
     episodes: episodesRun,
     sampleRatio,
@@ -238,18 +260,197 @@ export async function measureTelemetryOverhead(
   };
 }
 
+type Setting = 'bare' | 'off' | 'on';
+
+/** What a child process of the per-process design prints (the last line of its stdout). */
+interface SettingReport {
+  setting: Setting;
+  policy: string;
+  /** Median CPU seconds of its timed runs ("on": each charged with its export flush). */
+  seconds: number;
+  /** "on" only: CPU ms of its one start and shutdown, and the median flush. */
+  startMs?: number;
+  flushMs?: number;
+  shutdownMs?: number;
+}
+
+/**
+ * One child of the per-process design: `setting` for this process's whole life, as a generator
+ * runs it. Warm-up first, untimed: "on" runs once with every episode traced (telemetry started and
+ * shut down, as measureTelemetryOverhead warms the SDK's span paths), then starts telemetry once
+ * at the real ratio and cap and draws the burst; every setting then runs once more untimed (two
+ * warm-up runs each), and `runs` timed runs follow. The median of their CPU seconds is reported.
+ */
+async function measureOneSetting(
+  setting: Setting,
+  env: EnvName,
+  episodeCount: number,
+  sampleRatio: number,
+  runs: number,
+): Promise<SettingReport> {
+  const config = benchConfig(env, episodeCount);
+  const maxTracesPerSecond = configuredCap();
+  const receiver = setting === 'on' ? await discardingReceiver() : undefined;
+  try {
+    const pipeline = setting === 'bare' ? () => barePipeline(config, env) : () => generator(config, env);
+    let startMs: number | undefined;
+    let telemetry: Awaited<ReturnType<typeof startTelemetry>> | undefined;
+    if (receiver) {
+      const warm = await startBenchTelemetry(receiver.url, 1, 0);
+      await timeRun(pipeline, () => warm.flush());
+      await warm.shutdown();
+      episodeTraces.clear();
+      const cpu = process.cpuUsage();
+      telemetry = await startBenchTelemetry(receiver.url, sampleRatio, maxTracesPerSecond);
+      startMs = cpuSeconds(cpu) * 1000;
+      drainTraceBurst(sampleRatio, maxTracesPerSecond);
+    } else await timeRun(pipeline);
+    const flush = telemetry ? () => telemetry.flush() : undefined;
+    await timeRun(pipeline, flush);
+    const [seconds, flushMs]: [number[], number[]] = [[], []];
+    for (let run = 0; run < runs; run++) {
+      const timed = await timeRun(pipeline, flush);
+      seconds.push(timed.seconds);
+      flushMs.push(timed.afterSeconds * 1000);
+    }
+    const report: SettingReport = { setting, policy: onnx?.name ?? 'random', seconds: median(seconds) };
+    if (telemetry) {
+      const cpu = process.cpuUsage();
+      await telemetry.shutdown();
+      Object.assign(report, { startMs, flushMs: median(flushMs), shutdownMs: cpuSeconds(cpu) * 1000 });
+    }
+    return report;
+  } finally {
+    receiver?.server.close();
+  }
+}
+
+/** Runs one child process (`bin/bench.mjs telemetry --child …`, the bench's own loader) and reads its report. */
+function spawnSetting(
+  setting: Setting,
+  env: EnvName,
+  episodeCount: number,
+  sampleRatio: number,
+  runs: number,
+): Promise<SettingReport> {
+  const entry = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'bench.mjs');
+  const args = [entry, 'telemetry', '--child', setting, String(runs), env, String(episodeCount)];
+  args.push(String(sampleRatio));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const last = out.trim().split('\n').at(-1) ?? '';
+      if (code === 0 && last.startsWith('{')) resolve(JSON.parse(last) as SettingReport);
+      else reject(new Error(`bench telemetry --child ${setting} exited ${code}:\n${out.slice(-2000)}`));
+    });
+  });
+}
+
+/**
+ * The per-process design: each round spawns one child per setting (measureOneSetting), one after
+ * the other, the leading setting rotating from round to round and the order reversed in every
+ * other block of three rounds, so over six rounds each of the six orders runs once and over three
+ * each setting leads once. The overhead is the median of the per-round on/off ratios of the
+ * children's median CPU seconds per run; start, flush and shutdown are the "on" children's.
+ */
+async function measureTelemetryOverheadPerProcess(
+  env: EnvName,
+  episodeCount: number,
+  sampleRatio: number,
+  rounds = 15,
+  runsPerProcess = 5,
+) {
+  if (rounds % 3 !== 0) throw new RangeError(`rounds ${rounds}: must be a multiple of 3`);
+  if (!(Number.isInteger(runsPerProcess) && runsPerProcess > 0))
+    throw new RangeError(`runs per process ${runsPerProcess}: must be a positive integer`);
+  const loadBefore = loadAverage();
+  const config = benchConfig(env, episodeCount);
+  const settings: Setting[] = ['off', 'bare', 'on'];
+  const seconds: Record<Setting, number[]> = { bare: [], off: [], on: [] };
+  const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
+  let policy = 'random';
+  for (let round = 0; round < rounds; round++) {
+    const order = settings.map((_, i) => settings[(i + round) % settings.length]!);
+    if (Math.floor(round / 3) % 2 === 1) order.reverse();
+    for (const setting of order) {
+      const report = await spawnSetting(setting, env, episodeCount, sampleRatio, runsPerProcess);
+      seconds[setting].push(report.seconds);
+      policy = report.policy;
+      if (setting === 'on') {
+        startMs.push(report.startMs ?? NaN);
+        flushMs.push(report.flushMs ?? NaN);
+        stopMs.push(report.shutdownMs ?? NaN);
+      }
+    }
+  }
+  const { bare, off, on } = seconds;
+  const episodesRun = config.batches * config.groups * config.groupSize;
+  const overheads = on.map((s, round) => s / off[round]!);
+  return {
+    policy,
+    design: 'process',
+    env,
+    episodes: episodesRun,
+    sampleRatio,
+    maxTracesPerSecond: configuredCap(),
+    rounds,
+    runsPerProcess,
+    episodesPerSecondBare: Math.round(episodesRun / median(bare)),
+    episodesPerSecondOff: Math.round(episodesRun / median(off)),
+    episodesPerSecondOn: Math.round(episodesRun / median(on)),
+    overheadPercent: percent(median(overheads)),
+    overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
+    overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
+    hooksOffPercent: percent(median(off.map((s, round) => s / bare[round]!))),
+    startMs: Math.round(median(startMs)),
+    flushMs: Number(median(flushMs).toFixed(1)),
+    shutdownMs: Math.round(median(stopMs)),
+    stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
+    load: [loadBefore, loadAverage()],
+  };
+}
+
 /**
  * `npm run bench -- telemetry [env] [episodes] [sampleRatio…]`; SPA_TRACE_STAGES=1 adds stage
- * spans, SPA_BENCH_POLICY=<artifact folder> runs the ONNX policy instead of the random one.
+ * spans, SPA_BENCH_POLICY=<artifact folder> runs the ONNX policy instead of the random one,
+ * SPA_BENCH_TELEMETRY_DESIGN=process|in-process picks the design (default in-process), and
+ * SPA_BENCH_RUNS_PER_PROCESS (default 5) the process design's timed runs per child.
+ * `telemetry --child <setting> <runs> <env> <episodes> <sampleRatio>` is one child of the
+ * process design: it prints its SettingReport as JSON.
  */
 export async function run(args: string[]): Promise<void> {
-  const [envName, countText, ...ratios] = args;
+  const child = args[0] === '--child' ? { setting: args[1], runs: Number(args[2]) } : undefined;
+  const [envName, countText, ...ratios] = child ? args.slice(3) : args;
   const env = (envName ?? 'sokoban') as EnvName;
   const count = countText ? Number(countText) : 2048;
   const rounds = Number(process.env['SPA_BENCH_ROUNDS'] ?? 15);
+  const design = process.env['SPA_BENCH_TELEMETRY_DESIGN'] ?? 'in-process';
+  if (design !== 'process' && design !== 'in-process')
+    throw new Error(`SPA_BENCH_TELEMETRY_DESIGN=${design}: must be "process" or "in-process"`);
   const folder = process.env['SPA_BENCH_POLICY'];
+  if (design === 'process' && !child) {
+    const runsPerProcess = Number(process.env['SPA_BENCH_RUNS_PER_PROCESS'] ?? 5);
+    for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
+      console.log(
+        JSON.stringify(
+          await measureTelemetryOverheadPerProcess(env, count, ratio, folder ? 3 : rounds, runsPerProcess),
+        ),
+      );
+    return;
+  }
   onnx = folder ? await onnxPolicy({ folder, temperature: 0, maxNewTokens: 64, seed: 3 }) : undefined;
   try {
+    if (child) {
+      const { setting, runs } = child;
+      if (setting !== 'bare' && setting !== 'off' && setting !== 'on')
+        throw new Error(`bench telemetry --child ${setting}: must be bare, off or on`);
+      const report = await measureOneSetting(setting, env, count, Number(ratios[0]), runs);
+      console.log(JSON.stringify(report));
+      return;
+    }
     for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
       console.log(
         JSON.stringify({
