@@ -49,6 +49,8 @@ interface CheckOptions {
   out: string;
   warmFrom?: string;
   wmAnnotation: string;
+  ppoEpochs: number;
+  miniBatch: number;
 }
 
 const ARMS = ['ppo', 'control', 'wm'] as const;
@@ -81,6 +83,8 @@ function parseOptions(argv: string[]): CheckOptions {
     )
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
+    .option('--ppo-epochs <n>', "passes over each step's episodes (SPA: 1)", Number, 1)
+    .option('--mini-batch <n>', 'episodes per optimizer step (SPA: 64)', Number, 64)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
     .option('--critic-lr <x>', 'PPO critic learning rate of the learning arms', '1e-3')
     .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
@@ -131,6 +135,7 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
     ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
     ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
     ...['--ppo-adv-estimator', o.advEstimator],
+    ...['--ppo-epochs', String(o.ppoEpochs), '--ppo-mini-batch', String(o.miniBatch)],
     ...(o.maxNewTokens ? ['--max-new-tokens', o.maxNewTokens] : []),
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,

@@ -85,6 +85,10 @@ export interface LoopConfig {
    * (docs/spa-ppo.md#aggregation). SPA: 1 (a 1.5B model per GPU).
    */
   readonly ppoMicroBatch: number;
+  /** PPO: passes over each step's episodes (SPA: 1). */
+  readonly ppoEpochs: number;
+  /** PPO: episodes per optimizer step (SPA: 64, one step per update of 64 kept episodes). */
+  readonly ppoMiniBatch: number;
   /**
    * PPO loss mask (docs/spa-ppo.md#mask): `generated` (the paper: the tokens the policy sampled),
    * `response-only` (RAGEN: whole assistant turns, role header included) or `all-after-system`
@@ -175,6 +179,8 @@ const small = {
   ppoActorLr: 1e-4,
   ppoCriticLr: 1e-3,
   ppoMicroBatch: 16,
+  ppoEpochs: 1,
+  ppoMiniBatch: 64,
   ppoMask: 'generated',
   ppoLossAgg: 'token-mean',
   ppoKlCoef: 0,

@@ -485,6 +485,8 @@ async function selfPlayAndPpo(
       ['--actor-lr', String(config.ppoActorLr)],
       ['--critic-lr', String(config.ppoCriticLr)],
       ['--micro-batch-size', String(config.ppoMicroBatch)],
+      ['--ppo-epochs', String(config.ppoEpochs)],
+      ['--mini-batch-size', String(config.ppoMiniBatch)],
       // The generator's window: PPO scores each turn on the prompt it was sampled from (docs/spa-ppo.md#window).
       ...(config.contextWindow > 0
         ? [

@@ -69,6 +69,8 @@ ppo-adv-estimator: grpo-mean
 ppo-actor-lr: 0
 ppo-critic-lr: 2e-5
 ppo-micro-batch: 3
+ppo-epochs: 2
+ppo-mini-batch: 32
 eval-puzzles: 9
 eval-k: 4
 eval-passes: 3
@@ -118,6 +120,8 @@ describe('spa run --config-file', () => {
       ppoActorLr: 0,
       ppoCriticLr: 2e-5,
       ppoMicroBatch: 3,
+      ppoEpochs: 2,
+      ppoMiniBatch: 32,
       evalPuzzles: 9,
       evalK: 4,
       evalPasses: 3,

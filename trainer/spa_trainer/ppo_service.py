@@ -461,6 +461,13 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     p.add_argument("--critic-lr", type=float, default=p_d.critic_lr)
     p.add_argument("--keep-ratio", type=float, default=p_d.group_keep_ratio, help="std filter: fraction of groups kept")
     p.add_argument("--micro-batch-size", type=int, default=p_d.micro_batch_size)
+    p.add_argument("--ppo-epochs", type=int, default=p_d.ppo_epochs, help="passes over each step's episodes (SPA: 1)")
+    p.add_argument(
+        "--mini-batch-size",
+        type=int,
+        default=p_d.mini_batch_size,
+        help="episodes per optimizer step; a step's episodes in fewer means fewer steps (SPA: 64, one step)",
+    )
     p.add_argument(
         "--context-window",
         type=int,
@@ -473,7 +480,7 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     )
     p.add_argument("--seed", type=int, default=d.seed)
     a = p.parse_args(argv)
-    for flag in ("steps", "groups_per_step", "group_size", "export_every"):
+    for flag in ("steps", "groups_per_step", "group_size", "export_every", "ppo_epochs", "mini_batch_size"):
         if getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
     prompt_budget = None
@@ -489,6 +496,7 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
         micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg, kl_loss_coef=a.kl_loss_coef,
         prompt_budget=prompt_budget, adv_estimator=a.adv_estimator, grpo_std_norm=a.grpo_std_norm,
+        ppo_epochs=a.ppo_epochs, mini_batch_size=a.mini_batch_size,
     )  # fmt: skip
     return ServiceConfig(
         model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,

@@ -274,8 +274,12 @@ def test_cli_flags_map_to_the_config() -> None:
     base = ["--model", "tiny", "--input", "x", "--out", "r", "--steps", "1"]
     grpo = parse_args([*base, "--adv-estimator", "grpo", "--no-grpo-std-norm"]).ppo
     assert (grpo.adv_estimator, grpo.grpo_std_norm) == ("grpo", False)
-    with pytest.raises(SystemExit):
-        parse_args(["--model", "tiny", "--input", "x", "--out", "r", "--steps", "0"])
+    assert (cfg.ppo.ppo_epochs, cfg.ppo.mini_batch_size) == (1, 64)  # SPA: one pass, one step per update
+    epochs = parse_args([*base, "--ppo-epochs", "4", "--mini-batch-size", "32"]).ppo
+    assert (epochs.ppo_epochs, epochs.mini_batch_size) == (4, 32)
+    for flag in ("--steps", "--ppo-epochs", "--mini-batch-size"):
+        with pytest.raises(SystemExit):
+            parse_args([*base, flag, "0"])
 
 
 def test_context_window_sets_the_prompt_budget_of_turn_rows(capsys: pytest.CaptureFixture[str]) -> None:
