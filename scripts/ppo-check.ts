@@ -82,7 +82,12 @@ function parseOptions(argv: string[]): CheckOptions {
       "tokens per assistant turn in self-play and evaluation (default: spa run's)",
     )
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
-    .option('--eval-k <n>', 'episodes per validation puzzle', Number, 4)
+    .option(
+      '--eval-k <n>',
+      'episodes per validation puzzle (16: a paired standard error near 1 point here, docs/ppo-check.md)',
+      Number,
+      16,
+    )
     .option('--ppo-epochs <n>', "passes over each step's episodes (SPA: 1)", Number, 1)
     .option('--mini-batch <n>', 'episodes per optimizer step (SPA: 64)', Number, 64)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
