@@ -237,7 +237,6 @@ export async function measureTelemetryOverhead(
     receiver.server.close();
   }
   const episodesRun = config.batches * config.groups * config.groupSize;
-  const overheads = on.map((seconds, round) => seconds / off[round]!);
   return {
     design: 'in-process',
     env,
@@ -245,18 +244,36 @@ export async function measureTelemetryOverhead(
     sampleRatio,
     maxTracesPerSecond,
     rounds,
-    episodesPerSecondBare: Math.round((2 * episodesRun) / median(bare)),
-    episodesPerSecondOff: Math.round((2 * episodesRun) / median(off)),
-    episodesPerSecondOn: Math.round((2 * episodesRun) / median(on)),
+    // Each round's figure is two runs' CPU seconds summed.
+    ...overheadSummary({ bare, off, on }, 2 * episodesRun, { startMs, flushMs, stopMs }),
+    load: [loadBefore, loadAverage()],
+  };
+}
+
+/**
+ * What both designs print from their per-round CPU seconds per setting (each covering
+ * `episodesPerFigure` episodes): episodes/s, the overhead as the median of the per-round on/off
+ * ratios with range and quartiles, the hooks-off control, and the "on" per-process costs in ms.
+ */
+function overheadSummary(
+  seconds: Record<Setting, number[]>,
+  episodesPerFigure: number,
+  ms: { startMs: number[]; flushMs: number[]; stopMs: number[] },
+) {
+  const { bare, off, on } = seconds;
+  const overheads = on.map((s, round) => s / off[round]!);
+  return {
+    episodesPerSecondBare: Math.round(episodesPerFigure / median(bare)),
+    episodesPerSecondOff: Math.round(episodesPerFigure / median(off)),
+    episodesPerSecondOn: Math.round(episodesPerFigure / median(on)),
     overheadPercent: percent(median(overheads)),
     overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
     overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
-    hooksOffPercent: percent(median(off.map((seconds, round) => seconds / bare[round]!))),
-    startMs: Math.round(median(startMs)),
-    flushMs: Number(median(flushMs).toFixed(1)),
-    shutdownMs: Math.round(median(stopMs)),
+    hooksOffPercent: percent(median(off.map((s, round) => s / bare[round]!))),
+    startMs: Math.round(median(ms.startMs)),
+    flushMs: Number(median(ms.flushMs).toFixed(1)),
+    shutdownMs: Math.round(median(ms.stopMs)),
     stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
-    load: [loadBefore, loadAverage()],
   };
 }
 
@@ -386,9 +403,7 @@ async function measureTelemetryOverheadPerProcess(
       }
     }
   }
-  const { bare, off, on } = seconds;
   const episodesRun = config.batches * config.groups * config.groupSize;
-  const overheads = on.map((s, round) => s / off[round]!);
   return {
     policy,
     design: 'process',
@@ -398,17 +413,8 @@ async function measureTelemetryOverheadPerProcess(
     maxTracesPerSecond: configuredCap(),
     rounds,
     runsPerProcess,
-    episodesPerSecondBare: Math.round(episodesRun / median(bare)),
-    episodesPerSecondOff: Math.round(episodesRun / median(off)),
-    episodesPerSecondOn: Math.round(episodesRun / median(on)),
-    overheadPercent: percent(median(overheads)),
-    overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
-    overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
-    hooksOffPercent: percent(median(off.map((s, round) => s / bare[round]!))),
-    startMs: Math.round(median(startMs)),
-    flushMs: Number(median(flushMs).toFixed(1)),
-    shutdownMs: Math.round(median(stopMs)),
-    stageSpans: process.env['SPA_TRACE_STAGES'] === '1',
+    // Each round's figure is a child's median run.
+    ...overheadSummary(seconds, episodesRun, { startMs, flushMs, stopMs }),
     load: [loadBefore, loadAverage()],
   };
 }
