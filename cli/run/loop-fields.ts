@@ -124,7 +124,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'PPO: sequences per forward pass; memory and speed only, the update is the same (SPA: 1)',
   ),
   ppoEpochs: count("PPO: passes over each step's episodes (SPA: 1)"),
-  ppoMiniBatch: count('PPO: episodes per optimizer step (SPA: 64: one step per update)'),
+  ppoMiniBatch: count('PPO: episodes per optimizer step (SPA: 64, one step per update)'),
   ppoMask: choice(
     ['generated', 'response-only', 'all-after-system'],
     "PPO loss mask: the tokens the policy sampled (the paper), whole assistant turns (RAGEN) or every token after the system message (SPA's run)",
