@@ -351,8 +351,13 @@ function spawnSetting(
   runs: number,
 ): Promise<SettingReport> {
   const entry = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'bench.mjs');
-  const args = [entry, 'telemetry', '--child', setting, String(runs), env, String(episodeCount)];
-  args.push(String(sampleRatio));
+  const args = [
+    entry,
+    'telemetry',
+    '--child',
+    setting,
+    ...[runs, env, episodeCount, sampleRatio].map(String),
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -437,9 +442,10 @@ export async function run(args: string[]): Promise<void> {
   if (design !== 'process' && design !== 'in-process')
     throw new Error(`SPA_BENCH_TELEMETRY_DESIGN=${design}: must be "process" or "in-process"`);
   const folder = process.env['SPA_BENCH_POLICY'];
+  const sampleRatios = ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1];
   if (design === 'process' && !child) {
     const runsPerProcess = Number(process.env['SPA_BENCH_RUNS_PER_PROCESS'] ?? 5);
-    for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
+    for (const ratio of sampleRatios)
       console.log(
         JSON.stringify(
           await measureTelemetryOverheadPerProcess(env, count, ratio, folder ? 3 : rounds, runsPerProcess),
@@ -453,11 +459,11 @@ export async function run(args: string[]): Promise<void> {
       const { setting, runs } = child;
       if (setting !== 'bare' && setting !== 'off' && setting !== 'on')
         throw new Error(`bench telemetry --child ${setting}: must be bare, off or on`);
-      const report = await measureOneSetting(setting, env, count, Number(ratios[0]), runs);
+      const report = await measureOneSetting(setting, env, count, sampleRatios[0]!, runs);
       console.log(JSON.stringify(report));
       return;
     }
-    for (const ratio of ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1])
+    for (const ratio of sampleRatios)
       console.log(
         JSON.stringify({
           policy: onnx?.name ?? 'random',

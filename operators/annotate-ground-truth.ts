@@ -34,6 +34,8 @@ export function replaceStates(message: string, obs: string, pred: string): strin
 }
 
 const THINK = /<think>(.*?)<\/think>/s;
+const HAS_OBSERVATION = /<observation>.*?<\/observation>/s;
+const HAS_PREDICTION = /<prediction>.*?<\/prediction>/s;
 
 /**
  * Adds the tags a world-model turn should have to a turn that wrote none (docs/spa-data.md#fill):
@@ -42,9 +44,8 @@ const THINK = /<think>(.*?)<\/think>/s;
  * them. A turn without a `<think>…</think>` stays as it is, as in SPA.
  */
 export function fillStateTags(message: string): string {
-  const lacks = (tag: string) => !new RegExp(`<${tag}>.*?</${tag}>`, 's').test(message);
-  const observation = lacks('observation') ? '<observation></observation>' : '';
-  const prediction = lacks('prediction') ? '<prediction></prediction>' : '';
+  const observation = HAS_OBSERVATION.test(message) ? '' : '<observation></observation>';
+  const prediction = HAS_PREDICTION.test(message) ? '' : '<prediction></prediction>';
   return message.replace(THINK, (_m, body: string) => `<think>${observation}${body}${prediction}</think>`);
 }
 

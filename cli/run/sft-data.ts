@@ -51,6 +51,7 @@ export async function generateSftData(
   },
 ): Promise<DataStageSummary> {
   const { episodes, players } = options;
+  const annotation = options.annotation ?? 'gt';
   if (options.purgeFirst) {
     const topics = [kafka.topics.trajectories, kafka.topics.sft, kafka.topics.dlq];
     const purged = await purgeTopics(kafka, topics);
@@ -67,7 +68,7 @@ export async function generateSftData(
       ...generateFlags(episodes, 'sft', kafka.topics),
       ...['--filter-envs', filter.envs.length > 0 ? filter.envs.join(',') : 'none'],
       ...(filter.parserReasons ? ['--filter-parser-reasons'] : []),
-      ...['--annotation', options.annotation ?? 'gt'],
+      ...['--annotation', annotation],
       ...players.policyFlags,
     ];
     ({ counts, rejectsByReason } = await generateInShards(
@@ -84,7 +85,7 @@ export async function generateSftData(
       pipeline: {
         target: 'sft',
         malformedFilter: options.malformedFilter,
-        annotation: options.annotation ?? 'gt',
+        annotation,
       },
       onRecord: (o) => {
         progress.add(o.topic);
