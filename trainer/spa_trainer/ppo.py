@@ -31,11 +31,12 @@ from .ppo_math import (
     entropy_from_logits,
     gae_advantages_returns,
     grpo_advantages,
+    loss_weights,
     low_var_kl,
     masked_mean,
     policy_loss,
-    seq_mean_token_mean,
     value_loss,
+    weighted_mean,
 )
 from .value_head import ValueModel, critic_from_actor, response_values
 
@@ -251,17 +252,16 @@ def actor_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) ->
     with_entropy = config.entropy_coeff != 0.0
     log_probs, entropy = token_log_probs(state.trained_actor(), micro, config.temperature, with_entropy)
     mask = micro.response_mask
-    per_sequence = config.loss_agg == "seq-mean-token-mean"
+    weights = micro.extras["loss_weights"]
     pg = policy_loss(
         log_probs, micro.extras["old_log_probs"], micro.extras["advantages"], mask,
-        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, per_sequence=per_sequence,
+        config.clip_ratio_low, config.clip_ratio_high, config.clip_ratio_c, weights=weights,
     )  # fmt: skip
-    aggregate = seq_mean_token_mean if per_sequence else masked_mean
-    entropy_mean = aggregate(entropy, mask) if entropy is not None else torch.zeros(())
+    entropy_mean = weighted_mean(entropy, weights) if entropy is not None else torch.zeros(())
     loss = pg.loss - config.entropy_coeff * entropy_mean
     stats: dict[str, float] = {}
     if "ref_log_probs" in micro.extras:
-        kl = aggregate(low_var_kl(log_probs, micro.extras["ref_log_probs"]), mask)
+        kl = weighted_mean(low_var_kl(log_probs, micro.extras["ref_log_probs"]), weights)
         loss = loss + config.kl_loss_coef * kl
         stats["actor/kl_loss"] = kl.item()
     stats |= {
@@ -282,7 +282,7 @@ def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -
         )
     loss, clipfrac = value_loss(
         values.float(), micro.extras["old_values"], micro.extras["returns"], micro.response_mask,
-        config.cliprange_value, per_sequence=config.loss_agg == "seq-mean-token-mean",
+        config.cliprange_value, weights=micro.extras["loss_weights"],
     )  # fmt: skip
     return loss, {
         "critic/vf_loss": loss.item(),
@@ -325,8 +325,9 @@ def _join_with_zeros(state: PpoState, with_critic: bool) -> None:
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
     """`ppo_epochs` passes over the batch in minibatches; one actor and one critic optimizer step
     per minibatch, gradients accumulated over micro-batches weighted by their share of the
-    minibatch: of its rows (`seq-mean-token-mean`) or of its trained tokens (`token-mean`), so the
-    sum is the minibatch's loss for any micro-batch size (docs/spa-ppo.md#aggregation).
+    minibatch's loss weights (`loss_weights`: per episode with `seq-mean-token-mean`, per trained
+    token with `token-mean`), so the sum is the minibatch's loss for any micro-batch size
+    (docs/spa-ppo.md#aggregation).
 
     Data-parallel, each rank trains micro-batches i ≡ rank (mod world size) of every minibatch,
     with the same weights times the world size, so DDP's average over ranks is the single-process
@@ -340,6 +341,9 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     critic_params = [p for p in state.critic.parameters() if p.requires_grad]
     rows = torch.arange(batch.size, device=batch.input_ids.device)
     episodes = int(batch.episodes.max()) + 1
+    batch = batch.with_extras(
+        loss_weights=loss_weights(batch.response_mask, batch.episodes, config.mini_batch_size, config.loss_agg)
+    )
     with_critic = config.adv_estimator == "gae"  # grpo trains no critic
     trained = ((actor_micro_loss, actor), (critic_micro_loss, critic)) if with_critic else ((actor_micro_loss, actor),)
     for _ in range(config.ppo_epochs):
@@ -347,17 +351,13 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
         for start in range(0, episodes, config.mini_batch_size):
             in_mini = (batch.episodes >= start) & (batch.episodes < start + config.mini_batch_size)
             mini_rows = rows[in_mini.to(rows.device)]
-            mini_tokens = batch.response_mask[mini_rows].sum().clamp(min=1)
             mini_stats: dict[str, float] = defaultdict(float)
             mine = share(_micro_batches(batch, mini_rows, config.micro_batch_size), ranks)
             # The actor's micro-batches, then the critic's (the models are independent): each DDP
             # wrapper's collectives then come in the same order on every rank.
             for loss_fn, model in trained:
                 for i, micro in enumerate(mine):
-                    if config.loss_agg == "seq-mean-token-mean":
-                        weight = micro.size / len(mini_rows)
-                    else:
-                        weight = float(micro.response_mask.sum() / mini_tokens)
+                    weight = float(micro.extras["loss_weights"].sum())
                     with accumulating(model, last=i == len(mine) - 1):
                         loss, stats = loss_fn(state, micro, config)
                         (loss * weight * dp_scale(ranks)).backward()

@@ -26,9 +26,9 @@ what SPA's PPO run does (`enable_response_mask: False`)."""
 
 LossAgg = Literal["token-mean", "seq-mean-token-mean"]
 """How a loss averages over a mini-batch (docs/spa-ppo.md#aggregation): `token-mean` over all its
-trained tokens (SPA's configured `loss_agg_mode`, default) or `seq-mean-token-mean`, the mean of
-per-sequence token means that SPA's released run computes (verl's per-micro-batch token mean with
-a micro-batch of one sequence)."""
+trained tokens (SPA's configured `loss_agg_mode`, default) or `seq-mean-token-mean`, the mean over
+its episodes of each episode's token mean, which SPA's released run computes (verl's per-micro-batch
+token mean with a micro-batch of one sequence, a whole episode there)."""
 
 LOSS_AGGS: tuple[LossAgg, ...] = ("token-mean", "seq-mean-token-mean")
 
@@ -83,14 +83,34 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum()
 
 
-def seq_mean_token_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean over rows of each row's masked token mean, on `(B, T − 1)`: the aggregation SPA's
-    run has (verl's token-mean over a micro-batch of one sequence, averaged over micro-batches),
-    computed so that any micro-batch size gives it (docs/spa-ppo.md#aggregation). A row without
-    masked tokens counts as 0."""
-    mask = mask.to(values.dtype)
-    per_row = (values * mask).sum(dim=-1) / mask.sum(dim=-1).clamp(min=1)
-    return per_row.mean()
+def loss_weights(mask: torch.Tensor, episodes: torch.Tensor, mini_batch_size: int, loss_agg: LossAgg) -> torch.Tensor:
+    """Each trained token's weight in its minibatch's loss, on `(B, T − 1)`; a minibatch is
+    `mini_batch_size` consecutive episodes (`episodes[b]`: row b's episode, rows of an episode
+    adjacent) and its weights sum to 1 (docs/spa-ppo.md#aggregation). `token-mean`: 1 / the
+    minibatch's trained tokens. `seq-mean-token-mean`: 1 / (the episode's trained tokens × the
+    minibatch's episodes), so every episode weighs the same whether it is one row or one row per
+    turn; an episode without trained tokens counts as 0."""
+    mask = mask.float()
+    row_tokens = mask.sum(dim=-1)
+    minibatch = torch.div(episodes, mini_batch_size, rounding_mode="floor")
+    if loss_agg == "token-mean":
+        per_row = torch.zeros(int(minibatch.max()) + 1, device=mask.device).index_add_(0, minibatch, row_tokens)
+        per_row = per_row[minibatch]
+    else:
+        count = int(episodes.max()) + 1
+        episode_tokens = torch.zeros(count, device=mask.device).index_add_(0, episodes, row_tokens)
+        minibatch_of_episode = torch.div(
+            torch.arange(count, device=mask.device), mini_batch_size, rounding_mode="floor"
+        )
+        in_minibatch = torch.bincount(minibatch_of_episode)[minibatch]
+        per_row = episode_tokens[episodes] * in_minibatch
+    return mask / per_row.clamp(min=1).unsqueeze(-1)
+
+
+def weighted_mean(values: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """`Σ weights·values / Σ weights`: a micro-batch's share of its minibatch's loss, per unit of
+    weight (`loss_weights`); 0 where no weight is set."""
+    return (values * weights).sum() / weights.sum().clamp(min=1e-12)
 
 
 def masked_var(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -211,15 +231,15 @@ def policy_loss(
     clip_low: float = 0.2,
     clip_high: float = 0.28,
     clip_c: float = 3.0,
-    per_sequence: bool = False,
+    weights: torch.Tensor | None = None,
 ) -> PolicyLoss:
     """Dual-clip PPO loss aggregated `token-mean` over `mask` (docs/spa-ppo.md#losses), or with
-    `per_sequence` the mean of each sequence's token mean (`seq_mean_token_mean`)."""
+    `weights` (`loss_weights`) their weighted mean."""
     losses, clip_active, dual_active = dual_clip_token_losses(
         log_probs, old_log_probs, advantages, clip_low, clip_high, clip_c
     )
     return PolicyLoss(
-        loss=seq_mean_token_mean(losses, mask) if per_sequence else masked_mean(losses, mask),
+        loss=masked_mean(losses, mask) if weights is None else weighted_mean(losses, weights),
         token_losses=losses,
         clipfrac=masked_mean(clip_active.float(), mask),
         clipfrac_lower=masked_mean(dual_active.float(), mask),
@@ -247,15 +267,15 @@ def value_loss(
     returns: torch.Tensor,
     mask: torch.Tensor,
     cliprange_value: float = 0.5,
-    per_sequence: bool = False,
+    weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss, clipfrac): `0.5 × token-mean(max((v − R)², (clip(v, v_old ± c) − R)²))` (verl
-    `compute_value_loss`, docs/spa-ppo.md#losses); `per_sequence` as in `policy_loss`."""
+    `compute_value_loss`, docs/spa-ppo.md#losses); `weights` as in `policy_loss`."""
     clipped = old_values + torch.clamp(values - old_values, -cliprange_value, cliprange_value)
     unclipped_sq = (values - returns) ** 2
     clipped_sq = (clipped - returns) ** 2
-    aggregate = seq_mean_token_mean if per_sequence else masked_mean
-    loss = 0.5 * aggregate(torch.maximum(unclipped_sq, clipped_sq), mask)
+    worst = torch.maximum(unclipped_sq, clipped_sq)
+    loss = 0.5 * (masked_mean(worst, mask) if weights is None else weighted_mean(worst, weights))
     return loss, masked_mean((clipped_sq > unclipped_sq).float(), mask)
 
 

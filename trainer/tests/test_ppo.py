@@ -225,13 +225,15 @@ def test_critic_is_a_separate_copy_with_a_fresh_scalar_head(actor: PreTrainedMod
     assert values.shape == (1, 3) and values[0, 1] == 0
 
 
+@pytest.mark.parametrize("loss_agg", LOSS_AGGS)
 def test_turn_rows_with_a_window_larger_than_every_prompt_train_as_one_sequence_per_episode(
-    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase, loss_agg: LossAgg
 ) -> None:
     # A causal model gives turn k's tokens the same log-probs and values inside the whole episode as
     # in a row of its own prefix, and with one reward at the end every token's advantage is R − V_t:
     # so when no prompt is cut, one row per turn must be the same update as one sequence per episode
-    # (docs/spa-ppo.md#window). This pins the turn rows' masks, positions, rewards and minibatches.
+    # (docs/spa-ppo.md#window). This pins the turn rows' masks, positions, rewards and minibatches,
+    # and that seq-mean-token-mean weighs an episode of several turn rows as one sequence.
     runs = []
     for budget in (None, 10_000):
         torch.manual_seed(0)
@@ -239,7 +241,7 @@ def test_turn_rows_with_a_window_larger_than_every_prompt_train_as_one_sequence_
         # Two minibatches of 2 episodes (the second one off-policy): turn rows must split by episode.
         config = PpoConfig(
             group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, mini_batch_size=2, micro_batch_size=3,
-            prompt_budget=budget,
+            prompt_budget=budget, loss_agg=loss_agg,
         )  # fmt: skip
         state = init_ppo(model, config, device=CPU)
         report = ppo_step(state, _round(groups=2), tiny_tokenizer)

@@ -15,6 +15,7 @@ from spa_trainer.ppo_math import (
     gae_advantages_returns,
     grpo_advantages,
     loss_mask,
+    loss_weights,
     low_var_kl,
     masked_mean,
     masked_var,
@@ -142,6 +143,23 @@ def test_policy_loss_gradient_only_reaches_masked_tokens() -> None:
     ).loss.backward()
     assert logp.grad is not None
     assert logp.grad[0].tolist() == [0.0, -0.5, -0.5, 0.0]
+
+
+def test_loss_weights_weigh_tokens_or_whole_episodes_within_each_minibatch() -> None:
+    # Rows 0-2 are episode 0 (three turn rows: 2 + 1 + 1 trained tokens), row 3 episode 1 (1 token),
+    # row 4 episode 2 (2 tokens, alone in the second minibatch of 2 episodes).
+    mask = torch.tensor([[1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0], [0, 1, 1]], dtype=torch.bool)
+    episodes = torch.tensor([0, 0, 0, 1, 2])
+    token = loss_weights(mask, episodes, 2, "token-mean")
+    assert torch.allclose(token, torch.tensor([[0.2, 0.2, 0], [0, 0.2, 0], [0, 0, 0.2], [0.2, 0, 0], [0, 0.5, 0.5]]))
+    episode = loss_weights(mask, episodes, 2, "seq-mean-token-mean")
+    # Episode 0's four tokens share its half of the first minibatch; episode 1's one token has the other.
+    assert torch.allclose(
+        episode, torch.tensor([[0.125, 0.125, 0], [0, 0.125, 0], [0, 0, 0.125], [0.5, 0, 0], [0, 0.5, 0.5]])
+    )
+    # An episode without trained tokens still counts: the minibatch's weights then sum to less than 1.
+    empty = loss_weights(mask & torch.tensor([1, 1, 1, 0, 1]).bool().unsqueeze(-1), episodes, 2, "seq-mean-token-mean")
+    assert float(empty[:4].sum()) == pytest.approx(0.5)
 
 
 def test_entropy_of_uniform_and_peaked_logits() -> None:
