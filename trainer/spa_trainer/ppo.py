@@ -175,20 +175,33 @@ def _autocast(device: torch.device) -> torch.autocast:
 def token_log_probs(
     actor: torch.nn.Module, batch: RolloutBatch, temperature: float, with_entropy: bool
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(log p(token j+1 | ≤ j), entropy at j), both on the response axis `(B, T − 1)`. `actor` is a
-    causal LM or its DDP wrapper."""
+    """(log p(token j+1 | ≤ j), entropy at j), both on the response axis `(B, T − 1)`, at the
+    positions `batch.response_mask` trains and 0 elsewhere. `actor` is a causal LM or its DDP wrapper.
+
+    Only the columns where some row trains a token go through the LM head (`logits_to_keep`, as the
+    SFT trainer's `row_losses`): rows are left-padded, so with turn rows that is the last few dozen
+    of several hundred positions, and the head and softmax over the vocabulary at every prompt
+    position were most of a step's work on the tiny models."""
+    kept = batch.response_mask.any(dim=0).nonzero().squeeze(1)
     with _autocast(batch.input_ids.device):
         out = actor(
             input_ids=batch.input_ids,
             attention_mask=batch.attention_mask,
             position_ids=batch.position_ids,
             use_cache=False,
+            logits_to_keep=kept,
         )
-    logits = out.logits[:, :-1].float() / temperature
-    targets = batch.input_ids[:, 1:].unsqueeze(-1)
-    # gather − logsumexp avoids materialising a second (B, T, V) log-softmax tensor.
-    log_probs = logits.gather(-1, targets).squeeze(-1) - torch.logsumexp(logits, dim=-1)
-    return log_probs, (entropy_from_logits(logits) if with_entropy else None)
+    logits = out.logits.float() / temperature
+    targets = batch.input_ids[:, 1:][:, kept].unsqueeze(-1)
+    # gather − logsumexp avoids materialising a second (B, K, V) log-softmax tensor.
+    kept_log_probs = logits.gather(-1, targets).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    shape = batch.response_mask.shape
+
+    def spread(kept_values: torch.Tensor) -> torch.Tensor:
+        return kept_values.new_zeros(shape).index_copy(1, kept, kept_values)
+
+    entropy = spread(entropy_from_logits(logits)) if with_entropy else None
+    return spread(kept_log_probs), entropy
 
 
 def _micro_batches(batch: RolloutBatch, rows: torch.Tensor, size: int) -> list[RolloutBatch]:

@@ -192,6 +192,32 @@ def test_several_minibatches_and_epochs_go_off_policy(
     assert report.metrics["filter/kept_trajectories"] == 4.0
 
 
+@pytest.mark.parametrize("budget", [None, 40])
+def test_log_probs_and_entropy_from_the_kept_columns_equal_full_logits_on_trained_tokens(
+    actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase, budget: int | None
+) -> None:
+    # The LM head runs only on columns where some row trains a token; on every trained token the
+    # numbers must be those of the full logits, and 0 elsewhere (one- and two-turn episodes, left
+    # padding; with a budget, turn rows).
+    batch = build_batch(_round(groups=2), tiny_tokenizer, "generated", prompt_budget=budget)
+    mask = batch.response_mask
+    assert int(mask.any(dim=0).sum()) < mask.shape[1], "the test needs columns without trained tokens"
+    with torch.no_grad():
+        log_probs, entropy = token_log_probs(actor, batch, temperature=0.7, with_entropy=True)
+        logits = (
+            actor(
+                input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids
+            ).logits[:, :-1]
+            / 0.7
+        )
+    full = torch.log_softmax(logits, dim=-1)
+    expected = full.gather(-1, batch.input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    assert entropy is not None
+    assert torch.allclose(log_probs[mask], expected[mask], atol=1e-5)
+    assert torch.allclose(entropy[mask], -(full.exp() * full).sum(-1)[mask], atol=1e-5)
+    assert not log_probs[~mask.any(dim=0).expand_as(mask)].any()
+
+
 @pytest.mark.parametrize("mode", ["generated", "response-only", "all-after-system"])
 def test_mask_choice_decides_which_tokens_get_gradient(
     actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase, mode: MaskMode
