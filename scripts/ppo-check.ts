@@ -12,7 +12,9 @@
  * - control: the same warmed-up model, steps and data flow with learning rates 0 (the update
  *   cannot help), so evaluation drift is not mistaken for learning;
  * - wm: the same warmed-up model, world-model SFT on its own ground-truth-annotated self-play
- *   data, then PPO (SPA's recipe).
+ *   data, then PPO (SPA's recipe);
+ * - wm-control: the wm arm's world-model SFT checkpoint, the same steps and data flow with learning
+ *   rates 0 (the wm arm's control; runs after it).
  * Prints the table and writes it with every number to <out>/ppo-check.{md,json}.
  */
 import { spawnSync } from 'node:child_process';
@@ -53,8 +55,11 @@ interface CheckOptions {
   miniBatch: number;
 }
 
-const ARMS = ['ppo', 'control', 'wm'] as const;
+const ARMS = ['ppo', 'control', 'wm', 'wm-control'] as const;
 type Arm = (typeof ARMS)[number];
+
+/** Each learning arm's control: the same start, steps and data flow with learning rates 0. */
+const CONTROL_OF: Partial<Record<Arm, Arm>> = { ppo: 'control', wm: 'wm-control' };
 
 function parseOptions(argv: string[]): CheckOptions {
   const program = new Command('ppo-check')
@@ -165,7 +170,6 @@ function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string 
     `| --- | ${steps.map(() => '---').join(' | ')} | --- | --- | --- | --- |`,
   ];
   const curveOf = (summary: LoopSummary) => summary.evaluations.filter((e) => e.policy !== 'random');
-  const control = results.get('control');
   const paired = (before: EvaluationResult, after: EvaluationResult) => {
     const d = pairedDifference(before, after);
     return pct(d.mean, d.stdErr);
@@ -173,7 +177,8 @@ function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string 
   for (const [arm, summary] of results) {
     const curve = curveOf(summary);
     const [start, end] = [curve[0]!, curve.at(-1)!];
-    const overControl = control && arm !== 'control' ? paired(curveOf(control).at(-1)!, end) : '–';
+    const control = results.get(CONTROL_OF[arm]!);
+    const overControl = control ? paired(curveOf(control).at(-1)!, end) : '–';
     const minutes = Object.values(summary.seconds).reduce((a, s) => a + s, 0) / 60;
     lines.push(
       `| ${arm} | ${curve.map((e) => pct(e.pass1, e.pass1StdErr)).join(' | ')} | ${paired(start, end)} | ${overControl} | ${pct(start.passK, start.passKStdErr)} → ${pct(end.passK, end.passKStdErr)} | ${minutes.toFixed(1)} |`,
@@ -192,6 +197,10 @@ function main(): void {
   for (const arm of arms)
     if (!(ARMS as readonly string[]).includes(arm))
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
+  if (arms.includes('wm-control') && !arms.slice(0, arms.indexOf('wm-control')).includes('wm'))
+    throw new Error(
+      "--arms: wm-control starts from the wm arm's world-model SFT checkpoint: list wm before it",
+    );
   mkdirSync(o.out, { recursive: true });
   const started = Date.now();
   const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr, '--ppo-kl-coef', o.klCoef];
@@ -203,17 +212,22 @@ function main(): void {
   ];
   // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
-  const warmed = [
-    ...['--model', o.warmFrom ? resolve(o.warmFrom) : join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup')],
-    ...['--context-window', String(loopConfig('_2_sokoban').sftMaxLength)],
+  const startingFrom = (folder: string) => [
+    ...['--model', folder, '--context-window', String(loopConfig('_2_sokoban').sftMaxLength)],
   ];
+  const warmed = startingFrom(
+    o.warmFrom ? resolve(o.warmFrom) : join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup'),
+  );
+  const frozen = ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'];
+  const wmSft = join(resolve(o.out), runIdOf(o, 'wm'), 'sft'); // wm-control's start
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {
-    const start = i === 0 && !o.warmFrom ? warmup : warmed;
+    const start = arm === 'wm-control' ? startingFrom(wmSft) : i === 0 && !o.warmFrom ? warmup : warmed;
     const byArm: Record<Arm, string[]> = {
       ppo: ['--skip-world-model-sft', ...learning],
-      control: ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'],
+      control: frozen,
       wm: ['--generator', 'self-play', '--annotation', o.wmAnnotation, ...learning],
+      'wm-control': frozen,
     };
     results.set(arm, runArm(o, arm, [...start, ...byArm[arm]]));
   });
