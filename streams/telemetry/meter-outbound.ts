@@ -1,5 +1,4 @@
-import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import { createOperatorSubscriber } from 'rxjs/internal/operators/OperatorSubscriber';
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import type { Outbound } from '../../schemas/outbound.js';
 import { spaMetrics, type BoundCounter, type SpaMetrics } from './metrics.js';
 import { telemetryActive } from './telemetry.js';
@@ -16,35 +15,33 @@ import { telemetryActive } from './telemetry.js';
  */
 export function meterOutbound<T extends Outbound>(): MonoTypeOperatorFunction<T> {
   return (source) =>
-    new Observable<T>((subscriber) => {
-      if (!telemetryActive()) return source.subscribe(subscriber);
-      const meter = new OutboundMeter(spaMetrics());
-      // RxJS's own OperatorSubscriber, as in trace-episodes.ts: no subscriber class of ours at
-      // RxJS's shared call sites; and no `tap`, whose observer is one more call per record.
-      return source.subscribe(
-        createOperatorSubscriber(subscriber, (outbound: T) => {
-          meter.count(outbound);
-          subscriber.next(outbound);
-        }),
-      );
-    });
+    new Observable<T>((subscriber) =>
+      source.subscribe(telemetryActive() ? new OutboundMeter(subscriber, spaMetrics()) : subscriber),
+    );
 }
 
-/** Counts records into the spa_* counters. */
-class OutboundMeter {
+/**
+ * Counts each record, then passes it on. A Subscriber subclass, as RxJS's own operators are:
+ * `tap` would add an operator subscriber and a wrapped observer that every record crosses
+ * (infra/otel/README.md#cost).
+ */
+class OutboundMeter<T extends Outbound> extends Subscriber<T> {
   // Handles per label value, so counting a record builds no key string (infra/otel/README.md#cost).
   private readonly records: (topic: string) => BoundCounter;
   private readonly envSteps: (env: string) => BoundCounter;
   private readonly trajectories: (env: string) => (policy: string) => BoundCounter;
 
-  constructor(private readonly metrics: SpaMetrics) {
+  constructor(
+    destination: Subscriber<T>,
+    private readonly metrics: SpaMetrics,
+  ) {
+    super(destination);
     this.records = boundBy((topic) => metrics.records.bind({ topic }));
     this.envSteps = boundBy((env) => metrics.envSteps.bind({ env }));
     this.trajectories = boundBy((env) => boundBy((policy) => metrics.trajectories.bind({ env, policy })));
   }
 
-  /** Adds one record to its counters. */
-  count(outbound: Outbound): void {
+  protected override _next(outbound: T): void {
     this.records(outbound.topic).add(1);
     if (outbound.topic === 'trajectories') {
       const { env, policy, num_actions: steps } = outbound.record;
@@ -53,6 +50,7 @@ class OutboundMeter {
     } else if (outbound.topic === 'dlq') {
       this.metrics.rejects.add(1, { reason: outbound.record.reason, source: outbound.record.source });
     }
+    this.destination.next(outbound);
   }
 }
 

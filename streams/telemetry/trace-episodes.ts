@@ -1,5 +1,4 @@
-import { Observable, type MonoTypeOperatorFunction } from 'rxjs';
-import { createOperatorSubscriber } from 'rxjs/internal/operators/OperatorSubscriber';
+import { Observable, Subscriber, type MonoTypeOperatorFunction } from 'rxjs';
 import type { StepRecord } from '../../schemas/step-record.js';
 import { episodeTraces, startEpisodeSpan, type EpisodeSpan } from './episode-spans.js';
 import { telemetryActive } from './telemetry.js';
@@ -38,45 +37,29 @@ export function traceEpisodes(): MonoTypeOperatorFunction<StepRecord> {
   return (source) =>
     new Observable<StepRecord>((subscriber) => {
       if (!telemetryActive()) return source.subscribe(subscriber);
-      const tracer = new EpisodeTracer();
-      source.subscribe(
-        createOperatorSubscriber(
-          subscriber,
-          (record: StepRecord) => {
-            tracer.observe(record);
-            subscriber.next(record);
-          },
-          undefined,
-          (error: unknown) => {
-            tracer.failOpen(error);
-            subscriber.error(error);
-          },
-        ),
-      );
+      const tracer = new EpisodeTracer(subscriber);
+      source.subscribe(tracer);
       return () => tracer.failOpen(new Error('episode stream unsubscribed before the episode ended'));
     });
 }
 
 /**
- * The per-subscription state. Records reach it through RxJS's own OperatorSubscriber, the one
- * every RxJS operator uses, not through a Subscriber subclass of ours: each subscriber class a
- * process uses is one more shape at RxJS's shared `Subscriber.next` call sites, and with the
- * hooks' four classes those sites went megamorphic and every stage of the pipeline, not only
- * the hooked ones, paid for it (infra/otel/README.md#cost). Nor a partial observer:
- * `subscribe({ next })` adds two wrapping layers every record would cross.
+ * The per-subscription state. A Subscriber subclass, as RxJS's own operators are, not a
+ * partial observer: `subscribe({ next })` adds two wrapping layers every record would cross
+ * (infra/otel/README.md#cost).
  */
-class EpisodeTracer {
+class EpisodeTracer extends Subscriber<StepRecord> {
   /** The open episodes drawn for tracing, by trajectory id. */
   private readonly traced = new Map<string, TracedEpisode>();
   /** When the latest turn-1 or final record (or one of a traced episode) left. */
   private lastEmitted = performance.now();
 
-  /** Notes a record on its way downstream: begins, continues or ends its episode's span. */
-  observe(record: StepRecord): void {
+  protected override _next(record: StepRecord): void {
     if (record.turn === 1) this.begin(record);
     const entry = this.traced.size === 0 ? undefined : this.traced.get(record.trajectoryId);
     if (entry !== undefined) this.recordTurn(entry, record);
     else if (record.turn === 1 || record.final) this.lastEmitted = performance.now();
+    this.destination.next(record);
   }
 
   /** Draws the episode; keeps it only if traced (startEpisodeSpan registers it then). */
@@ -95,6 +78,11 @@ class EpisodeTracer {
       this.traced.delete(record.trajectoryId);
       entry.episode.end({ success: record.success, turns: record.turn, envSteps: entry.steps });
     }
+  }
+
+  protected override _error(error: unknown): void {
+    this.failOpen(error);
+    super._error(error);
   }
 
   /** Ends every open traced episode as failed with `error`. */

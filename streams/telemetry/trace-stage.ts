@@ -1,6 +1,5 @@
 import type { Attributes, Histogram } from '@opentelemetry/api';
-import { Observable, type OperatorFunction } from 'rxjs';
-import { createOperatorSubscriber } from 'rxjs/internal/operators/OperatorSubscriber';
+import { Observable, Subscriber, type OperatorFunction } from 'rxjs';
 import { episodeKeyOf } from './episode-key.js';
 import { episodeTraces, type EpisodeTraceRegistry } from './episode-spans.js';
 import { spaMetrics } from './metrics.js';
@@ -42,20 +41,8 @@ export function traceStage<T, R>(
       if (!telemetryActive()) return operator(source).subscribe(subscriber);
       const spans = stageSpansEnabled() ? stageSpanner(stage, options.registry ?? episodeTraces) : undefined;
       const clock = new StageClock(spaMetrics().stageSeconds, { stage }, every, spans);
-      // Both sides are RxJS's own OperatorSubscriber, as in trace-episodes.ts: no subscriber
-      // class of ours at RxJS's shared call sites (infra/otel/README.md#cost).
-      const timed = new Observable<T>((inner) =>
-        source.subscribe(
-          createOperatorSubscriber(inner, (value: T) => {
-            clock.enter();
-            inner.next(value);
-          }),
-        ),
-      );
-      const forward = (value: R) => subscriber.next(value);
-      return operator(timed).subscribe(
-        createOperatorSubscriber(subscriber, (value: R) => clock.leave(value, forward)),
-      );
+      const timed = new Observable<T>((inner) => source.subscribe(new StageInput(inner, clock)));
+      return operator(timed).subscribe(new StageOutput(subscriber, clock));
     });
 }
 
@@ -91,6 +78,41 @@ class StageClock {
     this.spans?.(value, this.entered, left);
     next(value);
     if (this.spans) this.entered = performance.now();
+  }
+}
+
+// The two sides are Subscriber subclasses, as RxJS's own operators are, not partial observers:
+// `subscribe({ next })` wraps an observer in two more layers (SafeSubscriber, ConsumerObserver)
+// that every element of every traced stage would cross (infra/otel/README.md#cost).
+
+/** Marks each input of the stage on its way into the operator. */
+class StageInput<T> extends Subscriber<T> {
+  constructor(
+    destination: Subscriber<T>,
+    private readonly clock: StageClock,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(value: T): void {
+    this.clock.enter();
+    this.destination.next(value);
+  }
+}
+
+/** Times each output of the operator on its way downstream. */
+class StageOutput<R> extends Subscriber<R> {
+  private readonly forward = (value: R) => this.destination.next(value);
+
+  constructor(
+    destination: Subscriber<R>,
+    private readonly clock: StageClock,
+  ) {
+    super(destination);
+  }
+
+  protected override _next(value: R): void {
+    this.clock.leave(value, this.forward);
   }
 }
 
