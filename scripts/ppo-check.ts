@@ -37,7 +37,7 @@ interface CheckOptions {
   lossAgg: string;
   klCoef: string;
   advEstimator: string;
-  maxNewTokens?: string;
+  maxNewTokens: string;
   evalPuzzles: number;
   evalK: number;
   actorLr: string;
@@ -63,10 +63,10 @@ const CONTROL_OF: Partial<Record<Arm, Arm>> = { ppo: 'control', wm: 'wm-control'
 
 function parseOptions(argv: string[]): CheckOptions {
   const program = new Command('ppo-check')
-    .option('--steps <n>', 'PPO steps per arm', Number, 80)
+    .option('--steps <n>', 'PPO steps per arm', Number, 30)
     .option('--groups <n>', 'puzzles per PPO step', Number, 16)
-    .option('--group-size <n>', 'episodes per puzzle', Number, 4)
-    .option('--keep-ratio <x>', "fraction of a step's groups trained on, by score spread (SPA: 0.25)", '0.25')
+    .option('--group-size <n>', 'episodes per puzzle', Number, 8)
+    .option('--keep-ratio <x>', "fraction of a step's groups trained on, by score spread (SPA: 0.25)", '1')
     .option('--export-every <n>', 'PPO steps between exports (1: every step, as SPA)', Number, 1)
     .option(
       '--max-staleness <n>',
@@ -74,17 +74,22 @@ function parseOptions(argv: string[]): CheckOptions {
       Number,
       0,
     )
-    .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 20)
+    .option('--eval-every <n>', 'PPO steps between evaluations (a multiple of --export-every)', Number, 10)
     .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
-    .option('--kl-coef <x>', 'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)', '0')
+    .option(
+      '--kl-coef <x>',
+      'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)',
+      '0.01',
+    )
     .option(
       '--adv-estimator <name>',
       'PPO advantages: gae (a critic, as SPA), grpo or grpo-mean (docs/spa-ppo.md#grpo)',
-      'gae',
+      'grpo-mean',
     )
     .option(
       '--max-new-tokens <n>',
-      "tokens per assistant turn in self-play and evaluation (default: spa run's)",
+      'tokens per assistant turn in self-play and evaluation (a plan fits in 64; spa run: 200)',
+      '64',
     )
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option(
@@ -95,7 +100,7 @@ function parseOptions(argv: string[]): CheckOptions {
     )
     .option('--ppo-epochs <n>', "passes over each step's episodes (SPA: 1)", Number, 1)
     .option('--mini-batch <n>', 'episodes per optimizer step (SPA: 64)', Number, 64)
-    .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '1e-4')
+    .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '2e-4')
     .option('--critic-lr <x>', 'PPO critic learning rate of the learning arms', '1e-3')
     .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
     .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 4)
@@ -106,7 +111,11 @@ function parseOptions(argv: string[]): CheckOptions {
       'wm,base',
     )
     .option('--model <name>', 'tiny model to start from', 'tiny-cells')
-    .option('--arms <list>', `comma-separated subset of ${ARMS.join(',')}`, ARMS.join(','))
+    .option(
+      '--arms <list>',
+      `comma-separated subset of ${ARMS.join(',')} (the default: the arm docs/ppo-check.md shows learning, and its control)`,
+      'wm,wm-control',
+    )
     .option('--out <dir>', 'folder for the arms, the table and its JSON', 'runs/ppo-check')
     .option(
       '--wm-annotation <kind>',
@@ -146,7 +155,7 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
     ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
     ...['--ppo-adv-estimator', o.advEstimator],
     ...['--ppo-epochs', String(o.ppoEpochs), '--ppo-mini-batch', String(o.miniBatch)],
-    ...(o.maxNewTokens ? ['--max-new-tokens', o.maxNewTokens] : []),
+    ...['--max-new-tokens', o.maxNewTokens],
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
   ];
