@@ -180,8 +180,8 @@ def token_log_probs(
 
     Only the columns where some row trains a token go through the LM head (`logits_to_keep`, as the
     SFT trainer's `row_losses`): rows are left-padded, so with turn rows that is the last few dozen
-    of several hundred positions, and the head and softmax over the vocabulary at every prompt
-    position were most of a step's work on the tiny models."""
+    of several hundred positions; the head and softmax over the vocabulary at every prompt position
+    cost a third of a step's CPU time on the tiny models (docs/ppo-check.md, eleventh round)."""
     kept = batch.response_mask.any(dim=0).nonzero().squeeze(1)
     with _autocast(batch.input_ids.device):
         out = actor(
