@@ -186,7 +186,8 @@ function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string 
   for (const [arm, summary] of results) {
     const curve = curveOf(summary);
     const [start, end] = [curve[0]!, curve.at(-1)!];
-    const control = results.get(CONTROL_OF[arm]!);
+    const controlArm = CONTROL_OF[arm];
+    const control = controlArm && results.get(controlArm);
     const overControl = control ? paired(curveOf(control).at(-1)!, end) : '–';
     const minutes = Object.values(summary.seconds).reduce((a, s) => a + s, 0) / 60;
     lines.push(
