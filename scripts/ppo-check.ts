@@ -222,23 +222,22 @@ function main(): void {
   ];
   // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
-  const startingFrom = (folder: string) => [
-    ...['--model', folder, '--context-window', String(loopConfig('_2_sokoban').sftMaxLength)],
-  ];
+  const window = String(loopConfig('_2_sokoban').sftMaxLength);
+  const startingFrom = (folder: string) => ['--model', folder, '--context-window', window];
   const warmed = startingFrom(
     o.warmFrom ? resolve(o.warmFrom) : join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup'),
   );
   const frozen = ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'];
   const wmSft = join(resolve(o.out), runIdOf(o, 'wm'), 'sft'); // wm-control's start
+  const byArm: Record<Arm, string[]> = {
+    ppo: ['--skip-world-model-sft', ...learning],
+    control: frozen,
+    wm: ['--generator', 'self-play', '--annotation', o.wmAnnotation, ...learning],
+    'wm-control': frozen,
+  };
   const results = new Map<Arm, LoopSummary>();
   arms.forEach((arm, i) => {
     const start = arm === 'wm-control' ? startingFrom(wmSft) : i === 0 && !o.warmFrom ? warmup : warmed;
-    const byArm: Record<Arm, string[]> = {
-      ppo: ['--skip-world-model-sft', ...learning],
-      control: frozen,
-      wm: ['--generator', 'self-play', '--annotation', o.wmAnnotation, ...learning],
-      'wm-control': frozen,
-    };
     results.set(arm, runArm(o, arm, [...start, ...byArm[arm]]));
   });
   const minutes = (Date.now() - started) / 60_000;
