@@ -8,7 +8,7 @@ import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evalua
 import { generateToKafka } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import { onnxPolicy } from '../../streams/policies/onnx/index.js';
+import { onnxPolicy, verifiedModel } from '../../streams/policies/onnx/index.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress, trajectoryProgress } from '../progress.js';
@@ -587,7 +587,7 @@ function ppoProgress(outDir: string): { step: number; version: number } | undefi
 }
 
 /** One evaluation of the run, with the `spa eval` command that reproduces it. */
-interface LoopEvaluation extends EvaluationResult {
+export interface LoopEvaluation extends EvaluationResult {
   readonly command: string;
 }
 
@@ -599,8 +599,7 @@ async function evaluate(
   config: LoopConfig,
   artifacts: ReadonlyMap<number, string>,
 ): Promise<LoopEvaluation[]> {
-  const results: LoopEvaluation[] = [];
-  const run = async (label: string, spec: string, seed: number) => {
+  const run = async (label: string, spec: string, seed: number): Promise<LoopEvaluation> => {
     const onnx = spec.startsWith('onnx:');
     const args = [
       ...['--policy', spec, '--env', config.env, '--puzzles', String(config.evalPuzzles)],
@@ -627,13 +626,50 @@ async function evaluate(
         onEpisode: () => progress.add('episodes'),
       });
       progress.done();
-      results.push({ ...result, command: `spa eval ${args.map(shellWord).join(' ')}` });
+      return { ...result, command: `spa eval ${args.map(shellWord).join(' ')}` };
     } finally {
       await policy.close();
     }
   };
-  await run('random', 'random', 7);
-  for (const [version, folder] of artifacts) await run(`v${version}`, `onnx:${folder}`, 11);
+  const floor = await run('random', 'random', 7);
+  const versions = await evaluateDistinct(artifacts, (version, folder) =>
+    run(`v${version}`, `onnx:${folder}`, 11),
+  );
+  return [floor, ...versions];
+}
+
+/**
+ * Evaluates each version's artifact with `evaluateOne`, once per distinct model: a version whose
+ * model file has the same sha256 as an evaluated one's (every version of a control arm, whose
+ * learning rates are 0) gets that result under its own name, version and command, since an
+ * evaluation is a function of the model bytes and the seed (the tokenizer and settings are the
+ * run's). Each evaluation left out saves minutes of CPU here.
+ */
+export async function evaluateDistinct(
+  artifacts: ReadonlyMap<number, string>,
+  evaluateOne: (version: number, folder: string) => Promise<LoopEvaluation>,
+): Promise<LoopEvaluation[]> {
+  const byModel = new Map<string, { version: number; folder: string; result: LoopEvaluation }>();
+  const results: LoopEvaluation[] = [];
+  for (const [version, folder] of artifacts) {
+    const { sha256 } = (await verifiedModel(folder)).manifest;
+    const same = byModel.get(sha256);
+    if (same) {
+      log(
+        `eval v${version}: the same model as v${same.version} (sha256 ${sha256.slice(0, 12)}…), its result kept`,
+      );
+      results.push({
+        ...same.result,
+        policy: `onnx:${basename(folder)}`,
+        policyVersion: version,
+        command: same.result.command.replace(same.folder, folder),
+      });
+      continue;
+    }
+    const result = await evaluateOne(version, folder);
+    byModel.set(sha256, { version, folder, result });
+    results.push(result);
+  }
   return results;
 }
 

@@ -96,10 +96,13 @@ function eosIds(config: unknown): number[] {
 }
 
 /**
- * Reads and verifies an artifact folder (`<root>/v<version>/`). Throws when the manifest is
- * malformed or the model file's sha256 differs from the manifest's.
+ * An artifact folder's manifest and model path, the model file checked against the manifest's
+ * sha256 (so the digest names the bytes that would be loaded). Throws when the manifest is
+ * malformed or the digests differ.
  */
-export async function loadPolicyArtifact(folder: string): Promise<PolicyArtifact> {
+export async function verifiedModel(
+  folder: string,
+): Promise<{ manifest: PolicyManifest; modelPath: string }> {
   const manifestPath = join(folder, 'manifest.json');
   const manifest = parseManifest(await readJson(manifestPath, 'policy manifest'), manifestPath);
   const modelPath = join(folder, manifest.file);
@@ -112,6 +115,15 @@ export async function loadPolicyArtifact(folder: string): Promise<PolicyArtifact
         '(the file is corrupt, half-copied or was changed after export; re-export or re-copy the artifact)',
     );
   }
+  return { manifest, modelPath };
+}
+
+/**
+ * Reads and verifies an artifact folder (`<root>/v<version>/`). Throws when the manifest is
+ * malformed or the model file's sha256 differs from the manifest's.
+ */
+export async function loadPolicyArtifact(folder: string): Promise<PolicyArtifact> {
+  const { manifest, modelPath } = await verifiedModel(folder);
   const generationConfig = await readJson(join(folder, 'generation_config.json'), 'generation config').catch(
     () => null, // optional: export.py copies it only when the model folder has one
   );
