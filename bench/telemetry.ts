@@ -23,8 +23,9 @@
  * "on" run starts with the cap's burst already drawn (see drainTraceBurst).
  *
  * Prints one JSON line per setting with episodes/s and the overhead against "off": the median
- * of the per-round ratios with their range and quartiles, the CPU of the export flush each "on"
- * run is charged, the load average before and after, and which design produced it.
+ * of the per-round ratios with their range and quartiles (each "on" run charged its share of an
+ * export flush at a generator's 5 s interval), the same with the whole flush charged to every run,
+ * the flush's CPU, the load average before and after, and which design produced it.
  */
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
@@ -139,16 +140,34 @@ function startBenchTelemetry(otlpEndpoint: string, sampleRatio: number, maxTrace
  * swings with other processes' load, CPU time much less. The exporters' work (serialising
  * and posting spans, in this process) is included, and so is the discarding receiver's.
  */
-async function timeRun(
-  pipeline: () => Observable<Outbound>,
-  after?: () => Promise<void>,
-): Promise<{ seconds: number; afterSeconds: number }> {
+async function timeRun(pipeline: () => Observable<Outbound>, after?: () => Promise<void>): Promise<TimedRun> {
   collectGarbage(); // each run starts from a clean heap, not paying for the previous run's garbage
-  const start = process.cpuUsage();
+  const [start, wallStart] = [process.cpuUsage(), performance.now()];
   await lastValueFrom(pipeline().pipe(map(() => 0)), { defaultValue: 0 });
+  const [runSeconds, wallSeconds] = [cpuSeconds(start), (performance.now() - wallStart) / 1000];
   const ran = process.cpuUsage();
   await after?.();
-  return { seconds: cpuSeconds(start), afterSeconds: cpuSeconds(ran) };
+  const afterSeconds = cpuSeconds(ran);
+  return {
+    seconds: runSeconds + afterSeconds * Math.min(1, wallSeconds / EXPORT_INTERVAL_SECONDS),
+    wholeFlushSeconds: runSeconds + afterSeconds,
+    afterSeconds,
+  };
+}
+
+/**
+ * How often a generator's telemetry exports: spans every 5 s (BatchSpanProcessor's default), metrics
+ * every 10 s (streams/telemetry/telemetry.ts). A timed run of ~1 s flushes both at its end, so it is
+ * charged that flush's CPU in proportion to its wall time over 5 s (at most the whole flush), as a
+ * generator pays it; the overhead with the whole flush charged to every run is printed beside it.
+ */
+const EXPORT_INTERVAL_SECONDS = 5;
+
+/** One timed run's CPU seconds (the export flush charged as above, and whole), and the flush's alone. */
+interface TimedRun {
+  readonly seconds: number;
+  readonly wholeFlushSeconds: number;
+  readonly afterSeconds: number;
 }
 
 /**
@@ -177,10 +196,10 @@ const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
 
 /**
  * Runs `rounds` rounds of bare/off/on measurements for one sample ratio. "on" is charged for the
- * run plus a flush of its spans and metrics (the export work the run caused; a generator
- * exports every 5 s (spans) and 10 s (metrics), so one flush per ~1 s run charges more export
- * calls than it makes: `flushMs` says how much); starting and shutting telemetry down are
- * per-process costs, reported apart in ms. Each round runs every setting twice, mirrored
+ * run plus its share of a flush of its spans and metrics (the export work the run caused, at a
+ * generator's export interval: see timeRun; `flushMs` is the whole flush, and
+ * `overheadWholeFlushPercent` the overhead with all of it charged); starting and shutting
+ * telemetry down are per-process costs, reported apart in ms. Each round runs every setting twice, mirrored
  * (A B C C B A), so a load that rises or falls steadily during the round weighs on each setting
  * equally; the overhead is the median of the per-round on/off ratios of the summed CPU times.
  * `rounds` is a multiple of 3 so each setting leads (and sits in the middle) equally often.
@@ -197,7 +216,7 @@ export async function measureTelemetryOverhead(
   const maxTracesPerSecond = configuredCap();
   const receiver = await discardingReceiver();
   // Per round, each setting's CPU seconds summed over its two runs; ms lists are per "on" run.
-  const [bare, off, on]: [number[], number[], number[]] = [[], [], []];
+  const [bare, off, on, onWholeFlush]: [number[], number[], number[], number[]] = [[], [], [], []];
   const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
   const runOn = async (ratio = sampleRatio, cap = maxTracesPerSecond) => {
     let cpu = process.cpuUsage();
@@ -213,25 +232,31 @@ export async function measureTelemetryOverhead(
     await telemetry.shutdown();
     stopMs.push(cpuSeconds(cpu) * 1000);
     episodeTraces.clear();
-    return run.seconds;
+    return run;
   };
   try {
     // Warm the SDK's span paths (JIT) as a long run would: at small ratios a short run records
     // too few spans for V8 to optimise them, and cold spans cost several times warm ones.
     await runOn(1, 0);
-    const settings: [number[], () => Promise<number>][] = [
-      [off, async () => (await timeRun(() => generator(config, env))).seconds],
-      [bare, async () => (await timeRun(() => barePipeline(config, env))).seconds],
+    const settings: [number[], () => Promise<TimedRun>][] = [
+      [off, () => timeRun(() => generator(config, env))],
+      [bare, () => timeRun(() => barePipeline(config, env))],
       [on, () => runOn()],
     ];
     for (let round = 0; round < rounds + 1; round++) {
       // Rotate which setting leads, and mirror the order: A B C C B A.
       const order = settings.map((_, i) => settings[(i + round) % settings.length]!);
       const sums = new Map<number[], number>();
-      for (const [list, run] of [...order, ...[...order].reverse()])
-        sums.set(list, (sums.get(list) ?? 0) + (await run()));
+      let wholeFlush = 0;
+      for (const [list, run] of [...order, ...[...order].reverse()]) {
+        const timed = await run();
+        sums.set(list, (sums.get(list) ?? 0) + timed.seconds);
+        if (list === on) wholeFlush += timed.wholeFlushSeconds;
+      }
       for (const [list, seconds] of sums) list.push(seconds);
-      if (round === 0) [off, bare, on, startMs, flushMs, stopMs].forEach((list) => list.splice(0)); // warm-up
+      onWholeFlush.push(wholeFlush);
+      if (round === 0)
+        [off, bare, on, onWholeFlush, startMs, flushMs, stopMs].forEach((list) => list.splice(0)); // warm-up
     }
   } finally {
     receiver.server.close();
@@ -245,7 +270,7 @@ export async function measureTelemetryOverhead(
     maxTracesPerSecond,
     rounds,
     // Each round's figure is two runs' CPU seconds summed.
-    ...overheadSummary({ bare, off, on }, 2 * episodesRun, { startMs, flushMs, stopMs }),
+    ...overheadSummary({ bare, off, on }, onWholeFlush, 2 * episodesRun, { startMs, flushMs, stopMs }),
     load: [loadBefore, loadAverage()],
   };
 }
@@ -257,11 +282,13 @@ export async function measureTelemetryOverhead(
  */
 function overheadSummary(
   seconds: Record<Setting, number[]>,
+  onWholeFlush: readonly number[],
   episodesPerFigure: number,
   ms: { startMs: number[]; flushMs: number[]; stopMs: number[] },
 ) {
   const { bare, off, on } = seconds;
   const overheads = on.map((s, round) => s / off[round]!);
+  const wholeFlush = onWholeFlush.map((s, round) => s / off[round]!);
   return {
     episodesPerSecondBare: Math.round(episodesPerFigure / median(bare)),
     episodesPerSecondOff: Math.round(episodesPerFigure / median(off)),
@@ -269,6 +296,7 @@ function overheadSummary(
     overheadPercent: percent(median(overheads)),
     overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
     overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
+    overheadWholeFlushPercent: percent(median(wholeFlush)),
     hooksOffPercent: percent(median(off.map((s, round) => s / bare[round]!))),
     startMs: Math.round(median(ms.startMs)),
     flushMs: Number(median(ms.flushMs).toFixed(1)),
@@ -283,8 +311,10 @@ type Setting = 'bare' | 'off' | 'on';
 interface SettingReport {
   setting: Setting;
   policy: string;
-  /** Median CPU seconds of its timed runs ("on": each charged with its export flush). */
+  /** Median CPU seconds of its timed runs ("on": each charged its export flush's share, see timeRun). */
   seconds: number;
+  /** "on" only: the same with the whole flush charged to every run. */
+  wholeFlushSeconds?: number;
   /** "on" only: CPU ms of its one start and shutdown, and the median flush. */
   startMs?: number;
   flushMs?: number;
@@ -324,17 +354,19 @@ async function measureOneSetting(
     } else await timeRun(pipeline);
     const flush = telemetry ? () => telemetry.flush() : undefined;
     await timeRun(pipeline, flush);
-    const [seconds, flushMs]: [number[], number[]] = [[], []];
-    for (let run = 0; run < runs; run++) {
-      const timed = await timeRun(pipeline, flush);
-      seconds.push(timed.seconds);
-      flushMs.push(timed.afterSeconds * 1000);
-    }
-    const report: SettingReport = { setting, policy: onnx?.name ?? 'random', seconds: median(seconds) };
+    const timed: TimedRun[] = [];
+    for (let run = 0; run < runs; run++) timed.push(await timeRun(pipeline, flush));
+    const seconds = median(timed.map((t) => t.seconds));
+    const report: SettingReport = { setting, policy: onnx?.name ?? 'random', seconds };
     if (telemetry) {
       const cpu = process.cpuUsage();
       await telemetry.shutdown();
-      Object.assign(report, { startMs, flushMs: median(flushMs), shutdownMs: cpuSeconds(cpu) * 1000 });
+      Object.assign(report, {
+        wholeFlushSeconds: median(timed.map((t) => t.wholeFlushSeconds)),
+        startMs,
+        flushMs: median(timed.map((t) => t.afterSeconds * 1000)),
+        shutdownMs: cpuSeconds(cpu) * 1000,
+      });
     }
     return report;
   } finally {
@@ -392,7 +424,7 @@ async function measureTelemetryOverheadPerProcess(
   const config = benchConfig(env, episodeCount);
   const settings: Setting[] = ['off', 'bare', 'on'];
   const seconds: Record<Setting, number[]> = { bare: [], off: [], on: [] };
-  const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
+  const [onWholeFlush, startMs, flushMs, stopMs]: [number[], number[], number[], number[]] = [[], [], [], []];
   let policy = 'random';
   for (let round = 0; round < rounds; round++) {
     const order = settings.map((_, i) => settings[(i + round) % settings.length]!);
@@ -402,6 +434,7 @@ async function measureTelemetryOverheadPerProcess(
       seconds[setting].push(report.seconds);
       policy = report.policy;
       if (setting === 'on') {
+        onWholeFlush.push(report.wholeFlushSeconds ?? NaN);
         startMs.push(report.startMs ?? NaN);
         flushMs.push(report.flushMs ?? NaN);
         stopMs.push(report.shutdownMs ?? NaN);
@@ -419,7 +452,7 @@ async function measureTelemetryOverheadPerProcess(
     rounds,
     runsPerProcess,
     // Each round's figure is a child's median run.
-    ...overheadSummary(seconds, episodesRun, { startMs, flushMs, stopMs }),
+    ...overheadSummary(seconds, onWholeFlush, episodesRun, { startMs, flushMs, stopMs }),
     load: [loadBefore, loadAverage()],
   };
 }
