@@ -14,17 +14,19 @@
  * - wm: the same warmed-up model, world-model SFT on its own ground-truth-annotated self-play
  *   data, then PPO (SPA's recipe);
  * - wm-control: the wm arm's world-model SFT checkpoint, the same steps and data flow with learning
- *   rates 0 (the wm arm's control; runs after it).
+ *   rates 0 (the wm arm's control; starts once the wm arm's SFT is done).
+ * Up to `--parallel` arms run side by side, each as soon as its start model exists (an arm
+ * alternates between generating and training, so one arm keeps about one core busy).
  * Prints the table and writes it with every number to <out>/ppo-check.{md,json}.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { loopConfig } from '../cli/run/configs.js';
 import type { LoopSummary } from '../cli/run/spa-loop.js';
 import type { EvaluationResult } from '../streams/eval/evaluate.js';
 import { pairedDifference } from '../streams/eval/pass-at-k.js';
+import { runArms, type ArmPlan } from './run-arms.js';
 
 interface CheckOptions {
   steps: number;
@@ -51,6 +53,7 @@ interface CheckOptions {
   out: string;
   warmFrom?: string;
   wmAnnotation: string;
+  parallel: number;
   ppoEpochs: number;
   miniBatch: number;
 }
@@ -125,6 +128,12 @@ function parseOptions(argv: string[]): CheckOptions {
     .option(
       '--warm-from <folder>',
       "start every arm from this warm-up (an earlier check's <arm run>/warmup), so arms of two checks compare",
+    )
+    .option(
+      '--parallel <n>',
+      'arms run side by side, each as soon as its start model exists (above 1: one torch thread each unless OMP_NUM_THREADS is set)',
+      Number,
+      2,
     );
   program.parse(argv, { from: 'user' });
   return program.opts<CheckOptions>();
@@ -136,11 +145,10 @@ function parseOptions(argv: string[]): CheckOptions {
  */
 const runIdOf = (o: CheckOptions, arm: Arm): string => `${basename(resolve(o.out))}-${arm}`;
 
-/** Runs one arm as `spa run`, output streamed; returns its summary. */
-function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummary {
-  const runsDir = resolve(o.out);
-  const args = [
-    ...['bin/spa.mjs', 'run', '--runs-dir', runsDir, '--run-id', runIdOf(o, arm)],
+/** The `spa run` arguments of one arm (`extra`: its start model and learning settings). */
+function armArgs(o: CheckOptions, arm: Arm, extra: readonly string[]): string[] {
+  return [
+    ...['bin/spa.mjs', 'run', '--runs-dir', resolve(o.out), '--run-id', runIdOf(o, arm)],
     ...[
       '--ppo-steps',
       String(o.steps),
@@ -159,10 +167,6 @@ function runArm(o: CheckOptions, arm: Arm, extra: readonly string[]): LoopSummar
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
   ];
-  console.error(`[ppo-check] arm ${arm}: spa ${args.slice(1).join(' ')}`);
-  const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (run.status !== 0) throw new Error(`arm ${arm}: spa run exited with ${run.status}`);
-  return JSON.parse(readFileSync(join(runsDir, runIdOf(o, arm), 'summary.json'), 'utf8')) as LoopSummary;
 }
 
 const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).toFixed(1)}`;
@@ -199,11 +203,13 @@ function table(o: CheckOptions, results: ReadonlyMap<Arm, LoopSummary>): string 
   return lines.join('\n');
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const o = parseOptions(process.argv.slice(2));
   const arms = o.arms.split(',').map((a) => a.trim()) as Arm[];
   if (o.evalEvery % o.exportEvery !== 0)
     throw new Error(`--eval-every ${o.evalEvery}: must be a multiple of --export-every ${o.exportEvery}`);
+  if (!(Number.isInteger(o.parallel) && o.parallel >= 1))
+    throw new Error(`--parallel ${o.parallel}: expected an integer ≥ 1`);
   for (const arm of arms)
     if (!(ARMS as readonly string[]).includes(arm))
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
@@ -224,22 +230,38 @@ function main(): void {
   // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
   const window = String(loopConfig('_2_sokoban').sftMaxLength);
   const startingFrom = (folder: string) => ['--model', folder, '--context-window', window];
-  const warmed = startingFrom(
-    o.warmFrom ? resolve(o.warmFrom) : join(resolve(o.out), runIdOf(o, arms[0]!), 'warmup'),
-  );
+  const runDir = (arm: Arm) => join(resolve(o.out), runIdOf(o, arm));
+  const warmed = startingFrom(o.warmFrom ? resolve(o.warmFrom) : join(runDir(arms[0]!), 'warmup'));
   const frozen = ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'];
-  const wmSft = join(resolve(o.out), runIdOf(o, 'wm'), 'sft'); // wm-control's start
   const byArm: Record<Arm, string[]> = {
     ppo: ['--skip-world-model-sft', ...learning],
     control: frozen,
     wm: ['--generator', 'self-play', '--annotation', o.wmAnnotation, ...learning],
     'wm-control': frozen,
   };
-  const results = new Map<Arm, LoopSummary>();
-  arms.forEach((arm, i) => {
-    const start = arm === 'wm-control' ? startingFrom(wmSft) : i === 0 && !o.warmFrom ? warmup : warmed;
-    results.set(arm, runArm(o, arm, [...start, ...byArm[arm]]));
+  // Stage markers (spa run's <run>/stages/<stage>.json) say when a start model is complete.
+  const plan = (arm: Arm, start: string[], after?: { arm: Arm; marker: string }): ArmPlan<Arm> => ({
+    arm,
+    command: [process.execPath, ...armArgs(o, arm, [...start, ...byArm[arm]])],
+    summary: join(runDir(arm), 'summary.json'),
+    ...(after ? { after } : {}),
   });
+  const plans = arms.map((arm, i) => {
+    if (arm === 'wm-control')
+      return plan(arm, startingFrom(join(runDir('wm'), 'sft')), {
+        arm: 'wm',
+        marker: join(runDir('wm'), 'stages', 'sft.json'),
+      });
+    if (o.warmFrom) return plan(arm, warmed);
+    if (i === 0) return plan(arm, warmup);
+    return plan(arm, warmed, { arm: arms[0]!, marker: join(runDir(arms[0]!), 'stages', 'warm-up-sft.json') });
+  });
+  // Two arms' torch trainers at two threads each would oversubscribe two cores.
+  const env = { ...process.env };
+  if (o.parallel > 1) env.OMP_NUM_THREADS ??= '1';
+  const results = new Map<Arm, LoopSummary>();
+  for (const [arm, summary] of await runArms(plans, { parallel: o.parallel, env }))
+    results.set(arm, summary as LoopSummary);
   const minutes = (Date.now() - started) / 60_000;
   const text = `${table(o, results)}\n\nWall time of the check: ${minutes.toFixed(1)} min.`;
   console.log(text);
@@ -250,4 +272,4 @@ function main(): void {
   );
 }
 
-main();
+await main();
