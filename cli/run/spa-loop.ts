@@ -8,7 +8,7 @@ import { evaluatePolicy, type EvaluationResult } from '../../streams/eval/evalua
 import { generateToKafka } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { builtinPolicy } from '../../streams/policies/builtin.js';
-import { onnxPolicy, verifiedModel } from '../../streams/policies/onnx/index.js';
+import { onnxPolicy, readManifest, verifiedModel } from '../../streams/policies/onnx/index.js';
 import type { PolicySource } from '../../streams/policies/policy.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress, trajectoryProgress } from '../progress.js';
@@ -652,9 +652,12 @@ export async function evaluateDistinct(
   const byModel = new Map<string, { version: number; folder: string; result: LoopEvaluation }>();
   const results: LoopEvaluation[] = [];
   for (const [version, folder] of artifacts) {
-    const { sha256 } = (await verifiedModel(folder)).manifest;
+    // A new model is checked against its manifest when evaluateOne loads it; a repeat is never
+    // loaded, so its bytes are checked here before they are given another version's result.
+    const { sha256 } = await readManifest(folder);
     const same = byModel.get(sha256);
     if (same) {
+      await verifiedModel(folder);
       log(
         `eval v${version}: the same model as v${same.version} (sha256 ${sha256.slice(0, 12)}…), its result kept`,
       );

@@ -95,6 +95,12 @@ function eosIds(config: unknown): number[] {
   return Array.isArray(eos) ? eos.filter((id): id is number => Number.isInteger(id)) : [];
 }
 
+/** An artifact folder's parsed `manifest.json` (the model file not read). */
+export async function readManifest(folder: string): Promise<PolicyManifest> {
+  const manifestPath = join(folder, 'manifest.json');
+  return parseManifest(await readJson(manifestPath, 'policy manifest'), manifestPath);
+}
+
 /**
  * An artifact folder's manifest and model path, the model file checked against the manifest's
  * sha256 (so the digest names the bytes that would be loaded). Throws when the manifest is
@@ -103,8 +109,7 @@ function eosIds(config: unknown): number[] {
 export async function verifiedModel(
   folder: string,
 ): Promise<{ manifest: PolicyManifest; modelPath: string }> {
-  const manifestPath = join(folder, 'manifest.json');
-  const manifest = parseManifest(await readJson(manifestPath, 'policy manifest'), manifestPath);
+  const manifest = await readManifest(folder);
   const modelPath = join(folder, manifest.file);
   const actual = await sha256File(modelPath).catch((error: Error) => {
     throw new Error(`policy model missing: cannot read ${modelPath} (${error.message})`);

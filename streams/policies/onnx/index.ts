@@ -3,4 +3,4 @@
  * turns an exported policy artifact into a `Policy`.
  */
 export { onnxPolicy, type OnnxPolicy } from './onnx-policy.js';
-export { loadPolicyArtifact, verifiedModel } from './artifact.js';
+export { loadPolicyArtifact, readManifest, verifiedModel } from './artifact.js';
