@@ -208,8 +208,6 @@ async function main(): Promise<void> {
   const arms = o.arms.split(',').map((a) => a.trim()) as Arm[];
   if (o.evalEvery % o.exportEvery !== 0)
     throw new Error(`--eval-every ${o.evalEvery}: must be a multiple of --export-every ${o.exportEvery}`);
-  if (!(Number.isInteger(o.parallel) && o.parallel >= 1))
-    throw new Error(`--parallel ${o.parallel}: expected an integer ≥ 1`);
   for (const arm of arms)
     if (!(ARMS as readonly string[]).includes(arm))
       throw new Error(`--arms: unknown arm "${arm}" (${ARMS.join(', ')})`);
@@ -217,7 +215,6 @@ async function main(): Promise<void> {
     throw new Error(
       "--arms: wm-control starts from the wm arm's world-model SFT checkpoint: list wm before it",
     );
-  mkdirSync(o.out, { recursive: true });
   const started = Date.now();
   const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr, '--ppo-kl-coef', o.klCoef];
   // The first arm warms the model up; every other arm starts from that same checkpoint.
@@ -259,12 +256,11 @@ async function main(): Promise<void> {
   // Two arms' torch trainers at two threads each would oversubscribe two cores.
   const env = { ...process.env };
   if (o.parallel > 1) env.OMP_NUM_THREADS ??= '1';
-  const results = new Map<Arm, LoopSummary>();
-  for (const [arm, summary] of await runArms(plans, { parallel: o.parallel, env }))
-    results.set(arm, summary as LoopSummary);
+  const results = (await runArms(plans, { parallel: o.parallel, env })) as Map<Arm, LoopSummary>;
   const minutes = (Date.now() - started) / 60_000;
   const text = `${table(o, results)}\n\nWall time of the check: ${minutes.toFixed(1)} min.`;
   console.log(text);
+  mkdirSync(o.out, { recursive: true }); // each arm's spa run makes its own folder under it
   writeFileSync(join(o.out, 'ppo-check.md'), `${text}\n`);
   writeFileSync(
     join(o.out, 'ppo-check.json'),

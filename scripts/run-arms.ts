@@ -42,7 +42,7 @@ export async function runArms<A extends string>(
 ): Promise<Map<A, unknown>> {
   const { parallel, pollMs = 5_000, stdout = process.stdout, stderr = process.stderr } = options;
   if (!(Number.isInteger(parallel) && parallel >= 1))
-    throw new RangeError(`parallel ${parallel}: expected an integer ≥ 1`);
+    throw new RangeError(`--parallel ${parallel}: expected an integer ≥ 1`);
   const pending = [...plans];
   const running = new Map<A, Promise<number | null>>();
   const finished = new Set<A>();
