@@ -5,16 +5,20 @@
  * spa_* counters on every record, spans exported over OTLP/HTTP to a local receiver and
  * metrics served for Prometheus; "bare" is the same pipeline without the telemetry hooks.
  *
- *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]     (SPA_BENCH_ROUNDS, default 15)
+ *   npm run bench -- telemetry [env] [episodes] [sampleRatio…]     (SPA_BENCH_ROUNDS: see run())
+ *
+ * Every run is timed on three clocks (Times): the main thread's CPU time, the figure the result is
+ * stated on, the process's CPU time and wall time beside it.
  *
  * Two designs, chosen by SPA_BENCH_TELEMETRY_DESIGN (default `in-process`):
- * - `in-process`: one process alternates the settings, each round running each twice in mirrored
- *   order (measureTelemetryOverhead). Cheap, but every setting runs in a process whose JIT and
- *   inline caches the other settings have shaped (the hooks' Subscriber subclasses make RxJS call
- *   sites polymorphic, the SDK's code is loaded and warm), which no generator process has.
+ * - `in-process`: one process alternates the settings, each round running each RUNS_PER_ROUND
+ *   times in mirrored order and keeping its fastest run (measureTelemetryOverhead). Cheap, but
+ *   every setting runs in a process whose JIT and inline caches the other settings have shaped
+ *   (the hooks' Subscriber subclasses make RxJS call sites polymorphic, the SDK's code is loaded
+ *   and warm), which no generator process has.
  * - `process`: each round spawns one child process per setting (bare, off, on; the order rotates
  *   and reverses across rounds), and each child runs its one setting for its whole life: warm-up,
- *   then SPA_BENCH_RUNS_PER_PROCESS (default 5) timed runs, reporting their median CPU seconds
+ *   then SPA_BENCH_RUNS_PER_PROCESS (default 5) timed runs, reporting its fastest
  *   (measureTelemetryOverheadPerProcess). Costs a process start per measurement and takes the
  *   process-to-process spread into each ratio.
  *
@@ -22,17 +26,17 @@
  * it to measure what the ratio alone costs), as a generator has it after its first seconds: each
  * "on" run starts with the cap's burst already drawn (see drainTraceBurst).
  *
- * Prints one JSON line per setting with episodes/s and the overhead against "off": the median
- * of the per-round ratios with their range and quartiles (each "on" run charged its share of an
- * export flush at a generator's 5 s interval), the same with the whole flush charged to every run,
- * the flush's CPU, the load average before and after, and which design produced it.
+ * Prints one JSON line per sample ratio with episodes/s and the overhead against "off": the median
+ * of the per-round ratios with its 95% confidence interval, quartiles and range (each "on" run
+ * charged its share of an export flush at a generator's 5 s interval), the same on the other two
+ * clocks, the overhead with the whole flush charged to every run, the flush's CPU, the load average
+ * before and after, and which design produced it.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { lastValueFrom, map, merge, share, type Observable } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
 import type { EnvName } from '../envs/types.js';
@@ -55,7 +59,7 @@ import {
   startTelemetry,
   TRACE_BURST_SECONDS,
 } from '../streams/telemetry/telemetry.js';
-import { loadAverage, median, quantile } from './stats.js';
+import { loadAverage, median, medianInterval, quantile } from './stats.js';
 
 let onnx: OnnxPolicy | undefined;
 
@@ -136,44 +140,102 @@ function startBenchTelemetry(otlpEndpoint: string, sampleRatio: number, maxTrace
 }
 
 /**
- * CPU seconds (user + system) of this process for one run: on a shared 2-core box, wall time
- * swings with other processes' load, CPU time much less. The exporters' work (serialising
- * and posting spans, in this process) is included, and so is the discarding receiver's.
+ * The three clocks every run is timed on:
+ * - `thread`: CPU time of the main thread, the one the pipeline runs on (Linux's
+ *   /proc/self/task/<pid>/schedstat, ns): what the pipeline's throughput is made of, unmoved by
+ *   the box's other processes taking the core away (wall time) and by V8's helper threads
+ *   (concurrent marking and sweeping, compiling), whose work runs beside the pipeline, not in it.
+ *   The overhead the bench states as its result ("at most 5% slower").
+ * - `process`: CPU time of the whole process (`process.cpuUsage`), helper threads included.
+ * - `wall`: elapsed time, what a user sees, and the box's load with it.
+ * Where schedstat cannot be read (not Linux), `thread` falls back to `process`, and says so.
+ */
+interface Times {
+  readonly thread: number;
+  readonly process: number;
+  readonly wall: number;
+}
+
+type Clock = keyof Times;
+const CLOCKS: readonly Clock[] = ['thread', 'process', 'wall'];
+
+const mainThreadStat = `/proc/self/task/${process.pid}/schedstat`;
+const threadClockSource: 'schedstat' | 'process' = (() => {
+  try {
+    readFileSync(mainThreadStat, 'utf8');
+    return 'schedstat';
+  } catch {
+    return 'process';
+  }
+})();
+
+/** All three clocks now, in seconds (each from its own origin: only differences mean anything). */
+function readClocks(): Times {
+  const cpu = process.cpuUsage();
+  const processSeconds = (cpu.user + cpu.system) / 1e6;
+  const thread =
+    threadClockSource === 'schedstat'
+      ? Number(readFileSync(mainThreadStat, 'utf8').split(' ', 1)[0]) / 1e9
+      : processSeconds;
+  return { thread, process: processSeconds, wall: performance.now() / 1000 };
+}
+
+const elapsed = (since: Times): Times => {
+  const now = readClocks();
+  return {
+    thread: now.thread - since.thread,
+    process: now.process - since.process,
+    wall: now.wall - since.wall,
+  };
+};
+
+/**
+ * One run on the three clocks, plus the export flush after it (`after`, untimed by the run)
+ * charged as a generator pays it: a share of the flush's CPU in proportion to the run's wall
+ * time over the 5 s export interval (see EXPORT_INTERVAL_SECONDS). Wall time is charged the
+ * flush's main-thread CPU (the flush's own wall time is mostly waiting on the receiver).
+ *
+ * No garbage collection is forced before a run: a forced full collection leaves V8 sweeping and
+ * releasing memory on its helper threads during the next run (measured: 2,048 episodes took 397
+ * ms of process CPU after a forced collection, 161 ms without, on a main thread of 191 vs 151
+ * ms), work of the bench's making that no generator does. Each setting runs in mirrored order
+ * (A B C C B A), so the garbage a run leaves to the next falls on every setting alike.
  */
 async function timeRun(pipeline: () => Observable<Outbound>, after?: () => Promise<void>): Promise<TimedRun> {
-  collectGarbage(); // each run starts from a clean heap, not paying for the previous run's garbage
-  const [start, wallStart] = [process.cpuUsage(), performance.now()];
+  const start = readClocks();
   await lastValueFrom(pipeline().pipe(map(() => 0)), { defaultValue: 0 });
-  const [runSeconds, wallSeconds] = [cpuSeconds(start), (performance.now() - wallStart) / 1000];
-  const ran = process.cpuUsage();
+  const run = elapsed(start);
+  const ran = readClocks();
   await after?.();
-  const afterSeconds = cpuSeconds(ran);
-  return {
-    seconds: runSeconds + afterSeconds * Math.min(1, wallSeconds / EXPORT_INTERVAL_SECONDS),
-    wholeFlushSeconds: runSeconds + afterSeconds,
-    afterSeconds,
-  };
+  const flush = elapsed(ran);
+  const share = Math.min(1, run.wall / EXPORT_INTERVAL_SECONDS);
+  const charge = (part: number): Times => ({
+    thread: run.thread + flush.thread * part,
+    process: run.process + flush.process * part,
+    wall: run.wall + flush.thread * part,
+  });
+  return { seconds: charge(share), wholeFlushSeconds: charge(1), flushMs: after ? flush.process * 1000 : 0 };
 }
 
 /**
  * How often a generator's telemetry exports: spans every 5 s (BatchSpanProcessor's default), metrics
- * every 10 s (streams/telemetry/telemetry.ts). A timed run of ~1 s flushes both at its end, so it is
- * charged that flush's CPU in proportion to its wall time over 5 s (at most the whole flush), as a
- * generator pays it; the overhead with the whole flush charged to every run is printed beside it.
+ * every 10 s (streams/telemetry/telemetry.ts). A timed run of well under 5 s flushes both at its end,
+ * so it is charged that flush's CPU in proportion to its wall time over 5 s (at most the whole flush),
+ * as a generator pays it; the overhead with the whole flush charged to every run is printed beside it.
  */
 const EXPORT_INTERVAL_SECONDS = 5;
 
-/** One timed run's CPU seconds (the export flush charged as above, and whole), and the flush's alone. */
+/** One timed run on each clock (the export flush charged as above, and whole), and the flush's process CPU. */
 interface TimedRun {
-  readonly seconds: number;
-  readonly wholeFlushSeconds: number;
-  readonly afterSeconds: number;
+  readonly seconds: Times;
+  readonly wholeFlushSeconds: Times;
+  readonly flushMs: number;
 }
 
 /**
  * Takes the trace cap's burst (its first TRACE_BURST_SECONDS' worth of traces) out of the bucket
  * before a timed "on" run, untimed: a generator spends it once, in its first seconds, and then
- * traces at most `perSecond` episodes a second. Without this every ~1 s run would trace the
+ * traces at most `perSecond` episodes a second. Without this every short run would trace the
  * whole burst (~100 episodes at the default) and the figure would be a process's first second,
  * not its steady state. The burst is a per-process cost, like start and shutdown.
  */
@@ -183,54 +245,51 @@ function drainTraceBurst(ratio: number, perSecond: number): void {
   for (let drawn = 0; drawn < burst;) if (drawEpisode()) drawn++;
 }
 
-const cpuSeconds = (since: NodeJS.CpuUsage) => {
+/** CPU milliseconds of this process since `since` (telemetry's start and shutdown). */
+const cpuMs = (since: NodeJS.CpuUsage) => {
   const used = process.cpuUsage(since);
-  return (used.user + used.system) / 1e6;
+  return (used.user + used.system) / 1e3;
 };
-
-// Expose V8's gc() without a command-line flag (bin/bench.mjs runs plain node).
-setFlagsFromString('--expose-gc');
-const collectGarbage = runInNewContext('gc') as () => void;
-
-const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
 
 /**
  * Runs `rounds` rounds of bare/off/on measurements for one sample ratio. "on" is charged for the
  * run plus its share of a flush of its spans and metrics (the export work the run caused, at a
  * generator's export interval: see timeRun; `flushMs` is the whole flush, and
  * `overheadWholeFlushPercent` the overhead with all of it charged); starting and shutting
- * telemetry down are per-process costs, reported apart in ms. Each round runs every setting twice, mirrored
- * (A B C C B A), so a load that rises or falls steadily during the round weighs on each setting
- * equally; the overhead is the median of the per-round on/off ratios of the summed CPU times.
+ * telemetry down are per-process costs, reported apart in ms. Each round runs every setting
+ * RUNS_PER_ROUND times in mirrored passes (A B C C B A A B C C B A), so a load that rises or falls
+ * during the round weighs on each setting equally, and takes each setting's fastest run as the
+ * round's figure (see RUNS_PER_ROUND); the overhead is the median of the per-round on/off ratios.
  * `rounds` is a multiple of 3 so each setting leads (and sits in the middle) equally often.
  */
 export async function measureTelemetryOverhead(
   env: EnvName,
   episodeCount: number,
   sampleRatio: number,
-  rounds = 15,
+  rounds = DEFAULT_ROUNDS,
 ) {
   if (rounds % 3 !== 0) throw new RangeError(`rounds ${rounds}: must be a multiple of 3`);
   const loadBefore = loadAverage();
   const config = benchConfig(env, episodeCount);
   const maxTracesPerSecond = configuredCap();
   const receiver = await discardingReceiver();
-  // Per round, each setting's CPU seconds summed over its two runs; ms lists are per "on" run.
-  const [bare, off, on, onWholeFlush]: [number[], number[], number[], number[]] = [[], [], [], []];
+  // Per round, each setting's times summed over its two runs; ms lists are per "on" run.
+  const times: Record<Setting, Times[]> = { bare: [], off: [], on: [] };
+  const onWholeFlush: Times[] = [];
   const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
   const runOn = async (ratio = sampleRatio, cap = maxTracesPerSecond) => {
     let cpu = process.cpuUsage();
     const telemetry = await startBenchTelemetry(receiver.url, ratio, cap);
-    startMs.push(cpuSeconds(cpu) * 1000);
+    startMs.push(cpuMs(cpu));
     drainTraceBurst(ratio, cap);
     const run = await timeRun(
       () => generator(config, env),
       () => telemetry.flush(),
     );
-    flushMs.push(run.afterSeconds * 1000);
+    flushMs.push(run.flushMs);
     cpu = process.cpuUsage();
     await telemetry.shutdown();
-    stopMs.push(cpuSeconds(cpu) * 1000);
+    stopMs.push(cpuMs(cpu));
     episodeTraces.clear();
     return run;
   };
@@ -238,25 +297,24 @@ export async function measureTelemetryOverhead(
     // Warm the SDK's span paths (JIT) as a long run would: at small ratios a short run records
     // too few spans for V8 to optimise them, and cold spans cost several times warm ones.
     await runOn(1, 0);
-    const settings: [number[], () => Promise<TimedRun>][] = [
-      [off, () => timeRun(() => generator(config, env))],
-      [bare, () => timeRun(() => barePipeline(config, env))],
-      [on, () => runOn()],
+    const settings: [Setting, () => Promise<TimedRun>][] = [
+      ['off', () => timeRun(() => generator(config, env))],
+      ['bare', () => timeRun(() => barePipeline(config, env))],
+      ['on', () => runOn()],
     ];
     for (let round = 0; round < rounds + 1; round++) {
       // Rotate which setting leads, and mirror the order: A B C C B A.
       const order = settings.map((_, i) => settings[(i + round) % settings.length]!);
-      const sums = new Map<number[], number>();
-      let wholeFlush = 0;
-      for (const [list, run] of [...order, ...[...order].reverse()]) {
-        const timed = await run();
-        sums.set(list, (sums.get(list) ?? 0) + timed.seconds);
-        if (list === on) wholeFlush += timed.wholeFlushSeconds;
+      const runs: Record<Setting, TimedRun[]> = { bare: [], off: [], on: [] };
+      const pass = [...order, ...[...order].reverse()];
+      for (let p = 0; p < RUNS_PER_ROUND / 2; p++)
+        for (const [setting, run] of pass) runs[setting].push(await run());
+      if (round === 0) {
+        [startMs, flushMs, stopMs].forEach((list) => list.splice(0)); // the round that warms up
+        continue;
       }
-      for (const [list, seconds] of sums) list.push(seconds);
-      onWholeFlush.push(wholeFlush);
-      if (round === 0)
-        [off, bare, on, onWholeFlush, startMs, flushMs, stopMs].forEach((list) => list.splice(0)); // warm-up
+      for (const setting of SETTINGS) times[setting].push(fastest(runs[setting].map((r) => r.seconds)));
+      onWholeFlush.push(fastest(runs.on.map((r) => r.wholeFlushSeconds)));
     }
   } finally {
     receiver.server.close();
@@ -269,35 +327,90 @@ export async function measureTelemetryOverhead(
     sampleRatio,
     maxTracesPerSecond,
     rounds,
-    // Each round's figure is two runs' CPU seconds summed.
-    ...overheadSummary({ bare, off, on }, onWholeFlush, 2 * episodesRun, { startMs, flushMs, stopMs }),
+    runsPerRound: RUNS_PER_ROUND,
+    ...overheadSummary(times, onWholeFlush, episodesRun, { startMs, flushMs, stopMs }),
     load: [loadBefore, loadAverage()],
   };
 }
 
+/** The in-process design's rounds unless SPA_BENCH_ROUNDS says otherwise (see run()). */
+const DEFAULT_ROUNDS = 30;
+
 /**
- * What both designs print from their per-round CPU seconds per setting (each covering
- * `episodesPerFigure` episodes): episodes/s, the overhead as the median of the per-round on/off
- * ratios with range and quartiles, the hooks-off control, and the "on" per-process costs in ms.
+ * Each setting's runs in a round; the fastest is the round's figure. On this box a run's time
+ * swings by 10–25% from one run of the same code to the next (other tenants of the host, GC and
+ * JIT timing); what slows a run only ever adds time, so the fastest of a few is the steadiest
+ * estimate of what the code costs (Python's timeit documentation gives the same advice). Measured
+ * with 2,048-episode runs and 30 rounds: the per-round on/off ratios' interquartile range was 7.6
+ * points with two runs per setting summed and 3.4 with the fastest of four, at the same median.
+ */
+const RUNS_PER_ROUND = 4;
+
+/** Each clock's least time over `runs` (clock by clock). */
+const fastest = (runs: readonly Times[]): Times => ({
+  thread: Math.min(...runs.map((t) => t.thread)),
+  process: Math.min(...runs.map((t) => t.process)),
+  wall: Math.min(...runs.map((t) => t.wall)),
+});
+
+const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
+
+/**
+ * The per-round ratios `numerator[i] / denominator[i]` as percentages over 1: their median, the
+ * median's distribution-free 95% confidence interval (stats.ts), quartiles and range.
+ */
+function ratioSummary(numerator: readonly number[], denominator: readonly number[]) {
+  const ratios = numerator.map((x, round) => x / denominator[round]!);
+  const [low, high] = medianInterval(ratios, 0.95);
+  return {
+    percent: percent(median(ratios)),
+    ci95Percent: [percent(low), percent(high)],
+    quartilesPercent: [percent(quantile(ratios, 0.25)), percent(quantile(ratios, 0.75))],
+    rangePercent: [percent(Math.min(...ratios)), percent(Math.max(...ratios))],
+  };
+}
+
+/**
+ * What both designs print from their per-round times per setting (each covering
+ * `episodesPerFigure` episodes): episodes/s (wall), the overhead on the main thread's CPU time
+ * (the result) as the median of the per-round on/off ratios with its 95% interval, quartiles and
+ * range, the same on the process's CPU and on wall time, the hooks-off control, and the "on"
+ * per-process costs in ms.
  */
 function overheadSummary(
-  seconds: Record<Setting, number[]>,
-  onWholeFlush: readonly number[],
+  times: Record<Setting, readonly Times[]>,
+  onWholeFlush: readonly Times[],
   episodesPerFigure: number,
   ms: { startMs: number[]; flushMs: number[]; stopMs: number[] },
 ) {
-  const { bare, off, on } = seconds;
-  const overheads = on.map((s, round) => s / off[round]!);
-  const wholeFlush = onWholeFlush.map((s, round) => s / off[round]!);
+  const on = (clock: Clock) => times.on.map((t) => t[clock]);
+  const off = (clock: Clock) => times.off.map((t) => t[clock]);
+  const rate = (setting: Setting) =>
+    Math.round(episodesPerFigure / median(times[setting].map((t) => t.wall)));
+  const thread = ratioSummary(on('thread'), off('thread'));
   return {
-    episodesPerSecondBare: Math.round(episodesPerFigure / median(bare)),
-    episodesPerSecondOff: Math.round(episodesPerFigure / median(off)),
-    episodesPerSecondOn: Math.round(episodesPerFigure / median(on)),
-    overheadPercent: percent(median(overheads)),
-    overheadRangePercent: [percent(Math.min(...overheads)), percent(Math.max(...overheads))],
-    overheadQuartilesPercent: [percent(quantile(overheads, 0.25)), percent(quantile(overheads, 0.75))],
-    overheadWholeFlushPercent: percent(median(wholeFlush)),
-    hooksOffPercent: percent(median(off.map((s, round) => s / bare[round]!))),
+    episodesPerSecondBare: rate('bare'),
+    episodesPerSecondOff: rate('off'),
+    episodesPerSecondOn: rate('on'),
+    overheadPercent: thread.percent,
+    overheadCi95Percent: thread.ci95Percent,
+    overheadQuartilesPercent: thread.quartilesPercent,
+    overheadRangePercent: thread.rangePercent,
+    overheadWholeFlushPercent: ratioSummary(
+      onWholeFlush.map((t) => t.thread),
+      off('thread'),
+    ).percent,
+    hooksOffPercent: ratioSummary(
+      off('thread'),
+      times.bare.map((t) => t.thread),
+    ).percent,
+    threadClock: threadClockSource === 'schedstat' ? 'main thread' : 'process (no schedstat)',
+    ...Object.fromEntries(
+      CLOCKS.filter((clock) => clock !== 'thread').map((clock) => [
+        `${clock}Clock`,
+        ratioSummary(on(clock), off(clock)),
+      ]),
+    ),
     startMs: Math.round(median(ms.startMs)),
     flushMs: Number(median(ms.flushMs).toFixed(1)),
     shutdownMs: Math.round(median(ms.stopMs)),
@@ -306,15 +419,16 @@ function overheadSummary(
 }
 
 type Setting = 'bare' | 'off' | 'on';
+const SETTINGS: readonly Setting[] = ['bare', 'off', 'on'];
 
 /** What a child process of the per-process design prints (the last line of its stdout). */
 interface SettingReport {
   setting: Setting;
   policy: string;
-  /** Median CPU seconds of its timed runs ("on": each charged its export flush's share, see timeRun). */
-  seconds: number;
+  /** Its fastest timed run on each clock ("on": each charged its export flush's share, see timeRun). */
+  seconds: Times;
   /** "on" only: the same with the whole flush charged to every run. */
-  wholeFlushSeconds?: number;
+  wholeFlushSeconds?: Times;
   /** "on" only: CPU ms of its one start and shutdown, and the median flush. */
   startMs?: number;
   flushMs?: number;
@@ -326,7 +440,7 @@ interface SettingReport {
  * runs it. Warm-up first, untimed: "on" runs once with every episode traced (telemetry started and
  * shut down, as measureTelemetryOverhead warms the SDK's span paths), then starts telemetry once
  * at the real ratio and cap and draws the burst; every setting then runs once more untimed (two
- * warm-up runs each), and `runs` timed runs follow. The median of their CPU seconds is reported.
+ * warm-up runs each), and `runs` timed runs follow. The fastest on each clock is reported (RUNS_PER_ROUND).
  */
 async function measureOneSetting(
   setting: Setting,
@@ -349,23 +463,23 @@ async function measureOneSetting(
       episodeTraces.clear();
       const cpu = process.cpuUsage();
       telemetry = await startBenchTelemetry(receiver.url, sampleRatio, maxTracesPerSecond);
-      startMs = cpuSeconds(cpu) * 1000;
+      startMs = cpuMs(cpu);
       drainTraceBurst(sampleRatio, maxTracesPerSecond);
     } else await timeRun(pipeline);
     const flush = telemetry ? () => telemetry.flush() : undefined;
     await timeRun(pipeline, flush);
     const timed: TimedRun[] = [];
     for (let run = 0; run < runs; run++) timed.push(await timeRun(pipeline, flush));
-    const seconds = median(timed.map((t) => t.seconds));
+    const seconds = fastest(timed.map((t) => t.seconds));
     const report: SettingReport = { setting, policy: onnx?.name ?? 'random', seconds };
     if (telemetry) {
       const cpu = process.cpuUsage();
       await telemetry.shutdown();
       Object.assign(report, {
-        wholeFlushSeconds: median(timed.map((t) => t.wholeFlushSeconds)),
+        wholeFlushSeconds: fastest(timed.map((t) => t.wholeFlushSeconds)),
         startMs,
-        flushMs: median(timed.map((t) => t.afterSeconds * 1000)),
-        shutdownMs: cpuSeconds(cpu) * 1000,
+        flushMs: median(timed.map((t) => t.flushMs)),
+        shutdownMs: cpuMs(cpu),
       });
     }
     return report;
@@ -408,7 +522,7 @@ function spawnSetting(
  * the other, the leading setting rotating from round to round and the order reversed in every
  * other block of three rounds, so over six rounds each of the six orders runs once and over three
  * each setting leads once. The overhead is the median of the per-round on/off ratios of the
- * children's median CPU seconds per run; start, flush and shutdown are the "on" children's.
+ * children's fastest runs (main-thread CPU; the other clocks beside it); start, flush and shutdown are the "on" children's.
  */
 async function measureTelemetryOverheadPerProcess(
   env: EnvName,
@@ -423,8 +537,9 @@ async function measureTelemetryOverheadPerProcess(
   const loadBefore = loadAverage();
   const config = benchConfig(env, episodeCount);
   const settings: Setting[] = ['off', 'bare', 'on'];
-  const seconds: Record<Setting, number[]> = { bare: [], off: [], on: [] };
-  const [onWholeFlush, startMs, flushMs, stopMs]: [number[], number[], number[], number[]] = [[], [], [], []];
+  const seconds: Record<Setting, Times[]> = { bare: [], off: [], on: [] };
+  const onWholeFlush: Times[] = [];
+  const [startMs, flushMs, stopMs]: [number[], number[], number[]] = [[], [], []];
   let policy = 'random';
   for (let round = 0; round < rounds; round++) {
     const order = settings.map((_, i) => settings[(i + round) % settings.length]!);
@@ -434,7 +549,7 @@ async function measureTelemetryOverheadPerProcess(
       seconds[setting].push(report.seconds);
       policy = report.policy;
       if (setting === 'on') {
-        onWholeFlush.push(report.wholeFlushSeconds ?? NaN);
+        onWholeFlush.push(report.wholeFlushSeconds!);
         startMs.push(report.startMs ?? NaN);
         flushMs.push(report.flushMs ?? NaN);
         stopMs.push(report.shutdownMs ?? NaN);
@@ -451,7 +566,7 @@ async function measureTelemetryOverheadPerProcess(
     maxTracesPerSecond: configuredCap(),
     rounds,
     runsPerProcess,
-    // Each round's figure is a child's median run.
+    // Each round's figure is a child's fastest run.
     ...overheadSummary(seconds, onWholeFlush, episodesRun, { startMs, flushMs, stopMs }),
     load: [loadBefore, loadAverage()],
   };
@@ -470,10 +585,10 @@ export async function run(args: string[]): Promise<void> {
   const [envName, countText, ...ratios] = child ? args.slice(3) : args;
   const env = (envName ?? 'sokoban') as EnvName;
   const count = countText ? Number(countText) : 2048;
-  const rounds = Number(process.env['SPA_BENCH_ROUNDS'] ?? 15);
   const design = process.env['SPA_BENCH_TELEMETRY_DESIGN'] ?? 'in-process';
   if (design !== 'process' && design !== 'in-process')
     throw new Error(`SPA_BENCH_TELEMETRY_DESIGN=${design}: must be "process" or "in-process"`);
+  const rounds = Number(process.env['SPA_BENCH_ROUNDS'] ?? (design === 'process' ? 15 : DEFAULT_ROUNDS));
   const folder = process.env['SPA_BENCH_POLICY'];
   const sampleRatios = ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1];
   if (design === 'process' && !child) {
