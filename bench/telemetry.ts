@@ -158,6 +158,13 @@ interface Times {
 
 type Clock = keyof Times;
 
+/** A Times whose every clock is `value(clock)`. */
+const perClock = (value: (clock: Clock) => number): Times => ({
+  thread: value('thread'),
+  process: value('process'),
+  wall: value('wall'),
+});
+
 const mainThreadStat = `/proc/self/task/${process.pid}/schedstat`;
 const threadClockSource: 'schedstat' | 'process' = (() => {
   try {
@@ -179,14 +186,8 @@ function readClocks(): Times {
   return { thread, process: processSeconds, wall: performance.now() / 1000 };
 }
 
-const elapsed = (since: Times): Times => {
-  const now = readClocks();
-  return {
-    thread: now.thread - since.thread,
-    process: now.process - since.process,
-    wall: now.wall - since.wall,
-  };
-};
+/** The time from one reading of the clocks to a later one, on each clock. */
+const between = (from: Times, to: Times): Times => perClock((clock) => to[clock] - from[clock]);
 
 /**
  * One run on the three clocks, plus the export flush after it (`after`, untimed by the run)
@@ -203,16 +204,13 @@ const elapsed = (since: Times): Times => {
 async function timeRun(pipeline: () => Observable<Outbound>, after?: () => Promise<void>): Promise<TimedRun> {
   const start = readClocks();
   await lastValueFrom(pipeline().pipe(map(() => 0)), { defaultValue: 0 });
-  const run = elapsed(start);
   const ran = readClocks();
   await after?.();
-  const flush = elapsed(ran);
+  const [run, flush] = [between(start, ran), between(ran, readClocks())];
   const share = Math.min(1, run.wall / EXPORT_INTERVAL_SECONDS);
-  const charge = (part: number): Times => ({
-    thread: run.thread + flush.thread * part,
-    process: run.process + flush.process * part,
-    wall: run.wall + flush.thread * part,
-  });
+  // Wall time is charged the flush's main-thread CPU, as said above.
+  const charge = (part: number): Times =>
+    perClock((clock) => run[clock] + flush[clock === 'wall' ? 'thread' : clock] * part);
   return { seconds: charge(share), wholeFlushSeconds: charge(1), flushMs: after ? flush.process * 1000 : 0 };
 }
 
@@ -346,11 +344,8 @@ const DEFAULT_ROUNDS = 30;
 const RUNS_PER_ROUND = 4;
 
 /** Each clock's least time over `runs` (clock by clock). */
-const fastest = (runs: readonly Times[]): Times => ({
-  thread: Math.min(...runs.map((t) => t.thread)),
-  process: Math.min(...runs.map((t) => t.process)),
-  wall: Math.min(...runs.map((t) => t.wall)),
-});
+const fastest = (runs: readonly Times[]): Times =>
+  perClock((clock) => Math.min(...runs.map((t) => t[clock])));
 
 const percent = (ratio: number) => Number(((ratio - 1) * 100).toFixed(1));
 
