@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { ENV_NAMES, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
 import { evaluatePolicy } from '../../streams/eval/evaluate.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { BUILTIN_POLICIES } from '../../streams/policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy } from '../../streams/policies/resolve.js';
 import { addGenerationOptions, nonNegativeInt, oneOf, positiveInt } from '../options.js';
 import { Progress } from '../progress.js';
@@ -17,6 +18,7 @@ interface EvalOptions {
   source?: PuzzleSource;
   seed: number;
   passes: number;
+  actionsPerTurn?: number;
   maxNewTokens?: number;
   stopAtAnswer: boolean;
   contextWindow?: number;
@@ -47,6 +49,11 @@ export function registerEvalCommand(program: Command): void {
     .option('--seed <n>', 'sampling seed', nonNegativeInt('--seed'), 0)
     .option('--passes <n>', 'passes over the same puzzles, averaged (SPA: 2)', positiveInt('--passes'), 1)
     .option(
+      '--actions-per-turn <n>',
+      'random | oracle: actions a turn (random: exactly n, default 3; oracle: at most n of its plan, default 5)',
+      positiveInt('--actions-per-turn'),
+    )
+    .option(
       '--device <device>',
       'ONNX policies: cpu | cuda',
       oneOf('--device', ['cpu', 'cuda'] as const),
@@ -74,9 +81,12 @@ export function registerEvalCommand(program: Command): void {
             : undefined;
         kafka = await connectSpaKafka({ clientId: 'spa-eval', topics });
       }
+      if (options.actionsPerTurn !== undefined && !(BUILTIN_POLICIES as readonly string[]).includes(options.policy))
+        throw new Error(`--actions-per-turn applies to --policy random or oracle, got --policy ${options.policy}`);
       const policy = await resolvePolicy(options.policy, {
         mode: 'base',
         seed: options.seed,
+        actionsPerTurn: options.actionsPerTurn,
         kafka,
         maxNewTokens: options.maxNewTokens,
         stopAtAnswer: options.stopAtAnswer,

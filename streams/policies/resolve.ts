@@ -17,6 +17,8 @@ export interface ResolveOptions {
   readonly mode: PromptMode;
   readonly seed?: number;
   readonly temperature?: number;
+  /** Built-in policies: actions a turn (the random policy's count, the oracle's most; builtin.ts). */
+  readonly actionsPerTurn?: number;
   /** Needed for `latest`. */
   readonly kafka?: SpaKafka;
   /** `latest`: the trainer's staleness bound and export cadence (its --max-staleness, --export-every). */
@@ -40,7 +42,11 @@ export const POLICY_SPEC_HELP = `${BUILTIN_POLICIES.join(' | ')} | onnx:<artifac
 /** Turns `--policy random|oracle|onnx:<folder>|latest` into a policy source; errors name the value. */
 export async function resolvePolicy(spec: string, options: ResolveOptions): Promise<ResolvedPolicy> {
   if ((BUILTIN_POLICIES as readonly string[]).includes(spec)) {
-    const policy = builtinPolicy(spec as BuiltinPolicyName, { mode: options.mode, seed: options.seed ?? 0 });
+    const policy = builtinPolicy(spec as BuiltinPolicyName, {
+      mode: options.mode,
+      seed: options.seed ?? 0,
+      ...(options.actionsPerTurn === undefined ? {} : { actionsPerTurn: options.actionsPerTurn }),
+    });
     return { source: policy, describe: spec, close: async () => {} };
   }
   if (spec.startsWith('onnx:')) {
