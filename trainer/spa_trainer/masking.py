@@ -16,6 +16,11 @@ position i is not trained; the model shifts internally (logits at i-1 predict la
   tokens), earlier assistant turns get a `<think></think>` prefix, the target starts with
   `</think>`, and the placeholder mask has SPA's off-by-one: the token *after* a placeholder is
   not trained while the placeholder itself is.
+- Decision weights (docs/spa-sft.md#weights): `encode_faithful(..., decision_weight=W)` gives every
+  target token outside the *contents* of `<observation>`/`<prediction>` (thoughts, tags, answer,
+  end of turn: where the model decides) the loss weight W and the state contents 1; each row's loss
+  is then its weighted mean over target tokens. W = 1 (the default) leaves `weights` None: the
+  plain mean, exactly as before.
 """
 
 from __future__ import annotations
@@ -42,10 +47,12 @@ paper's masking ablation) or the next state only (`predictions`); docs/spa-sft.m
 
 @dataclass(frozen=True)
 class Example:
-    """One training sequence: token ids and their labels (same length)."""
+    """One training sequence: token ids and their labels (same length), and optionally a loss
+    weight per token (same length; None: every trained token weighs 1)."""
 
     input_ids: list[int]
     labels: list[int]
+    weights: list[float] | None = None
 
 
 def strip_leading_think(response: str) -> str:
@@ -100,21 +107,39 @@ def encode_pair(
 
 
 def _left_truncate(example: Example, max_length: int) -> Example:
-    # SPA cuts on the left (docs/spa-sft.md#target); labels are cut with the ids, so they stay aligned.
+    # SPA cuts on the left (docs/spa-sft.md#target); labels and weights are cut with the ids, so they stay aligned.
     if len(example.input_ids) <= max_length:
         return example
-    return Example(example.input_ids[-max_length:], example.labels[-max_length:])
+    weights = example.weights[-max_length:] if example.weights is not None else None
+    return Example(example.input_ids[-max_length:], example.labels[-max_length:], weights)
+
+
+def decision_weights(target: str, offsets: list[tuple[int, int]], decision_weight: float) -> list[float] | None:
+    """Per target token: 1 inside the contents of `<observation>`/`<prediction>` (the states),
+    `decision_weight` elsewhere (thoughts, tags, answer, end of turn); None when the weight is 1
+    (every token weighs the same: no weights). docs/spa-sft.md#weights."""
+    if decision_weight == 1.0:
+        return None
+    state = tokens_in_spans(offsets, observation_spans(target) + prediction_spans(target))
+    return [1.0 if s else decision_weight for s in state]
 
 
 def encode_faithful(
-    tokenizer: PreTrainedTokenizerBase, row: SftRow, max_length: int = 2048, mask: StateMask = "none"
+    tokenizer: PreTrainedTokenizerBase,
+    row: SftRow,
+    max_length: int = 2048,
+    mask: StateMask = "none",
+    decision_weight: float = 1.0,
 ) -> Example:
-    """Paper-faithful example (docs/spa-sft.md#target), optionally with a state-masking ablation."""
+    """Paper-faithful example (docs/spa-sft.md#target), optionally with a state-masking ablation
+    and decision weights (`decision_weights`; a masked token's weight is never read)."""
     prompt, target = faithful_texts(tokenizer, row)
     prompt_ids, target_ids, offsets = encode_pair(tokenizer, prompt, target)
     masked = tokens_in_spans(offsets, masked_spans(target, mask))
     labels = [IGNORE_INDEX] * len(prompt_ids) + [IGNORE_INDEX if m else t for t, m in zip(target_ids, masked)]
-    return _left_truncate(Example(prompt_ids + target_ids, labels), max_length)
+    target_weights = decision_weights(target, offsets, decision_weight)
+    weights = [1.0] * len(prompt_ids) + target_weights if target_weights is not None else None
+    return _left_truncate(Example(prompt_ids + target_ids, labels, weights), max_length)
 
 
 def replace_states_with_placeholders(text: str) -> str:

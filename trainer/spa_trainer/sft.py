@@ -7,11 +7,13 @@ wd 0.01, cosine with 10% warmup, grad clip 1.0, global batch 16 of micro-batches
 length 2048, 5 epochs, bf16 autocast on CUDA); the training rows are reshuffled every epoch.
 `--released-masking` trains SPA's released placeholder variant; `--mask-transitions` is the
 paper's masking ablation (both states out of the loss), `--mask-predictions` masks the next
-state only (docs/spa-sft.md#masking). The final metrics (and the exported version) go to
-`<out>/metrics.json`. Re-running the same command with the same `--out` resumes from the latest
-checkpoint. `torchrun --nproc_per_node N -m spa_trainer.sft ...` trains data-parallel: every rank
-reads the same range and trains its share of every global batch (trainer/README.md,
-"Data-parallel training"); rank 0 alone logs, checkpoints, evaluates and exports.
+state only (docs/spa-sft.md#masking). `--decision-weight W` weighs the target tokens outside the
+states (thoughts, tags, answer) W in each row's loss (docs/spa-sft.md#weights; default 1, SPA's).
+The final metrics (and the exported version) go to `<out>/metrics.json`. Re-running the same
+command with the same `--out` resumes from the latest checkpoint. `torchrun --nproc_per_node N -m
+spa_trainer.sft ...` trains data-parallel: every rank reads the same range and trains its share of
+every global batch (trainer/README.md, "Data-parallel training"); rank 0 alone logs, checkpoints,
+evaluates and exports.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class SftConfig:
     released_masking: bool = False
     mask_transitions: bool = False  # both states out of the loss (the paper's masking ablation)
     mask_predictions: bool = False  # only the next state out of the loss
+    decision_weight: float = 1.0  # loss weight of target tokens outside the state contents (1: SPA's plain mean)
     checkpoint_every: int = 50  # optimizer steps; one more at the end of every epoch
     log_every: int = 50  # a progress line every this many steps (and at the first and last)
     max_steps: int | None = None  # budget: training ends after this step (evaluated, exported)
@@ -115,24 +118,31 @@ def state_mask(cfg: SftConfig, row: SftRow) -> StateMask:
 
 def make_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable[[SftRow], Example]:
     """The row → example function for the configured masking variant."""
-    if cfg.released_masking:
+    if cfg.released_masking:  # no state contents in its target: the weights do not apply (all 1)
         return lambda row: encode_released(tokenizer, row, cfg.max_length)
-    return lambda row: encode_faithful(tokenizer, row, cfg.max_length, mask=state_mask(cfg, row))
+    return lambda row: encode_faithful(
+        tokenizer, row, cfg.max_length, mask=state_mask(cfg, row), decision_weight=cfg.decision_weight
+    )
 
 
 @dataclass(frozen=True)
 class Encoded:
     """A training example as the step reads it: ids and labels as int32 tensors, 4 bytes a token
     (a list of Python ints takes 8 to 36, and a run keeps every training row encoded: SPA's full
-    size is ~6,400 rows)."""
+    size is ~6,400 rows); the loss weights (`--decision-weight`) as float32, only when the example
+    has any (None: every trained token weighs 1, no memory)."""
 
     input_ids: torch.Tensor
     labels: torch.Tensor
+    weights: torch.Tensor | None = None
 
     @staticmethod
     def of(example: Example) -> Encoded:
+        weights = torch.tensor(example.weights, dtype=torch.float32) if example.weights is not None else None
         return Encoded(
-            torch.tensor(example.input_ids, dtype=torch.int32), torch.tensor(example.labels, dtype=torch.int32)
+            torch.tensor(example.input_ids, dtype=torch.int32),
+            torch.tensor(example.labels, dtype=torch.int32),
+            weights,
         )
 
     @property
@@ -154,9 +164,11 @@ def encode_rows(rows: list[SourcedRow], encode: Callable[[SftRow], Example]) -> 
 
 def row_losses(model: torch.nn.Module, examples: list[Encoded], device: torch.device) -> torch.Tensor:
     """Each example's mean loss over its target tokens (the causal-LM loss of a micro-batch of one
-    row, docs/spa-sft.md#target), from one forward pass of all of them. Rows are right-padded: a
-    causal model's real tokens never attend to the pads after them and keep their positions, so
-    each row's loss is the one it would have alone (up to float rounding).
+    row, docs/spa-sft.md#target), from one forward pass of all of them. An example with weights
+    (`--decision-weight`) has its weighted mean instead, Σ w·nll / Σ w over its target tokens
+    (docs/spa-sft.md#weights); without (W = 1) the plain mean, computed as always. Rows are
+    right-padded: a causal model's real tokens never attend to the pads after them and keep their
+    positions, so each row's loss is the one it would have alone (up to float rounding).
 
     Only the positions that predict a target token of some row go through the LM head
     (`logits_to_keep`, as TRL's `chunked_nll`): the logits of prompt positions are never used, and
@@ -167,10 +179,14 @@ def row_losses(model: torch.nn.Module, examples: list[Encoded], device: torch.de
     ids = torch.zeros((len(examples), width), dtype=torch.long)
     labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
     attention = torch.zeros((len(examples), width), dtype=torch.long)
+    weighted = any(ex.weights is not None for ex in examples)
+    weights = torch.ones((len(examples), width), dtype=torch.float32) if weighted else None
     for i, ex in enumerate(examples):
         ids[i, : len(ex.input_ids)] = ex.input_ids
         labels[i, : len(ex.labels)] = ex.labels
         attention[i, : len(ex.input_ids)] = 1
+        if weights is not None and ex.weights is not None:
+            weights[i, : len(ex.weights)] = ex.weights
     targets = labels[:, 1:]  # the logits at position i predict the token at i + 1
     kept = (targets != IGNORE_INDEX).any(dim=0).nonzero().squeeze(1)
     targets = targets[:, kept].to(device)
@@ -179,7 +195,10 @@ def row_losses(model: torch.nn.Module, examples: list[Encoded], device: torch.de
     nll = torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE_INDEX, reduction="none"
     ).view(targets.shape)
-    return nll.sum(dim=1) / (targets != IGNORE_INDEX).sum(dim=1)
+    if weights is None:
+        return nll.sum(dim=1) / (targets != IGNORE_INDEX).sum(dim=1)
+    w = weights[:, 1:][:, kept].to(device) * (targets != IGNORE_INDEX)
+    return (nll * w).sum(dim=1) / w.sum(dim=1)
 
 
 def train_step(
@@ -420,6 +439,8 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     (`stop_after_steps`) the file says `"finished": false` and holds the position only."""
     if cfg.mask_transitions and cfg.mask_predictions:
         raise ValueError("mask_transitions masks both states already; mask_predictions is its next-state-only variant")
+    if not (math.isfinite(cfg.decision_weight) and cfg.decision_weight > 0):
+        raise ValueError(f"decision_weight must be a finite number > 0, got {cfg.decision_weight}")
     hf_logging.disable_progress_bar()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -453,6 +474,7 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     result = {
         **position,
         "model_dir": str(run.model_dir),
+        "decision_weight": cfg.decision_weight,  # val_loss is the objective trained: weighted when ≠ 1
         **asdict(metrics),
         "exported_version": exported_version(artifact),
         "artifact": str(artifact) if artifact else None,
@@ -513,6 +535,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: expected a number > 0") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text}: expected a number > 0")
+    return value
+
+
 def parse_args(argv: list[str]) -> SftConfig:
     """CLI flags → SftConfig."""
     d = SftConfig()
@@ -542,6 +575,16 @@ def parse_args(argv: list[str]) -> SftConfig:
     )
     masks.add_argument(
         "--mask-predictions", action="store_true", help="only the contents of <prediction> (next state) are not trained"
+    )
+    p.add_argument(
+        "--decision-weight",
+        type=positive_float,
+        default=d.decision_weight,
+        metavar="W",
+        help="loss weight of the target tokens outside the <observation>/<prediction> contents (thoughts, tags, "
+        "answer, end of turn; state tokens weigh 1); each row's loss is its weighted mean. Default 1 (SPA's plain "
+        "mean); for a tiny model whose 1-2 action tokens drown in ~150 state tokens. No effect with "
+        "--released-masking",
     )
     p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
     p.add_argument(
@@ -597,6 +640,7 @@ def parse_args(argv: list[str]) -> SftConfig:
         released_masking=a.released_masking,
         mask_transitions=a.mask_transitions,
         mask_predictions=a.mask_predictions,
+        decision_weight=a.decision_weight,
         checkpoint_every=a.checkpoint_every,
         log_every=a.log_every,
         max_steps=a.max_steps,
