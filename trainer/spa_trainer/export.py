@@ -7,8 +7,12 @@ Graph interface (what the TS generator feeds, batch-first, fp32):
 Decoding: call once with the prompt and empty pasts, then once per token feeding `present.*`
 back as `past_key_values.*`.
 
+Every layer's cache is whole, a sliding-window layer's too (`tiny-local`): its window is in the
+attention mask, built from the cache positions, so the interface is the same for every model.
+
 Artifact folder `<root>/v<version>/`: model.onnx, the tokenizer files, config.json and
-manifest.json (version, stage, step, model, sha256 of model.onnx, parity diffs). Written to a
+manifest.json (version, stage, step, model, sha256 of model.onnx, parity diffs; for a model with
+sliding-window layers also the parity past the window, docs/spa-models.md#local). Written to a
 temporary folder and renamed, so a reader never sees half an artifact.
 """
 
@@ -45,7 +49,12 @@ TOKENIZER_FILES = (
 
 
 class KvCacheLM(torch.nn.Module):
-    """Flat-tensor facade over a HF causal LM: (ids, mask, positions, *past) → (logits, *present)."""
+    """Flat-tensor facade over a HF causal LM: (ids, mask, positions, *past) → (logits, *present).
+
+    The cache is a `DynamicCache()` without the model's config, so no layer trims its keys (HF's
+    own cache keeps only the window for a sliding layer): present = past + new for every layer, and
+    transformers' sliding-window mask (key index > query index − window) does the windowing.
+    """
 
     def __init__(self, model: PreTrainedModel) -> None:
         super().__init__()
@@ -132,33 +141,109 @@ class Parity:
     with_cache: float
 
 
-def check_parity(model: PreTrainedModel, onnx_path: Path, input_ids: list[int], split: int | None = None) -> Parity:
-    """Run the prompt whole with empty pasts, and as prefix + continuation through the cache."""
+def compare_chunks(
+    model: PreTrainedModel, session: ort.InferenceSession, input_ids: list[int], chunks: list[int]
+) -> list[float]:
+    """Feed `input_ids` in `chunks` (token counts, summing to its length) through the cache, to
+    onnxruntime and to PyTorch (`KvCacheLM`, so with the same full cache); the max |difference|
+    over logits and present KV of each call. Both sides continue from onnxruntime's present."""
+    if sum(chunks) != len(input_ids) or min(chunks) < 1:
+        raise ValueError(f"chunks {chunks} do not split {len(input_ids)} tokens")
     wrapper = KvCacheLM(model.eval())
     heads, head_dim = kv_shape(model)
     names, _ = io_names(wrapper.num_layers)
-    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
-    empty = [torch.zeros(1, heads, 0, head_dim) for _ in range(2 * wrapper.num_layers)]
-
-    def both(ids: list[int], past: list[torch.Tensor]) -> tuple[float, list[torch.Tensor]]:
-        start = past[0].shape[2]
+    past = [torch.zeros(1, heads, 0, head_dim) for _ in range(2 * wrapper.num_layers)]
+    diffs: list[float] = []
+    start = 0
+    for size in chunks:
+        ids = input_ids[start : start + size]
         feeds = (
             torch.tensor([ids]),
-            torch.ones(1, start + len(ids), dtype=torch.long),
-            torch.arange(start, start + len(ids)).unsqueeze(0),
+            torch.ones(1, start + size, dtype=torch.long),
+            torch.arange(start, start + size).unsqueeze(0),
             *past,
         )
         with torch.no_grad():
             ref = wrapper(*feeds)
         got = session.run(None, {n: t.numpy() for n, t in zip(names, feeds)})
-        diff = max(float(np.abs(g - r.numpy()).max()) for g, r in zip(got, ref))
-        return diff, [torch.from_numpy(g) for g in got[1:]]
+        diffs.append(max(float(np.abs(g - r.numpy()).max()) for g, r in zip(got, ref)))
+        past = [torch.from_numpy(np.asarray(g)) for g in got[1:]]
+        start += size
+    return diffs
 
-    whole, _ = both(input_ids, empty)
+
+def check_parity(model: PreTrainedModel, onnx_path: Path, input_ids: list[int], split: int | None = None) -> Parity:
+    """Run the prompt whole with empty pasts, and as prefix + continuation through the cache."""
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     cut = split if split is not None else max(1, len(input_ids) // 2)
-    first, present = both(input_ids[:cut], empty)
-    second, _ = both(input_ids[cut:], present)
-    return Parity(no_cache=whole, with_cache=max(first, second))
+    (whole,) = compare_chunks(model, session, input_ids, [len(input_ids)])
+    with_cache = compare_chunks(model, session, input_ids, [n for n in (cut, len(input_ids) - cut) if n])
+    return Parity(no_cache=whole, with_cache=max(with_cache))
+
+
+def sliding_window(model: PreTrainedModel) -> int | None:
+    """The attention window of the model's sliding layers (transformers' `sliding_window` with a
+    `sliding_attention` entry in `layer_types`, or no `layer_types` at all as in Mistral), else None."""
+    window = getattr(model.config, "sliding_window", None)
+    types = getattr(model.config, "layer_types", None)
+    if not window or (types is not None and "sliding_attention" not in types):
+        return None
+    return int(window)
+
+
+@dataclass(frozen=True)
+class WindowParity:
+    """Parity of a sliding-window model past its window (docs/spa-models.md#local).
+
+    `prompt`: max |onnxruntime − PyTorch| on a prompt of `tokens` > window, whole with empty pasts.
+    `decode`: the same prompt through the cache in `chunks`: one under the window, one across it,
+    one beyond it, then single-token decoding steps whose past already exceeds the window.
+    `window_effect`: max |PyTorch logits − the same model's with every layer global| on that
+    prompt: what a graph that lost the window would be off by (it must exceed the tolerance for
+    the parity to tell).
+    """
+
+    window: int
+    tokens: int
+    chunks: tuple[int, ...]
+    prompt: float
+    decode: float
+    window_effect: float
+
+
+def window_parity_ids(prompt_ids: list[int], window: int, vocab_size: int) -> tuple[list[int], list[int]]:
+    """(ids, chunks) of the window check: `prompt_ids` followed by seeded random ids up to
+    2 × window + 8 tokens, and its chunks (under, across and beyond the window, then 4 decoding steps)."""
+    first = max(1, window - 8)
+    decode = [1, 1, 1, 1]
+    tokens = max(2 * window + 8, first + 16 + 1 + len(decode))
+    filler = torch.randint(vocab_size, (tokens,), generator=torch.Generator().manual_seed(0)).tolist()
+    ids = (list(prompt_ids) + filler)[:tokens]
+    return ids, [first, 16, tokens - first - 16 - len(decode), *decode]
+
+
+def window_effect(model: PreTrainedModel, input_ids: list[int]) -> float:
+    """Max |logits − logits with a plain causal mask on every layer| (a 4D mask is used as given,
+    by the sliding layers too)."""
+    ids = torch.tensor([input_ids])
+    n = len(input_ids)
+    causal = torch.full((n, n), torch.finfo(torch.float32).min).triu(1)[None, None]
+    with torch.no_grad():
+        windowed = model(input_ids=ids).logits
+        unwindowed = model(input_ids=ids, attention_mask=causal).logits
+    return float((windowed - unwindowed).abs().max())
+
+
+def check_window_parity(model: PreTrainedModel, onnx_path: Path, prompt_ids: list[int]) -> WindowParity | None:
+    """`WindowParity` of a model with sliding-window layers, None for one without."""
+    window = sliding_window(model)
+    if window is None:
+        return None
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    ids, chunks = window_parity_ids(prompt_ids, window, int(model.config.vocab_size))
+    (prompt,) = compare_chunks(model, session, ids, [len(ids)])
+    decode = max(compare_chunks(model, session, ids, chunks))
+    return WindowParity(window, len(ids), tuple(chunks), prompt, decode, window_effect(model, ids))
 
 
 def sha256_file(path: Path) -> str:
@@ -205,6 +290,9 @@ def export_policy(
         parity = check_parity(model, tmp / "model.onnx", ids)
         if max(parity.no_cache, parity.with_cache) > tolerance:
             raise ValueError(f"ONNX/PyTorch mismatch {parity} exceeds {tolerance}")
+        window = check_window_parity(model, tmp / "model.onnx", ids)
+        if window is not None and max(window.prompt, window.decode) > tolerance:
+            raise ValueError(f"ONNX/PyTorch mismatch past the sliding window {window} exceeds {tolerance}")
         for name in TOKENIZER_FILES:
             if (model_dir / name).is_file():
                 shutil.copy2(model_dir / name, tmp / name)
@@ -226,8 +314,19 @@ def export_policy(
             "eos_token_id": tokenizer.eos_token_id,
             "inputs": inputs,
             "outputs": outputs,
-            "parity_max_abs_diff": asdict(parity),
+            "parity_max_abs_diff": {
+                **asdict(parity),
+                **({} if window is None else {"window_prompt": window.prompt, "window_decode": window.decode}),
+            },
         }
+        if window is not None:
+            manifest["sliding_window"] = {
+                "window": window.window,
+                "layer_types": list(getattr(model.config, "layer_types", None) or []),
+                "parity_tokens": window.tokens,
+                "parity_chunks": list(window.chunks),
+                "window_effect": window.window_effect,
+            }
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
         os.rename(tmp, final)
     except BaseException:

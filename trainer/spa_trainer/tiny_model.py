@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 from tokenizers import (
@@ -59,6 +60,12 @@ class TinySpec:
     # that copying the observation into the prediction needs (docs/learning-check.md).
     rope_theta: float = 1_000_000.0
     builder_version: int = 1
+    # Local attention (docs/spa-models.md#local): the first `sliding_layers` layers attend only to
+    # the last `sliding_window` positions (the token itself included), the later layers to the
+    # whole sequence. 0 = every layer global; both fields are then left out of the cache key and
+    # tiny_spec.json, so the models defined before they existed keep their folders.
+    sliding_window: int = 0
+    sliding_layers: int = 1
 
 
 DEFAULT_SPEC = TinySpec()
@@ -69,6 +76,9 @@ TINY_MODELS: dict[str, TinySpec] = {
     # one token per Sokoban grid cell and RoPE base 1e4: the configuration that learns the
     # world model in docs/learning-check.md
     "tiny-cells": TinySpec(grid_cell_tokens=True, rope_theta=1e4),
+    # tiny-cells with layer 1 limited to a 48-token window (layer 2 global): attention spread over
+    # a long prompt keeps a fresh 2-layer model from conditioning on the board
+    "tiny-local": TinySpec(grid_cell_tokens=True, rope_theta=1e4, sliding_window=48),
 }
 """The models `--model <name>` builds locally (random weights), by name."""
 
@@ -121,6 +131,46 @@ def wrap_tokenizer(tokenizer: Tokenizer) -> PreTrainedTokenizerFast:
     )
 
 
+def spec_fields(spec: TinySpec) -> dict[str, object]:
+    """The spec as the cache key and tiny_spec.json record it: every field, except the local-attention
+    ones when there is no window (so specs written before they existed keep their digests)."""
+    fields = asdict(spec)
+    if spec.sliding_window == 0:
+        del fields["sliding_window"], fields["sliding_layers"]
+    return fields
+
+
+def layer_types(spec: TinySpec) -> list[str]:
+    """transformers' per-layer attention kinds: `sliding_attention` for the leading windowed layers."""
+    return [
+        "sliding_attention" if spec.sliding_window and i < spec.sliding_layers else "full_attention"
+        for i in range(spec.num_hidden_layers)
+    ]
+
+
+class AttentionConfig(TypedDict, total=False):
+    """The Qwen2Config arguments of local attention."""
+
+    use_sliding_window: bool
+    sliding_window: int
+    layer_types: list[str]
+
+
+def attention_config(spec: TinySpec) -> AttentionConfig:
+    """Qwen2Config arguments for the spec's local attention (none without a window).
+
+    Qwen2Config keeps `sliding_window` only with `use_sliding_window=True` (else it sets it to None),
+    and derives `layer_types` from `max_window_layers` only when they are not given, marking the
+    layers *from* `max_window_layers` on as sliding, so leading sliding layers need `layer_types`
+    written out. config.json then carries all three and `from_pretrained` restores them as they are.
+    """
+    if spec.sliding_window < 0 or (spec.sliding_window and not 1 <= spec.sliding_layers <= spec.num_hidden_layers):
+        raise ValueError(f"sliding_window {spec.sliding_window}, sliding_layers {spec.sliding_layers}: out of range")
+    if spec.sliding_window == 0:
+        return {}
+    return {"use_sliding_window": True, "sliding_window": spec.sliding_window, "layer_types": layer_types(spec)}
+
+
 def build_tiny(out_dir: Path, spec: TinySpec = DEFAULT_SPEC) -> Path:
     """Train the tokenizer, initialise the model from `spec.seed`, save both to `out_dir`."""
     tokenizer = train_tiny_tokenizer(spec)
@@ -139,6 +189,7 @@ def build_tiny(out_dir: Path, spec: TinySpec = DEFAULT_SPEC) -> Path:
         bos_token_id=endoftext,
         eos_token_id=im_end,
         pad_token_id=endoftext,
+        **attention_config(spec),
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(spec.seed)
@@ -152,13 +203,13 @@ def build_tiny(out_dir: Path, spec: TinySpec = DEFAULT_SPEC) -> Path:
     # settings on load; re-save through it so tokenizer.json is byte-for-byte what Python runs
     # (the TS generator reads the same file).
     AutoTokenizer.from_pretrained(out_dir).save_pretrained(out_dir)
-    (out_dir / "tiny_spec.json").write_text(json.dumps(asdict(spec), indent=2), encoding="utf-8")
+    (out_dir / "tiny_spec.json").write_text(json.dumps(spec_fields(spec), indent=2), encoding="utf-8")
     return out_dir
 
 
 def spec_digest(spec: TinySpec) -> str:
     """Short hash of the spec and corpus, naming the cache folder."""
-    h = hashlib.sha256(json.dumps(asdict(spec), sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps(spec_fields(spec), sort_keys=True).encode())
     for line in corpus_lines():
         h.update(line.encode("utf-8"))
     return h.hexdigest()[:12]
