@@ -1,6 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ENV_NAMES, parseEnvName } from '../envs/registry.js';
-import type { PromptMode } from '../envs/protocol/index.js';
 import type { EnvName } from '../envs/types.js';
 import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
 import { parseShard, type Shard } from '../streams/episodes/shard.js';
@@ -88,17 +87,26 @@ export function envList(name: string): (value: string) => EnvName[] {
   };
 }
 
-/** A commander parser for a non-empty comma-separated list of prompt modes (`wm,base`) whose error names the option. */
-export function modeList(name: string): (value: string) => PromptMode[] {
-  const modes: readonly PromptMode[] = ['wm', 'base'];
+/** A commander parser for a non-empty comma-separated list of `choices` (`wm,base`) whose error names the option. */
+export function listOf<T extends string>(name: string, choices: readonly T[]): (value: string) => T[] {
   return (value) => {
     const parts = [...new Set(value.split(',').map((part) => part.trim()))];
-    const bad = parts.filter((part) => !(modes as readonly string[]).includes(part));
+    const bad = parts.filter((part) => !(choices as readonly string[]).includes(part));
     if (parts.length === 0 || bad.length > 0)
       throw new InvalidArgumentError(
-        `${name} must be a comma-separated list of ${modes.join(', ')}, got "${value}"`,
+        `${name} must be a comma-separated list of ${choices.join(', ')}, got "${value}"`,
       );
-    return parts as PromptMode[];
+    return parts as T[];
+  };
+}
+
+/** A commander parser for an integer in [min, max] whose error names the option. */
+export function intInRange(min: number, max: number): (name: string) => (value: string) => number {
+  return (name) => (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isInteger(n) || n < min || n > max)
+      throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got "${value}"`);
+    return n;
   };
 }
 

@@ -22,7 +22,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { loopConfig } from '../cli/run/configs.js';
+import { alignedContextWindow, loopConfig } from '../cli/run/configs.js';
 import type { LoopSummary } from '../cli/run/spa-loop.js';
 import type { EvaluationResult } from '../streams/eval/evaluate.js';
 import { pairedDifference } from '../streams/eval/pass-at-k.js';
@@ -59,6 +59,9 @@ interface CheckOptions {
 }
 
 const ARMS = ['ppo', 'control', 'wm', 'wm-control'] as const;
+
+/** spa run's default recipe for a tiny model: every arm starts from its warm-up. */
+const DEFAULTS = loopConfig('_2_sokoban');
 type Arm = (typeof ARMS)[number];
 
 /** Each learning arm's control: the same start, steps and data flow with learning rates 0. */
@@ -91,8 +94,8 @@ function parseOptions(argv: string[]): CheckOptions {
     )
     .option(
       '--max-new-tokens <n>',
-      'tokens per assistant turn in self-play and evaluation (a plan fits in 64; spa run: 200)',
-      '64',
+      "tokens per assistant turn in self-play and evaluation (spa run's: a one-action world-model turn fits)",
+      String(DEFAULTS.maxNewTokens),
     )
     .option('--eval-puzzles <n>', 'validation puzzles per evaluation (seeds from 123)', Number, 128)
     .option(
@@ -105,15 +108,24 @@ function parseOptions(argv: string[]): CheckOptions {
     .option('--mini-batch <n>', 'episodes per optimizer step (SPA: 64)', Number, 64)
     .option('--actor-lr <x>', 'PPO actor learning rate of the learning arms', '2e-4')
     .option('--critic-lr <x>', 'PPO critic learning rate of the learning arms', '1e-3')
-    .option('--warmup-puzzles <n>', 'oracle demonstrations of the warm-up, per prompt mode', Number, 256)
-    .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, 4)
-    .option('--warmup-explore <ε>', 'probability of a random action in the demonstrations (0: the plan)', '0')
+    .option(
+      '--warmup-puzzles <n>',
+      "oracle demonstrations of the warm-up, per kind (spa run's default)",
+      Number,
+      DEFAULTS.warmupTrajectories,
+    )
+    .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, DEFAULTS.warmupEpochs)
+    .option(
+      '--warmup-explore <ε>',
+      'probability of a random action in the demonstrations (0: the plan)',
+      String(DEFAULTS.warmupExplore),
+    )
     .option(
       '--warmup-modes <list>',
-      'prompt modes the warm-up demonstrates: wm,base (the wm arm needs both) or base (PPO and evaluation play base prompts)',
-      'wm,base',
+      'kinds of warm-up demonstrations: wm, base, base-wm (spa run --warmup-modes)',
+      DEFAULTS.warmupModes.join(','),
     )
-    .option('--model <name>', 'tiny model to start from', 'tiny-cells')
+    .option('--model <name>', 'tiny model to start from', DEFAULTS.model)
     .option(
       '--arms <list>',
       `comma-separated subset of ${ARMS.join(',')} (the default: the arm docs/ppo-check.md shows learning, and its control)`,
@@ -223,10 +235,12 @@ async function main(): Promise<void> {
     ...['--warmup-epochs', String(o.warmupEpochs), '--warmup-explore', o.warmupExplore],
     ...['--warmup-modes', o.warmupModes],
   ];
-  // Every arm's policy sees the warm-up's SFT window (later arms start from a folder, which
-  // spa run would treat as a real model and give the whole prompt; docs/spa-generation.md#window).
-  const window = String(loopConfig('_2_sokoban').sftMaxLength);
-  const startingFrom = (folder: string) => ['--model', folder, '--context-window', window];
+  // Every arm's policy sees the warm-up's window and trains with its decision weight (later arms
+  // start from a folder, which spa run would treat as a real model: the whole prompt, weight 1;
+  // docs/spa-generation.md#window, docs/spa-sft.md#weights).
+  const window = String(alignedContextWindow(DEFAULTS.sftMaxLength, Number(o.maxNewTokens)));
+  const tinyRecipe = ['--context-window', window, '--decision-weight', String(DEFAULTS.decisionWeight)];
+  const startingFrom = (folder: string) => ['--model', folder, ...tinyRecipe];
   const runDir = (arm: Arm) => join(resolve(o.out), runIdOf(o, arm));
   const warmed = startingFrom(o.warmFrom ? resolve(o.warmFrom) : join(runDir(arms[0]!), 'warmup'));
   const frozen = ['--skip-world-model-sft', '--ppo-actor-lr', '0', '--ppo-critic-lr', '0'];

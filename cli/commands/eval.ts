@@ -81,8 +81,13 @@ export function registerEvalCommand(program: Command): void {
             : undefined;
         kafka = await connectSpaKafka({ clientId: 'spa-eval', topics });
       }
-      if (options.actionsPerTurn !== undefined && !(BUILTIN_POLICIES as readonly string[]).includes(options.policy))
-        throw new Error(`--actions-per-turn applies to --policy random or oracle, got --policy ${options.policy}`);
+      if (
+        options.actionsPerTurn !== undefined &&
+        !(BUILTIN_POLICIES as readonly string[]).includes(options.policy)
+      )
+        throw new Error(
+          `--actions-per-turn applies to --policy random or oracle, got --policy ${options.policy}`,
+        );
       const policy = await resolvePolicy(options.policy, {
         mode: 'base',
         seed: options.seed,

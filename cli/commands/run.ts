@@ -1,7 +1,14 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { withConfigFile } from '../config/command-config.js';
-import { LOOP_CONFIGS, SPA_FULL_SIZE, TINY_MODELS, loopConfig, type LoopConfig } from '../run/configs.js';
+import {
+  LOOP_CONFIGS,
+  SPA_FULL_SIZE,
+  TINY_MODELS,
+  alignedContextWindow,
+  loopConfig,
+  type LoopConfig,
+} from '../run/configs.js';
 import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
 import type { DataStageSummary } from '../run/sft-data.js';
 import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
@@ -69,17 +76,24 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
     throw new Error(
       `--generator oracle with --sft-group-size ${config.sftGroupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --sft-group-size 1`,
     );
+  if (config.warmupExplore > 0 && config.warmupActionsPerTurn !== 1)
+    throw new Error(
+      `--warmup-explore ${config.warmupExplore} with --warmup-actions-per-turn ${config.warmupActionsPerTurn}: a random action replaces the plan one action a turn; use --warmup-actions-per-turn 1`,
+    );
   // A tiny model's policy follows its SFT window unless told otherwise (docs/spa-generation.md#window).
   if (tiny)
-    return given.contextWindow === undefined && given.sftMaxLength !== undefined
-      ? { ...config, contextWindow: given.sftMaxLength }
+    return given.contextWindow === undefined &&
+      (given.sftMaxLength !== undefined || given.maxNewTokens !== undefined)
+      ? { ...config, contextWindow: alignedContextWindow(config.sftMaxLength, config.maxNewTokens) }
       : config;
-  // A real instruction-tuned model writes the format already and reads whole prompts: the warm-up and
-  // the SFT-window context are for the tiny models only, unless asked for (docs/spa-generation.md#window).
+  // A real instruction-tuned model writes the format already and reads whole prompts: the warm-up, the
+  // SFT-window context and the decision weight are for the tiny models only, unless asked for
+  // (docs/spa-generation.md#window, docs/spa-sft.md#weights).
   return {
     ...config,
     ...(given.warmupTrajectories === undefined ? { warmupTrajectories: 0 } : {}),
     ...(given.contextWindow === undefined ? { contextWindow: 0 } : {}),
+    ...(given.decisionWeight === undefined ? { decisionWeight: 1 } : {}),
   };
 }
 
@@ -107,43 +121,79 @@ function printSummary(summary: LoopSummary): void {
   const pct = (x: number) => (100 * x).toFixed(1).padStart(6);
   const se = (x: number) => (100 * x).toFixed(1).padEnd(4);
   const passes = summary.config.evalPasses > 1 ? ` × ${summary.config.evalPasses} passes` : '';
+  const finalVersion = summary.evaluations.at(-1)?.policyVersion;
   const lines = [
     `SPA loop ${summary.config.name} (${summary.config.env}, model ${summary.config.model})`,
     ...summary.dataStages.map(dataStageLine),
+    ...(summary.warmup ? [`  warm-up SFT  ${warmupLine(summary.warmup)}`] : []),
     `  SFT          ${sftLine(summary.sft)}`,
     `  self-play    ${summary.selfPlay.trajectories} episodes → ${summary.selfPlay.rollouts} rollouts`,
     `  generator    policy versions used (version: batches): ${Object.entries(summary.generatorVersions)
       .map(([v, n]) => `v${v}: ${n}`)
       .join(', ')}`,
     '',
-    `  policy            Pass@1        Pass@${summary.config.evalK}         (${summary.config.evalPuzzles} val puzzles × ${summary.config.evalK}${passes}; ± standard error)`,
+    `  policy                   Pass@1        Pass@${summary.config.evalK}         (${summary.config.evalPuzzles} val puzzles × ${summary.config.evalK}${passes}; ± standard error)`,
     ...summary.evaluations.map(
-      (e) =>
-        `  ${`${e.policy} v${e.policyVersion}`.padEnd(16)} ${pct(e.pass1)} ± ${se(e.pass1StdErr)}  ${pct(e.passK)} ± ${se(e.passKStdErr)}`,
+      (e, i) =>
+        `  ${evaluationLabel(e, i, finalVersion).padEnd(23)} ${pct(e.pass1)} ± ${se(e.pass1StdErr)}  ${pct(e.passK)} ± ${se(e.passKStdErr)}`,
     ),
     floorLine(summary.evaluations),
+    ppoLine(summary.evaluations),
     `  reproduce    ${summary.evaluations.at(-1)?.command ?? ''}`,
     '',
     `  seconds      ${Object.entries(summary.seconds)
       .map(([stage, s]) => `${stage} ${s.toFixed(0)}`)
       .join(', ')}`,
     `  summary      ${summary.runDir}/summary.json`,
-  ];
+  ].filter((line) => line !== undefined);
   console.log(lines.join('\n'));
 }
 
+/** The table's name for an evaluation: the floor (always first), then each policy by version and stage. */
+function evaluationLabel(e: EvaluationResult, index: number, finalVersion: number | undefined): string {
+  if (index === 0) return 'random floor';
+  const stage = e.policyVersion === finalVersion ? 'after PPO' : index === 1 ? 'before PPO' : 'during PPO';
+  return `policy v${e.policyVersion} ${stage}`;
+}
+
+/** `+x ± se` in points of Pass@1, paired by puzzle (docs/spa-eval.md#paired). */
+function signedPoints(before: EvaluationResult, after: EvaluationResult): { text: string; z: number } {
+  const { mean, stdErr } = pairedDifference(before, after);
+  const text = `${mean >= 0 ? '+' : '−'}${(100 * Math.abs(mean)).toFixed(1)} ± ${(100 * stdErr).toFixed(1)}`;
+  return { text, z: stdErr > 0 ? mean / stdErr : mean > 0 ? Infinity : mean < 0 ? -Infinity : 0 };
+}
+
 /**
- * Whether the final policy's Pass@1 beat the random floor (the first evaluation) by more than a
- * standard error, paired by puzzle (docs/spa-eval.md#paired).
+ * Whether the final policy's Pass@1 beat the random floor (the first evaluation) by more than two
+ * standard errors, paired by puzzle (docs/spa-eval.md#paired).
  */
-export function floorLine(evaluations: readonly EvaluationResult[]): string {
+export function floorLine(evaluations: readonly EvaluationResult[]): string | undefined {
   const [floor, final] = [evaluations[0], evaluations.at(-1)];
-  if (!floor || !final || floor === final) return '';
-  const { mean: difference, stdErr: error } = pairedDifference(floor, final);
-  const verdict =
-    difference > error ? 'beats' : difference < -error ? 'is below' : 'is within a standard error of';
-  const signed = `${difference >= 0 ? '+' : '−'}${(100 * Math.abs(difference)).toFixed(1)} ± ${(100 * error).toFixed(1)}`;
-  return `  final policy v${final.policyVersion} ${verdict} the random floor (Pass@1 ${signed}, paired by puzzle)`;
+  if (!floor || !final || floor === final) return undefined;
+  const { text, z } = signedPoints(floor, final);
+  const verdict = z > 2 ? 'beats' : z < -2 ? 'is below' : 'is within two standard errors of';
+  return `  final policy v${final.policyVersion} ${verdict} the random floor (Pass@1 ${text}, paired by puzzle)`;
+}
+
+/** What PPO added: the final policy against the policy PPO started from (the second evaluation), if evaluated. */
+export function ppoLine(evaluations: readonly EvaluationResult[]): string | undefined {
+  const [start, final] = [evaluations[1], evaluations.at(-1)];
+  if (!start || !final || start === final) return undefined;
+  const { text } = signedPoints(start, final);
+  return `  PPO          v${start.policyVersion} → v${final.policyVersion}: Pass@1 ${text} (paired by puzzle)`;
+}
+
+/** The warm-up's held-out metrics: does its first action depend on the board, does it copy the board. */
+function warmupLine(metrics: Readonly<Record<string, unknown>>): string {
+  const num = (key: string, digits: number) =>
+    typeof metrics[key] === 'number' ? (metrics[key] as number).toFixed(digits) : '-';
+  const rows = (key: string) => String(metrics[key] ?? '-');
+  return (
+    `${rows('step')} steps; first action: ${num('action_board_mi', 2)} nats about the board, ` +
+    `p(demonstrated) ${num('action_demonstrated_prob', 2)} (${rows('action_probe_rows')} rows); observation copied ` +
+    `${num('observation_copy_exact_match', 2)} (${rows('observation_copy_rows')} rows; first turns ` +
+    `${num('observation_copy_first_turn_exact_match', 2)}, later ${num('observation_copy_later_turn_exact_match', 2)})`
+  );
 }
 
 function dataStageLine(stage: DataStageSummary): string {

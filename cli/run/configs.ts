@@ -38,18 +38,27 @@ export interface LoopConfig {
    */
   readonly annotation: Annotation;
   /**
-   * Oracle demonstrations of the warm-up: 0 = its whole shortest plan (≤ 5 actions per turn);
-   * ε > 0 = one action per turn, a uniformly random one with probability ε (seeded), so the
-   * warmed-up model succeeds only sometimes and PPO has room to improve it.
+   * Oracle demonstrations of the warm-up: the probability ε that a turn's action is uniformly
+   * random instead of the plan's (seeded; needs one action per turn). 0 = the oracle's plan.
    */
   readonly warmupExplore: number;
+  /** Oracle demonstrations of the warm-up: the most actions a turn names (SPA allows 5 a turn in Sokoban). */
+  readonly warmupActionsPerTurn: number;
   /**
-   * Prompt modes of the warm-up demonstrations, the same number of puzzles each: `wm` (the
-   * world-model prompts of self-play data) and `base` (the PPO and evaluation prompts). SPA's
-   * instruction-tuned model follows both; a tiny model from random weights follows only what it saw,
-   * and with both it mixes them up (docs/spa-loop.md#warm-up).
+   * Kinds of warm-up demonstrations, `warmupTrajectories` distinct puzzles each
+   * (docs/spa-loop.md#warm-up): `wm` (world-model prompts and responses, as self-play data),
+   * `base` (the PPO and evaluation prompts, answered with thoughts and an answer) and `base-wm`
+   * (those base prompts answered with world-model turns: `<observation>`, thought, `<prediction>`,
+   * answer). A tiny model from random weights follows only what it saw.
    */
-  readonly warmupModes: readonly PromptMode[];
+  readonly warmupModes: readonly WarmupMode[];
+  /**
+   * Loss weight of the response tokens where the model decides (thoughts, tags, answer: everything
+   * outside the `<observation>`/`<prediction>` contents) against the state tokens' 1, in every SFT of
+   * the loop (`spa_trainer.sft --decision-weight`). 1 = SPA's plain mean; a tiny model's one action
+   * token is otherwise drowned by ~150 state tokens (docs/spa-sft.md#weights).
+   */
+  readonly decisionWeight: number;
   /** No world-model SFT: PPO starts from the (warmed-up) model, the paper's RL-only baseline. */
   readonly skipWorldModelSft: boolean;
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
@@ -140,8 +149,29 @@ export interface LoopConfig {
   readonly trainerProcs: number;
 }
 
+/** Kinds of warm-up demonstration: prompt mode, and `base-wm` for base prompts with world-model answers. */
+export const WARMUP_MODES = ['wm', 'base', 'base-wm'] as const;
+export type WarmupMode = (typeof WARMUP_MODES)[number];
+
+/** The prompt mode a warm-up demonstration is played in, and the mode its oracle answers in. */
+export function warmupModeParts(mode: WarmupMode): { prompt: PromptMode; response: PromptMode } {
+  return mode === 'base-wm' ? { prompt: 'base', response: 'wm' } : { prompt: mode, response: mode };
+}
+
 /** Models the trainer builds locally from random weights (spa_trainer.tiny_model.TINY_MODELS). */
-export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells'];
+export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells', 'tiny-local'];
+
+/** Tokens of the oracle's one-action world-model turn (`Shortest plan: Down.`) in the tiny models' tokenizers. */
+const ONE_ACTION_TURN_TOKENS = 173;
+
+/**
+ * The ONNX policy's context window that keeps the prompt tokens SFT's window showed the model beside
+ * a one-action world-model turn: `sftMaxLength − 173` prompt tokens (340: the current turn's state
+ * block, no earlier turn), plus the generation budget (docs/spa-generation.md#window).
+ */
+export function alignedContextWindow(sftMaxLength: number, maxNewTokens: number): number {
+  return Math.max(sftMaxLength - ONE_ACTION_TURN_TOKENS, 1) + maxNewTokens;
+}
 
 /**
  * The default size: minutes on 2 CPU cores. The tiny model starts from random weights, so SPA's
@@ -155,10 +185,12 @@ export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells'];
 const small = {
   generator: 'self-play',
   generators: 1,
-  warmupTrajectories: 256,
-  warmupEpochs: 8,
-  warmupExplore: 0.5,
-  warmupModes: ['wm'],
+  warmupTrajectories: 4096,
+  warmupEpochs: 1,
+  warmupExplore: 0,
+  warmupActionsPerTurn: 1,
+  warmupModes: ['wm', 'base-wm'],
+  decisionWeight: 20,
   skipWorldModelSft: false,
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
@@ -169,7 +201,7 @@ const small = {
   sftEpochs: 8,
   sftLr: 3e-3,
   sftBatchSize: 4,
-  sftMaxLength: 512,
+  sftMaxLength: 340,
   ppoSteps: 3,
   ppoGroups: 4,
   ppoGroupSize: 4,
@@ -188,13 +220,13 @@ const small = {
   evalPuzzles: 128,
   evalK: 4,
   evalPasses: 1,
-  evalSftPolicy: false,
+  evalSftPolicy: true, // the policy before PPO beside the final one: what each stage added
   evalCurve: false,
   evalEvery: 0,
-  maxNewTokens: 200, // the oracle's one-action world-model turns are 166 tiny-cells tokens; an unsure model rambles on
+  maxNewTokens: 200, // the oracle's one-action world-model turns are 173 tiny-cells tokens; an unsure model rambles on
   stopAtAnswer: false,
-  contextWindow: 512, // = sftMaxLength (spa run keeps them equal for a tiny model); 0 for a real model
-  model: 'tiny-cells',
+  contextWindow: alignedContextWindow(340, 200), // 367; 0 for a real model
+  model: 'tiny-local',
   device: 'cpu',
   trainerProcs: 1,
 } as const;

@@ -7,7 +7,8 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
   envList,
-  modeList,
+  intInRange,
+  listOf,
   nonNegativeInt,
   nonNegativeNumber,
   oneOf,
@@ -16,7 +17,7 @@ import {
   probability,
 } from '../options.js';
 import { ANNOTATIONS } from '../../operators/annotate-ground-truth.js';
-import type { LoopConfig } from './configs.js';
+import { WARMUP_MODES, type LoopConfig } from './configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
 interface ValueField<T> {
@@ -70,15 +71,23 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
   warmupEpochs: count('format warm-up: SFT epochs'),
   warmupExplore: {
-    help: 'format warm-up: 0 = the oracle writes its plan (≤ 5 actions/turn); ε > 0 = one action per turn, random with probability ε',
+    help: "format warm-up: probability of a uniformly random action instead of the oracle's (needs --warmup-actions-per-turn 1)",
     arg: '<ε>',
     parse: probability,
   },
-  warmupModes: {
-    help: 'format warm-up: prompt modes of the demonstrations, each on warmupTrajectories puzzles (wm = self-play prompts, base = PPO/eval prompts)',
-    arg: '<modes>',
-    parse: modeList,
+  warmupActionsPerTurn: {
+    help: 'format warm-up: the most actions a demonstrated turn names (1–5; SPA allows 5 in Sokoban)',
+    arg: '<n>',
+    parse: intInRange(1, 5),
   },
+  warmupModes: {
+    help: 'format warm-up: kinds of demonstrations, each on warmupTrajectories puzzles (wm = self-play prompts, base = PPO/eval prompts, base-wm = PPO/eval prompts answered with world-model turns)',
+    arg: '<modes>',
+    parse: (flag) => listOf(flag, WARMUP_MODES),
+  },
+  decisionWeight: rate(
+    "SFT loss weight of the response tokens outside <observation>/<prediction> contents against the states' 1 (1: SPA; default: 20 for a tiny model, 1 for a real one)",
+  ),
   skipWorldModelSft: {
     help: "no world-model SFT: PPO from the (warmed-up) model, the paper's RL-only baseline",
   },

@@ -12,10 +12,10 @@ import { onnxPolicy, readManifest, verifiedModel } from '../../streams/policies/
 import type { PolicySource } from '../../streams/policies/policy.js';
 import { resolvePolicy } from '../../streams/policies/resolve.js';
 import { Progress, trajectoryProgress } from '../progress.js';
-import type { LoopConfig } from './configs.js';
+import { warmupModeParts, type LoopConfig } from './configs.js';
 import { generateFlags, generateInShards } from './generator-shards.js';
 import { generateSftData, offsetsUnder, type DataStagePlayers, type DataStageSummary } from './sft-data.js';
-import { readPpoProgress, readSftMetrics, readTrainerJson } from './trainer-files.js';
+import { readPpoProgress, readSftMetrics, readTrainerJson, type SftMetricsFile } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
 
 export interface LoopSummary {
@@ -25,6 +25,8 @@ export interface LoopSummary {
   readonly topics: Readonly<Record<string, string>>;
   /** Each data stage (warm-up demonstrations, self-play SFT data): its policy, rows and rejects. */
   readonly dataStages: readonly DataStageSummary[];
+  /** The warm-up SFT's held-out metrics (board dependence, copy accuracy, …); null without a warm-up. */
+  readonly warmup: Readonly<Record<string, unknown>> | null;
   readonly sft: Readonly<Record<string, unknown>>;
   readonly selfPlay: Readonly<Record<string, number>>;
   /**
@@ -128,7 +130,7 @@ export async function runSpaLoop(
     if (fresh) await refuseUsedTopics(kafka, options.runId, runDir);
     const brokers = kafka.config.brokers.join(',');
     const ctx: LoopContext = { config, kafka, python, runDir, runId: options.runId, brokers, timed };
-    const { dataStages, ppoStartModel, sft } = config.skipWorldModelSft
+    const { dataStages, warmup, ppoStartModel, sft } = config.skipWorldModelSft
       ? await withoutWorldModelSft(ctx)
       : await withWorldModelSft(ctx);
     const { selfPlay, generatorVersions, evalArtifacts } = await timed('self-play + ppo', () =>
@@ -141,6 +143,7 @@ export async function runSpaLoop(
       config,
       topics: kafka.topics,
       dataStages,
+      warmup,
       sft,
       selfPlay,
       generatorVersions,
@@ -156,9 +159,9 @@ export async function runSpaLoop(
 
 /** Stages 1–2: world-model SFT data and SFT; PPO starts from the SFT run (its export is v1). */
 async function withWorldModelSft(ctx: LoopContext) {
-  const { dataStages, sftStartModel } = await sftDataStages(ctx);
+  const { dataStages, warmup, sftStartModel } = await sftDataStages(ctx);
   const sft = await ctx.timed('sft', () => trainSft(ctx, sftStartModel));
-  return { dataStages, sft, ppoStartModel: join(ctx.runDir, 'sft') };
+  return { dataStages, warmup, sft, ppoStartModel: join(ctx.runDir, 'sft') };
 }
 
 /**
@@ -166,9 +169,9 @@ async function withWorldModelSft(ctx: LoopContext) {
  * tiny model's format warm-up) is exported and published as v1 and PPO starts from it.
  */
 async function withoutWorldModelSft(ctx: LoopContext) {
-  const { data: dataStages, model } = await formatWarmup(ctx);
+  const { data: dataStages, model, metrics: warmup } = await formatWarmup(ctx);
   await ctx.timed('export v1', () => exportPolicy(ctx, model, { stage: 'init', version: 1, publish: true }));
-  return { dataStages, sft: { skipped: true }, ppoStartModel: model };
+  return { dataStages, warmup, sft: { skipped: true }, ppoStartModel: model };
 }
 
 /**
@@ -177,7 +180,7 @@ async function withoutWorldModelSft(ctx: LoopContext) {
  */
 async function sftDataStages(
   ctx: LoopContext,
-): Promise<{ dataStages: DataStageSummary[]; sftStartModel: string }> {
+): Promise<{ dataStages: DataStageSummary[]; warmup: SftMetricsFile | null; sftStartModel: string }> {
   const { config, runId } = ctx;
   const episodes = episodeConfig({
     env: config.env,
@@ -221,7 +224,7 @@ async function sftDataStages(
       name: generator,
       version: null,
     });
-    return { dataStages: [data], sftStartModel: config.model };
+    return { dataStages: [data], warmup: null, sftStartModel: config.model };
   }
   const warmup = await formatWarmup(ctx);
   const v0 = await ctx.timed('export v0', () =>
@@ -254,7 +257,7 @@ async function sftDataStages(
         `(rejected: ${JSON.stringify(selfPlay.rejectsByReason)}): nothing to finetune on; a larger ` +
         `format warm-up (warmupTrajectories, warmupEpochs) or --generator oracle would give data`,
     );
-  return { dataStages: [...warmup.data, selfPlay], sftStartModel: warmup.model };
+  return { dataStages: [...warmup.data, selfPlay], warmup: warmup.metrics, sftStartModel: warmup.model };
 }
 
 /**
@@ -265,9 +268,11 @@ async function sftDataStages(
  * Returns its data stages and the warmed-up run folder; without warm-up (`warmupTrajectories` 0),
  * none and the configured model.
  */
-async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[]; model: string }> {
+async function formatWarmup(
+  ctx: LoopContext,
+): Promise<{ data: DataStageSummary[]; model: string; metrics: SftMetricsFile | null }> {
   const { config, runId } = ctx;
-  if (config.warmupTrajectories <= 0) return { data: [], model: config.model };
+  if (config.warmupTrajectories <= 0) return { data: [], model: config.model, metrics: null };
   const warm = await connectSpaKafka({
     clientId: 'spa-run-warmup',
     topics: { prefix: `spa.${runId}.warmup.` },
@@ -276,7 +281,8 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[
     // Both modes share the warm-up topics: one stage, so a redo purges and regenerates both.
     const data = await ctx.timed('warm-up data', async ({ redo }) => {
       const stages: DataStageSummary[] = [];
-      for (const [index, mode] of config.warmupModes.entries())
+      for (const [index, mode] of config.warmupModes.entries()) {
+        const { prompt, response } = warmupModeParts(mode);
         stages.push(
           await generateSftData(warm, {
             purgeFirst: redo && index === 0,
@@ -284,17 +290,19 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[
             episodes: episodeConfig({
               env: config.env,
               runId: `${runId}-warmup-${mode}`,
-              mode,
+              mode: prompt,
               groups: config.warmupTrajectories,
               groupSize: 1,
               batches: 1,
-              seedBase: WARMUP_SEED_BASE + index * WARMUP_SEED_STRIDE,
+              // each kind its own stretch of puzzles, disjoint from the others'
+              seedBase: WARMUP_SEED_BASE + index * config.warmupTrajectories,
             }),
             players: {
               policy: builtinPolicy('oracle', {
-                mode,
+                mode: response,
                 seed: index,
-                ...(config.warmupExplore > 0 ? { actionsPerTurn: 1, exploreRate: config.warmupExplore } : {}),
+                actionsPerTurn: config.warmupActionsPerTurn,
+                exploreRate: config.warmupExplore,
               }),
               transactionalId: `spa-run-${runId}-warmup-${mode}`,
             },
@@ -302,29 +310,39 @@ async function formatWarmup(ctx: LoopContext): Promise<{ data: DataStageSummary[
             malformedFilter: malformedFilterOf(config),
           }),
         );
+      }
       return stages;
     });
     const out = join(ctx.runDir, 'warmup');
     await ctx.timed('warm-up sft', () =>
-      runSft(ctx, 'warm-up', {
-        model: config.model,
-        topic: warm.topics.sft,
-        epochs: config.warmupEpochs,
-        out,
-      }),
+      runSft(
+        ctx,
+        'warm-up',
+        { model: config.model, topic: warm.topics.sft, epochs: config.warmupEpochs, out },
+        [
+          // a few hundred held-out puzzles score the warm-up; the rest are trained on
+          ['--val-fraction', String(warmupValFraction(config))],
+          ['--eval-rows', String(SFT_EXACT_MATCH_ROWS)],
+        ],
+      ),
     );
-    return { data, model: out };
+    return { data, model: out, metrics: readSftMetrics(out) };
   } finally {
     await warm.close();
   }
 }
 
 /**
- * Warm-up puzzles come from their own seed range, so self-play never replays a demonstrated
- * puzzle; each prompt mode gets its own stretch of it.
+ * Warm-up puzzles come from their own seed range (50000 on; self-play and PPO play 10000 on), so
+ * self-play never replays a demonstrated puzzle; each kind of demonstration gets its own stretch.
  */
 const WARMUP_SEED_BASE = 50_000;
-const WARMUP_SEED_STRIDE = 10_000;
+
+/** The warm-up's held-out share: about 128 puzzles (at most SFT's usual fifth), enough to score it. */
+function warmupValFraction(config: LoopConfig): number {
+  const puzzles = config.warmupTrajectories * config.warmupModes.length;
+  return Math.min(0.2, 128 / puzzles);
+}
 
 /**
  * A new run whose id's topics already hold records (an earlier run with the same id, maybe in
@@ -424,6 +442,7 @@ async function runSft(
     ['--lr', String(config.sftLr)],
     ['--batch-size', String(config.sftBatchSize)],
     ['--max-length', String(config.sftMaxLength)],
+    ['--decision-weight', String(config.decisionWeight)],
     ['--out', run.out],
     ['--brokers', ctx.brokers],
     ...extra,

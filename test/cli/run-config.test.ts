@@ -44,7 +44,9 @@ generators: 3
 warmup-trajectories: 7
 warmup-epochs: 2
 warmup-explore: 0.25
-warmup-modes: base
+warmup-actions-per-turn: 1
+warmup-modes: base,base-wm
+decision-weight: 4
 skip-world-model-sft: true
 filter-envs: sokoban,sudoku
 filter-parser-reasons: true
@@ -95,7 +97,9 @@ describe('spa run --config-file', () => {
       warmupTrajectories: 7,
       warmupEpochs: 2,
       warmupExplore: 0.25,
-      warmupModes: ['base'],
+      warmupActionsPerTurn: 1,
+      warmupModes: ['base', 'base-wm'],
+      decisionWeight: 4,
       skipWorldModelSft: true,
       filterEnvs: ['sokoban', 'sudoku'],
       filterParserReasons: true,
@@ -172,7 +176,13 @@ describe('spa run --config-file', () => {
     );
     expect((await runConfig(['--filter-envs', 'none'])).filterEnvs).toEqual([]);
     await expect(runConfig(['--warmup-modes', 'wm,chat'])).rejects.toThrow(
-      '--warmup-modes must be a comma-separated list of wm, base, got "wm,chat"',
+      '--warmup-modes must be a comma-separated list of wm, base, base-wm, got "wm,chat"',
+    );
+    await expect(runConfig(['--warmup-actions-per-turn', '6'])).rejects.toThrow(
+      '--warmup-actions-per-turn must be an integer from 1 to 5, got "6"',
+    );
+    await expect(runConfig(['--warmup-explore', '0.5', '--warmup-actions-per-turn', '2'])).rejects.toThrow(
+      /--warmup-explore 0.5 with --warmup-actions-per-turn 2: .* use --warmup-actions-per-turn 1/,
     );
     expect((await runConfig(['--warmup-modes', 'base, wm'])).warmupModes).toEqual(['base', 'wm']);
     await expect(runConfig(['--generator', 'oracle', '--sft-group-size', '8'])).rejects.toThrow(
@@ -197,6 +207,12 @@ describe('spa run --config-file', () => {
     expect((await runConfig(['--model', 'tiny-cells'])).model).toBe('tiny-cells');
   });
 
+  it('weights the decision tokens of a tiny model only unless asked for', async () => {
+    expect((await runConfig([])).decisionWeight).toBe(20);
+    expect((await runConfig(['--model', '/models/qwen'])).decisionWeight).toBe(1);
+    expect((await runConfig(['--model', '/models/qwen', '--decision-weight', '5'])).decisionWeight).toBe(5);
+  });
+
   it('warms up only the tiny model unless asked for', async () => {
     expect((await runConfig(['--model', '/models/qwen'])).warmupTrajectories).toBe(0);
     expect(
@@ -206,8 +222,10 @@ describe('spa run --config-file', () => {
   });
 
   it("gives a tiny model's policy its SFT window and a real model the whole prompt unless asked for", async () => {
-    expect((await runConfig([])).contextWindow).toBe(512);
-    expect((await runConfig(['--sft-max-length', '1024'])).contextWindow).toBe(1024);
+    // the prompt tokens SFT showed beside a 173-token turn, plus the generation budget
+    expect((await runConfig([])).contextWindow).toBe(340 - 173 + 200);
+    expect((await runConfig(['--sft-max-length', '1024'])).contextWindow).toBe(1024 - 173 + 200);
+    expect((await runConfig(['--max-new-tokens', '100'])).contextWindow).toBe(340 - 173 + 100);
     expect((await runConfig(['--sft-max-length', '1024', '--context-window', '600'])).contextWindow).toBe(
       600,
     );

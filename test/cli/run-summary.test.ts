@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { floorLine } from '../../cli/commands/run.js';
+import { floorLine, ppoLine } from '../../cli/commands/run.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { passReport } from '../../streams/eval/pass-at-k.js';
 
@@ -28,11 +28,24 @@ describe("the run summary's verdict on the random floor", () => {
     );
   });
 
-  it('says below and within a standard error too', () => {
+  it('says below and within two standard errors too', () => {
     const floor = evaluation('random', 0, [2, 2, 2, 2]);
     expect(floorLine([floor, evaluation('onnx', 2, [1, 1, 1, 2])])).toMatch(
       /v2 is below the random floor \(Pass@1 −18\.8/,
     );
-    expect(floorLine([floor, evaluation('onnx', 2, [2, 3, 2, 1])])).toMatch(/is within a standard error of/);
+    // above the floor by 1.7 standard errors, not 2
+    expect(floorLine([floor, evaluation('onnx', 2, [2, 3, 3, 2])])).toMatch(
+      /is within two standard errors of the random floor \(Pass@1 \+12\.5 ± 7\.2/,
+    );
+  });
+
+  it('says what PPO added: the final policy against the one PPO started from, paired', () => {
+    const floor = evaluation('random', 0, [2, 2, 2, 2]);
+    const sft = evaluation('onnx:v000001', 1, [1, 2, 3, 0]);
+    const final = evaluation('onnx:v000004', 4, [2, 3, 3, 1]);
+    expect(ppoLine([floor, sft, final])).toBe(
+      '  PPO          v1 → v4: Pass@1 +18.8 ± 6.3 (paired by puzzle)',
+    );
+    expect(ppoLine([floor, final])).toBeUndefined();
   });
 });
