@@ -11,7 +11,7 @@ import {
 } from '../run/configs.js';
 import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
 import type { DataStageSummary } from '../run/sft-data.js';
-import { runSpaLoop, type LoopSummary } from '../run/spa-loop.js';
+import { runSpaLoop, type LoopEvaluation, type LoopSummary } from '../run/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { pairedDifference } from '../../streams/eval/pass-at-k.js';
@@ -121,7 +121,6 @@ function printSummary(summary: LoopSummary): void {
   const pct = (x: number) => (100 * x).toFixed(1).padStart(6);
   const se = (x: number) => (100 * x).toFixed(1).padEnd(4);
   const passes = summary.config.evalPasses > 1 ? ` × ${summary.config.evalPasses} passes` : '';
-  const finalVersion = summary.evaluations.at(-1)?.policyVersion;
   const lines = [
     `SPA loop ${summary.config.name} (${summary.config.env}, model ${summary.config.model})`,
     ...summary.dataStages.map(dataStageLine),
@@ -134,11 +133,11 @@ function printSummary(summary: LoopSummary): void {
     '',
     `  policy                   Pass@1        Pass@${summary.config.evalK}         (${summary.config.evalPuzzles} val puzzles × ${summary.config.evalK}${passes}; ± standard error)`,
     ...summary.evaluations.map(
-      (e, i) =>
-        `  ${evaluationLabel(e, i, finalVersion).padEnd(23)} ${pct(e.pass1)} ± ${se(e.pass1StdErr)}  ${pct(e.passK)} ± ${se(e.passKStdErr)}`,
+      (e) =>
+        `  ${evaluationLabel(e).padEnd(23)} ${pct(e.pass1)} ± ${se(e.pass1StdErr)}  ${pct(e.passK)} ± ${se(e.passKStdErr)}`,
     ),
     floorLine(summary.evaluations),
-    ppoLine(summary.evaluations),
+    ...stageGainLines(summary.evaluations),
     `  reproduce    ${summary.evaluations.at(-1)?.command ?? ''}`,
     '',
     `  seconds      ${Object.entries(summary.seconds)
@@ -149,11 +148,9 @@ function printSummary(summary: LoopSummary): void {
   console.log(lines.join('\n'));
 }
 
-/** The table's name for an evaluation: the floor (always first), then each policy by version and stage. */
-function evaluationLabel(e: EvaluationResult, index: number, finalVersion: number | undefined): string {
-  if (index === 0) return 'random floor';
-  const stage = e.policyVersion === finalVersion ? 'after PPO' : index === 1 ? 'before PPO' : 'during PPO';
-  return `policy v${e.policyVersion} ${stage}`;
+/** The table's name for an evaluation: the floor, then each policy by version and stage. */
+function evaluationLabel(e: LoopEvaluation): string {
+  return e.stage === 'random floor' ? e.stage : `v${e.policyVersion} ${e.stage.replace(/ v0$/, '')}`;
 }
 
 /** `+x ± se` in points of Pass@1, paired by puzzle (docs/spa-eval.md#paired). */
@@ -175,12 +172,18 @@ export function floorLine(evaluations: readonly EvaluationResult[]): string | un
   return `  final policy v${final.policyVersion} ${verdict} the random floor (Pass@1 ${text}, paired by puzzle)`;
 }
 
-/** What PPO added: the final policy against the policy PPO started from (the second evaluation), if evaluated. */
-export function ppoLine(evaluations: readonly EvaluationResult[]): string | undefined {
-  const [start, final] = [evaluations[1], evaluations.at(-1)];
-  if (!start || !final || start === final) return undefined;
-  const { text } = signedPoints(start, final);
-  return `  PPO          v${start.policyVersion} → v${final.policyVersion}: Pass@1 ${text} (paired by puzzle)`;
+/**
+ * What each stage added: every evaluated policy against the one before it (the self-play v0 → the
+ * policy PPO starts from: world-model SFT; that → the final policy: PPO), paired by puzzle.
+ */
+export function stageGainLines(evaluations: readonly LoopEvaluation[]): string[] {
+  const policies = evaluations.filter((e) => e.stage !== 'random floor');
+  return policies.slice(1).map((after, i) => {
+    const before = policies[i]!;
+    const { text } = signedPoints(before, after);
+    const what = after.stage === 'before PPO' ? 'world-model SFT' : 'PPO';
+    return `  ${what.padEnd(12)} v${before.policyVersion} → v${after.policyVersion}: Pass@1 ${text} (paired by puzzle)`;
+  });
 }
 
 /** The warm-up's held-out metrics: does its first action depend on the board, does it copy the board. */

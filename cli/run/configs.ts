@@ -27,6 +27,12 @@ export interface LoopConfig {
    */
   readonly warmupTrajectories: number;
   readonly warmupEpochs: number;
+  /**
+   * The warm-up SFT's learning rate: training from random weights. World-model SFT then continues
+   * at `sftLr`, SPA's finetuning rate; at the warm-up's rate it unlearns the base prompts'
+   * answers (docs/spa-loop.md#learning).
+   */
+  readonly warmupLr: number;
   /** Envs whose SFT rows must pass SPA's `is_good_response` (SPA: FrozenLake and Sudoku, not Sokoban). */
   readonly filterEnvs: readonly EnvName[];
   /** Also reject SFT rows whose turn the parser refused (not in SPA; docs/spa-data.md#filter). */
@@ -174,19 +180,21 @@ export function alignedContextWindow(sftMaxLength: number, maxNewTokens: number)
 }
 
 /**
- * The default size: minutes on 2 CPU cores. The tiny model starts from random weights, so SPA's
- * recipe gets a format warm-up first: oracle demonstrations of one action per turn, half of them
- * random (the recipe of docs/learning-check.md that learns the world model: `tiny-cells`, one token
- * per grid cell). Then the warmed-up model plays 256 distinct puzzles itself (self-play, group size
- * 1) and is finetuned on its ground-truth-annotated turns with a 30× larger learning rate than SPA's
- * pretrained 1.5B model, small batches for more steps, and a 512-token window. Evaluation plays the
- * paper's 128 validation puzzles 4 times, so Pass@1's standard error is about 2.5 points.
+ * The default size: minutes on 2 CPU cores. The tiny model (`tiny-local`) starts from random
+ * weights, so SPA's recipe gets a warm-up first (docs/spa-loop.md#warm-up): one pass over the oracle's
+ * one-action turns on 2 × 3072 distinct puzzles, world-model prompts and base prompts both answered
+ * with world-model turns, the decision tokens weighted 20×. Then the warmed-up model plays 256
+ * distinct puzzles itself (self-play, group size 1) and is finetuned on its ground-truth-annotated
+ * turns at SPA's learning rate, in small batches, through a 340-token window. Evaluation plays the
+ * paper's 128 validation puzzles 4 times (Pass@1's standard error about 2.5 points): the self-play
+ * policy, the policy PPO starts from and the final one.
  */
 const small = {
   generator: 'self-play',
   generators: 1,
-  warmupTrajectories: 4096,
+  warmupTrajectories: 3072,
   warmupEpochs: 1,
+  warmupLr: 3e-3,
   warmupExplore: 0,
   warmupActionsPerTurn: 1,
   warmupModes: ['wm', 'base-wm'],
@@ -199,7 +207,7 @@ const small = {
   sftGroupSize: 1,
   sftBatches: 8,
   sftEpochs: 8,
-  sftLr: 3e-3,
+  sftLr: 1e-4, // SPA's
   sftBatchSize: 4,
   sftMaxLength: 340,
   ppoSteps: 3,

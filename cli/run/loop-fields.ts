@@ -70,6 +70,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for --model tiny, 0 for a real model)',
   ),
   warmupEpochs: count('format warm-up: SFT epochs'),
+  warmupLr: rate('format warm-up: SFT learning rate (from random weights)'),
   warmupExplore: {
     help: "format warm-up: probability of a uniformly random action instead of the oracle's (needs --warmup-actions-per-turn 1)",
     arg: '<ε>',

@@ -136,7 +136,9 @@ export async function runSpaLoop(
     const { selfPlay, generatorVersions, evalArtifacts } = await timed('self-play + ppo', () =>
       selfPlayAndPpo(config, kafka, python, runDir, brokers, options.runId, ppoStartModel),
     );
-    const evaluations = await timed('evaluate', () => evaluate(config, evalArtifacts));
+    const evaluations = await timed('evaluate', () =>
+      evaluate(config, withSelfPlayPolicy(config, runDir, evalArtifacts)),
+    );
     const summary: LoopSummary = {
       runId: options.runId,
       runDir,
@@ -318,7 +320,13 @@ async function formatWarmup(
       runSft(
         ctx,
         'warm-up',
-        { model: config.model, topic: warm.topics.sft, epochs: config.warmupEpochs, out },
+        {
+          model: config.model,
+          topic: warm.topics.sft,
+          epochs: config.warmupEpochs,
+          lr: config.warmupLr,
+          out,
+        },
         [
           // a few hundred held-out puzzles score the warm-up; the rest are trained on
           ['--val-fraction', String(warmupValFraction(config))],
@@ -416,7 +424,8 @@ const SFT_EXACT_MATCH_ROWS = 96;
 async function trainSft(ctx: LoopContext, startModel: string) {
   const { config, kafka, runDir } = ctx;
   const out = join(runDir, 'sft');
-  await runSft(ctx, 'sft', { model: startModel, topic: kafka.topics.sft, epochs: config.sftEpochs, out }, [
+  const run = { model: startModel, topic: kafka.topics.sft, epochs: config.sftEpochs, lr: config.sftLr, out };
+  await runSft(ctx, 'sft', run, [
     ['--eval-rows', String(SFT_EXACT_MATCH_ROWS)],
     ['--export', join(runDir, 'policies')],
     ['--publish', kafka.topics.policy],
@@ -431,7 +440,7 @@ async function trainSft(ctx: LoopContext, startModel: string) {
 async function runSft(
   ctx: LoopContext,
   label: string,
-  run: { model: string; topic: string; epochs: number; out: string },
+  run: { model: string; topic: string; epochs: number; lr: number; out: string },
   extra: string[][] = [],
 ): Promise<void> {
   const { config } = ctx;
@@ -439,7 +448,7 @@ async function runSft(
     ['--model', run.model],
     ['--input', `kafka:${run.topic}`],
     ['--epochs', String(run.epochs)],
-    ['--lr', String(config.sftLr)],
+    ['--lr', String(run.lr)],
     ['--batch-size', String(config.sftBatchSize)],
     ['--max-length', String(config.sftMaxLength)],
     ['--decision-weight', String(config.decisionWeight)],
@@ -608,6 +617,45 @@ function ppoProgress(outDir: string): { step: number; version: number } | undefi
 /** One evaluation of the run, with the `spa eval` command that reproduces it. */
 export interface LoopEvaluation extends EvaluationResult {
   readonly command: string;
+  /**
+   * Where in the loop the policy stands: `random floor`, `self-play v0` (the model that played the
+   * SFT data: the warmed-up tiny model), `before PPO`, `PPO step <n>` or `after PPO`.
+   */
+  readonly stage: string;
+}
+
+/**
+ * With `evalSftPolicy`, the self-play policy v0 (the warmed-up model for a tiny one) is evaluated
+ * too, so the summary shows what each stage added: warm-up, world-model SFT, PPO.
+ */
+function withSelfPlayPolicy(
+  config: LoopConfig,
+  runDir: string,
+  artifacts: ReadonlyMap<number, string>,
+): ReadonlyMap<number, string> {
+  const v0 = join(runDir, 'policies', 'v000000');
+  if (!config.evalSftPolicy || config.generator !== 'self-play' || artifacts.has(0) || !existsSync(v0))
+    return artifacts;
+  return new Map([[0, v0], ...artifacts]);
+}
+
+/** The stage of each evaluated version: v0 self-play, the first PPO's start, the last its end. */
+function stagesOf(versions: readonly number[], config: LoopConfig): Map<number, string> {
+  const sorted = [...versions].sort((a, b) => a - b);
+  const ppo = sorted.filter((v) => v > 0 || config.generator !== 'self-play');
+  const [start, final] = [ppo[0], ppo.at(-1)];
+  return new Map(
+    sorted.map((v) => [
+      v,
+      v === final
+        ? 'after PPO'
+        : v === start
+          ? 'before PPO'
+          : ppo.includes(v)
+            ? `PPO step ${(v - start!) * config.exportEvery}`
+            : 'self-play v0',
+    ]),
+  );
 }
 
 /**
@@ -618,7 +666,7 @@ async function evaluate(
   config: LoopConfig,
   artifacts: ReadonlyMap<number, string>,
 ): Promise<LoopEvaluation[]> {
-  const run = async (label: string, spec: string, seed: number): Promise<LoopEvaluation> => {
+  const run = async (label: string, spec: string, seed: number, stage: string): Promise<LoopEvaluation> => {
     const onnx = spec.startsWith('onnx:');
     const args = [
       ...['--policy', spec, '--env', config.env, '--puzzles', String(config.evalPuzzles)],
@@ -645,16 +693,19 @@ async function evaluate(
         onEpisode: () => progress.add('episodes'),
       });
       progress.done();
-      return { ...result, command: `spa eval ${args.map(shellWord).join(' ')}` };
+      return { ...result, command: `spa eval ${args.map(shellWord).join(' ')}`, stage };
     } finally {
       await policy.close();
     }
   };
-  const floor = await run('random', 'random', 7);
+  const floor = await run('random', 'random', 7, 'random floor');
+  const stages = stagesOf([...artifacts.keys()], config);
+  const stageOf = (version: number) => stages.get(version) ?? `v${version}`;
   const versions = await evaluateDistinct(artifacts, (version, folder) =>
-    run(`v${version}`, `onnx:${folder}`, 11),
+    run(`v${version}`, `onnx:${folder}`, 11, stageOf(version)),
   );
-  return [floor, ...versions];
+  // a version that reused another's result (the same model bytes) keeps its own stage
+  return [floor, ...versions.map((e) => ({ ...e, stage: stageOf(e.policyVersion) }))];
 }
 
 /**

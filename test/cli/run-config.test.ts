@@ -43,6 +43,7 @@ generator: random
 generators: 3
 warmup-trajectories: 7
 warmup-epochs: 2
+warmup-lr: 0.01
 warmup-explore: 0.25
 warmup-actions-per-turn: 1
 warmup-modes: base,base-wm
@@ -96,6 +97,7 @@ describe('spa run --config-file', () => {
       generators: 3,
       warmupTrajectories: 7,
       warmupEpochs: 2,
+      warmupLr: 0.01,
       warmupExplore: 0.25,
       warmupActionsPerTurn: 1,
       warmupModes: ['base', 'base-wm'],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { floorLine, ppoLine } from '../../cli/commands/run.js';
+import { floorLine, stageGainLines } from '../../cli/commands/run.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { passReport } from '../../streams/eval/pass-at-k.js';
 
@@ -39,13 +39,16 @@ describe("the run summary's verdict on the random floor", () => {
     );
   });
 
-  it('says what PPO added: the final policy against the one PPO started from, paired', () => {
-    const floor = evaluation('random', 0, [2, 2, 2, 2]);
-    const sft = evaluation('onnx:v000001', 1, [1, 2, 3, 0]);
-    const final = evaluation('onnx:v000004', 4, [2, 3, 3, 1]);
-    expect(ppoLine([floor, sft, final])).toBe(
+  it('says what each stage added: every policy against the one before it, paired', () => {
+    const at = (e: EvaluationResult, stage: string) => ({ ...e, command: '', stage });
+    const floor = at(evaluation('random', 0, [2, 2, 2, 2]), 'random floor');
+    const v0 = at(evaluation('onnx:v000000', 0, [2, 2, 3, 1]), 'self-play v0');
+    const sft = at(evaluation('onnx:v000001', 1, [1, 2, 3, 0]), 'before PPO');
+    const final = at(evaluation('onnx:v000004', 4, [2, 3, 3, 1]), 'after PPO');
+    expect(stageGainLines([floor, v0, sft, final])).toEqual([
+      '  world-model SFT v0 → v1: Pass@1 −12.5 ± 7.2 (paired by puzzle)',
       '  PPO          v1 → v4: Pass@1 +18.8 ± 6.3 (paired by puzzle)',
-    );
-    expect(ppoLine([floor, final])).toBeUndefined();
+    ]);
+    expect(stageGainLines([floor, final])).toEqual([]);
   });
 });
