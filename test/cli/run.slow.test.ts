@@ -50,6 +50,7 @@ interface Summary {
     rowsAccepted: number;
     rejectsByReason: Record<string, number>;
   }[];
+  warmup: { action_board_mi: number; observation_copy_exact_match: number };
   sft: { step: number; val_loss: number; exact_match_rows: number };
   selfPlay: { rollouts: number };
   generatorVersions: Record<string, number>;
@@ -60,6 +61,7 @@ interface Summary {
     passK: number;
     episodes: number;
     command: string;
+    stage: string;
   }[];
 }
 
@@ -111,14 +113,21 @@ describe('spa run (the main job) at the default size, on the default client', ()
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary;
     // SPA's recipe (docs/spa-loop.md): the tiny model's format warm-up on oracle demonstrations,
     // then self-play SFT data from the warmed-up model exported as policy v0.
-    // The warm-up demonstrates the world-model prompts of self-play (docs/spa-loop.md#warm-up).
+    // The warm-up demonstrates world-model turns for the prompts of self-play and of PPO and
+    // evaluation (docs/spa-loop.md#warm-up).
     expect(summary.dataStages.map((d) => d.stage)).toEqual([
       'warm-up data (oracle, wm)',
+      'warm-up data (oracle, base-wm)',
       'self-play sft data',
     ]);
-    const [warmup, selfPlay] = summary.dataStages;
+    const [warmup, warmupBase, selfPlay] = summary.dataStages;
     expect(warmup!.policy).toEqual({ name: 'oracle', version: null });
-    expect(warmup!.trajectories).toBe(256);
+    expect([warmup!.trajectories, warmupBase!.trajectories]).toEqual([3072, 3072]);
+    // The warmed-up model's first action depends on the board (0 nats: it ignores it; ln 4 at most)
+    // and it copies the board into <observation> when generating (docs/spa-sft.md#metrics).
+    expect(summary.warmup.action_board_mi).toBeGreaterThan(0.3);
+    expect(summary.warmup.observation_copy_exact_match).toBeGreaterThan(0.5);
+    expect(result.stdout).toMatch(/warm-up SFT +\d+ steps; first action: \d\.\d\d nats about the board/);
     expect(selfPlay!.policy).toEqual({ name: 'onnx:v000000', version: 0 });
     expect(selfPlay!.trajectories).toBe(256);
     expect(selfPlay!.rowsAccepted).toBeGreaterThanOrEqual(256); // one row per turn, ≥ 1 turn each
@@ -137,6 +146,14 @@ describe('spa run (the main job) at the default size, on the default client', ()
     expect(final.policy).toMatch(/^onnx:/);
     expect(final.policyVersion).toBeGreaterThanOrEqual(2);
     expect(final.episodes).toBe(2 * 4);
+    // the self-play policy, the policy PPO starts from and the final one, each by its stage
+    expect(summary.evaluations.map((e) => e.stage)).toEqual([
+      'random floor',
+      'self-play v0',
+      'before PPO',
+      'after PPO',
+    ]);
+    expect(result.stdout).toMatch(/world-model SFT v0 → v1: Pass@1 [+−]\d+\.\d ± \d+\.\d/);
     for (const e of summary.evaluations) {
       expect(e.passK).toBeGreaterThanOrEqual(e.pass1);
       expect(e.passK).toBeLessThanOrEqual(1);
@@ -144,7 +161,7 @@ describe('spa run (the main job) at the default size, on the default client', ()
 
     // The recorded `spa eval` command reproduces the run's own final evaluation exactly.
     expect(final.command).toMatch(
-      /^spa eval --policy onnx:\S+ --env sokoban --puzzles 2 --k 4 .*--seed 11 .*--context-window 512$/,
+      /^spa eval --policy onnx:\S+ --env sokoban --puzzles 2 --k 4 .*--seed 11 .*--context-window 367$/,
     );
     const again = await spa([...final.command.split(' ').slice(1), '--out', join(runDir, 'again.json')]);
     expect(again.code, again.stderr.slice(-2000)).toBe(0);
@@ -152,7 +169,7 @@ describe('spa run (the main job) at the default size, on the default client', ()
       await readFile(join(runDir, 'again.json'), 'utf8'),
     ) as Summary['evaluations'][number];
     expect([report.pass1, report.passK, report.episodes]).toEqual([final.pass1, final.passK, final.episodes]);
-    // ~8.5 min on the idle 2-core box; a box shared with a training job made the loop 3.4× slower.
+    // ~9 min on the idle 2-core box; a box shared with a training job made the loop 3.4× slower.
   }, 2_400_000);
 });
 
