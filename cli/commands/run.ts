@@ -219,6 +219,7 @@ function sftLine(metrics: Readonly<Record<string, unknown>>): string {
       : '';
   return (
     `${String(metrics['step'] ?? '-')} steps, val loss ${num('val_loss', 3)}, observation ppl ${num('observation_ppl', 1)}, ` +
-    `next-state exact match ${num('next_state_exact_match', 3)}${error} on ${String(rows ?? '-')} held-out rows`
+    `next-state exact match ${num('next_state_exact_match', 3)}${error} on ${String(rows ?? '-')} held-out rows, ` +
+    `observation copied ${num('observation_copy_exact_match', 2)}`
   );
 }
