@@ -625,7 +625,7 @@ export interface LoopEvaluation extends EvaluationResult {
 }
 
 /**
- * With `evalSftPolicy`, the self-play policy v0 (the warmed-up model for a tiny one) is evaluated
+ * With `evalSftPolicy` (and no learning curve), the self-play policy v0 (the warmed-up model for a tiny one) is evaluated
  * too, so the summary shows what each stage added: warm-up, world-model SFT, PPO.
  */
 function withSelfPlayPolicy(
@@ -634,7 +634,8 @@ function withSelfPlayPolicy(
   artifacts: ReadonlyMap<number, string>,
 ): ReadonlyMap<number, string> {
   const v0 = join(runDir, 'policies', 'v000000');
-  if (!config.evalSftPolicy || config.generator !== 'self-play' || artifacts.has(0) || !existsSync(v0))
+  // a learning curve (`evalCurve`) is PPO's own: from the policy it starts from
+  if (!config.evalSftPolicy || config.evalCurve || config.generator !== 'self-play' || !existsSync(v0))
     return artifacts;
   return new Map([[0, v0], ...artifacts]);
 }
