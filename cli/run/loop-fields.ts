@@ -17,7 +17,7 @@ import {
   probability,
 } from '../options.js';
 import { ANNOTATIONS } from '../../operators/annotate-ground-truth.js';
-import { WARMUP_MODES, type LoopConfig } from './configs.js';
+import { TINY_MODELS, WARMUP_MODES, loopConfig, type LoopConfig } from './configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
 interface ValueField<T> {
@@ -67,7 +67,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'generator processes of the SFT data and of self-play during PPO; n > 1 runs n `spa generate --shard i/n` that split the groups (default 1: in this process)',
   ),
   warmupTrajectories: countFromZero(
-    'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for --model tiny, 0 for a real model)',
+    'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for a tiny model, 0 for a real model)',
   ),
   warmupEpochs: count('format warm-up: SFT epochs'),
   warmupLr: rate('format warm-up: SFT learning rate (from random weights)'),
@@ -162,8 +162,8 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'tokens the ONNX policy attends to; longer prompts lose their left part as in the SFT window (0: all, SPA; default: the SFT window for a tiny model, 0 for a real one)',
   ),
   model: {
-    help: 'tiny (built here) or a local Hugging Face causal-LM folder',
-    arg: '<tiny|folder>',
+    help: `a tiny model built here (${TINY_MODELS.join(', ')}; default ${loopConfig('_2_sokoban').model}) or a local Hugging Face causal-LM folder`,
+    arg: '<name|folder>',
     parse: () => (text) => text,
   },
   device: choice(['cpu', 'cuda'], 'where ONNX generation and the trainer run'),
