@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from .data import SftRow
@@ -122,6 +123,13 @@ def decision_weights(target: str, offsets: list[tuple[int, int]], decision_weigh
         return None
     state = tokens_in_spans(offsets, observation_spans(target) + prediction_spans(target))
     return [1.0 if s else decision_weight for s in state]
+
+
+def weighted_token_mean(nll: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Each row's loss with decision weights, Σ w·nll / Σ w over its target tokens (those of
+    `targets` that are not IGNORE_INDEX), tokens on the last axis (docs/spa-sft.md#weights)."""
+    w = weights * (targets != IGNORE_INDEX)
+    return (nll * w).sum(dim=-1) / w.sum(dim=-1)
 
 
 def encode_faithful(

@@ -60,6 +60,7 @@ from .masking import (
     add_released_placeholders,
     encode_faithful,
     encode_released,
+    weighted_token_mean,
 )
 from .models import load_policy
 from .otlp import OtlpJsonTracer, tracer_from_env
@@ -197,8 +198,7 @@ def row_losses(model: torch.nn.Module, examples: list[Encoded], device: torch.de
     ).view(targets.shape)
     if weights is None:
         return nll.sum(dim=1) / (targets != IGNORE_INDEX).sum(dim=1)
-    w = weights[:, 1:][:, kept].to(device) * (targets != IGNORE_INDEX)
-    return (nll * w).sum(dim=1) / w.sum(dim=1)
+    return weighted_token_mean(nll, targets, weights[:, 1:][:, kept].to(device))
 
 
 def train_step(

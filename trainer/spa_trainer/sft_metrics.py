@@ -47,6 +47,7 @@ from .masking import (
     observation_spans,
     prediction_spans,
     tokens_in_spans,
+    weighted_token_mean,
 )
 from .models import generate
 
@@ -105,8 +106,7 @@ def validation_loss(model: PreTrainedModel, examples: Sequence[Example]) -> floa
         labels = torch.tensor(ex.labels[1:], device=device)
         logits = model(input_ids=torch.tensor([ex.input_ids], device=device)).logits[0, :-1].float()
         nll = F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX, reduction="none")
-        w = torch.tensor(ex.weights[1:], device=device) * (labels != IGNORE_INDEX)
-        losses.append(float((nll * w).sum() / w.sum()))
+        losses.append(float(weighted_token_mean(nll, labels, torch.tensor(ex.weights[1:], device=device))))
     return sum(losses) / len(losses) if losses else math.nan
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from spa_trainer.export import check_parity, export_policy, io_names, next_version, sha256_file
 from spa_trainer.models import generate
 
-
-def _dense(outputs: Sequence[object]) -> list[np.ndarray]:
-    """A session's outputs, which ONNX Runtime types as arrays, sparse tensors, lists or maps: this
-    graph's are all arrays."""
-    arrays = [o for o in outputs if isinstance(o, np.ndarray)]
-    assert len(arrays) == len(outputs), [type(o) for o in outputs]
-    return arrays
+from .onnx_batch import dense, left_padded_logits_error
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +75,7 @@ def test_incremental_greedy_matches_pytorch_generate(artifact: Path, tiny_dir: P
             "position_ids": np.arange(start, start + len(ids), dtype=np.int64)[None],
             **past,
         }
-        out = _dense(session.run(None, feeds))
+        out = dense(session.run(None, feeds))
         token = int(out[0][0, -1].argmax())
         got.append(token)
         past = {n.replace("present", "past_key_values"): v for n, v in zip(manifest["outputs"][1:], out[1:])}
@@ -92,26 +85,9 @@ def test_incremental_greedy_matches_pytorch_generate(artifact: Path, tiny_dir: P
 
 def test_left_padded_batch(artifact: Path, tiny_dir: Path) -> None:
     """Two prompts of different length in one batch, the shorter left-padded (mask 0)."""
-    model = AutoModelForCausalLM.from_pretrained(tiny_dir, attn_implementation="eager").eval()
-    session = ort.InferenceSession(str(artifact / "model.onnx"))
-    manifest = json.loads((artifact / "manifest.json").read_text())
     ids = torch.tensor([[0, 0, 5, 6, 7], [8, 9, 10, 11, 12]])
     mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        ref = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.numpy()
-    past = {
-        n: np.zeros((2, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-        for n in manifest["inputs"][3:]
-    }
-    got = _dense(
-        session.run(
-            ["logits"],
-            {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy(), **past},
-        )
-    )[0]
-    real = mask.numpy().astype(bool)
-    assert np.abs(got[real] - ref[real]).max() < 1e-4
+    assert left_padded_logits_error(tiny_dir, artifact, ids, mask) < 1e-4
 
 
 def test_cli_exports_the_initial_policy_as_v0(tiny_dir: Path, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from spa_trainer.export import (
     check_parity,
@@ -26,6 +26,7 @@ from spa_trainer.export import (
 from spa_trainer.models import generate
 from spa_trainer.tiny_model import TINY_MODELS, tiny_model_dir
 
+from .onnx_batch import left_padded_logits_error
 from .test_tiny_local import rescaled
 
 WINDOW = 48
@@ -120,21 +121,9 @@ def test_onnx_greedy_past_the_window_matches_pytorch_generate(artifact: Path, lo
 def test_left_padded_batch_past_the_window(artifact: Path, local_model: Path) -> None:
     """Two rows of 90 and 70 tokens in one batch, the shorter left-padded: the window counts
     cache columns, as HF's mask does, and padding is masked inside it."""
-    model = AutoModelForCausalLM.from_pretrained(local_model, attn_implementation="eager").eval()
-    session = ort.InferenceSession(str(artifact / "model.onnx"))
-    manifest = json.loads((artifact / "manifest.json").read_text())
-    ids = torch.randint(3, int(model.config.vocab_size), (2, 90), generator=torch.Generator().manual_seed(4))
+    vocab = int(AutoConfig.from_pretrained(local_model).vocab_size)
+    ids = torch.randint(3, vocab, (2, 90), generator=torch.Generator().manual_seed(4))
     mask = torch.ones_like(ids)
     mask[1, :20] = 0
     ids[1, :20] = 0
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        ref = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.numpy()
-    past = {
-        n: np.zeros((2, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-        for n in manifest["inputs"][3:]
-    }
-    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy(), **past}
-    got = np.asarray(session.run(["logits"], feeds)[0])
-    real = mask.numpy().astype(bool)
-    assert np.abs(got[real] - ref[real]).max() < 1e-4
+    assert left_padded_logits_error(local_model, artifact, ids, mask) < 1e-4
