@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { registerDoctorCommand } from './commands/doctor.js';
 import { registerEnvCommand } from './commands/env.js';
 import { registerEvalCommand } from './commands/eval.js';
@@ -30,7 +30,8 @@ export function buildProgram(): Command {
 
 /**
  * Runs the CLI. A failure prints one `spa: <message>` line (the stack only with SPA_DEBUG=1) and
- * exits with code 1, so a user sees what was wrong rather than a Node stack trace.
+ * exits with code 1, or a CommanderError's own code (2 for a refused input), so a user sees what
+ * was wrong rather than a Node stack trace.
  */
 export async function main(argv: string[]): Promise<void> {
   try {
@@ -40,6 +41,6 @@ export async function main(argv: string[]): Promise<void> {
     console.error(
       process.env['SPA_DEBUG'] === '1' && error instanceof Error ? error.stack : `spa: ${message}`,
     );
-    process.exitCode = 1;
+    process.exitCode = error instanceof CommanderError ? error.exitCode : 1;
   }
 }

@@ -1,11 +1,13 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import { CommanderError, InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import { ANNOTATIONS, type Annotation } from '../../operators/annotate-ground-truth.js';
 import type { ReadStart } from '../../streams/kafka/consume-spa.js';
 import {
   REPLAY_TRAJECTORIES_PER_TRANSACTION,
+  ReplayInputError,
   replayTrajectories,
   type ReplayCounts,
+  type ReplaySummary,
 } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
@@ -18,6 +20,7 @@ interface ReplayCliOptions {
   fromOffset?: ReadStart;
   fromTime?: ReadStart;
   toTopic: string;
+  append: boolean;
   dlqTopic?: string;
   annotate: Annotation;
   maskTransitions: boolean;
@@ -56,6 +59,16 @@ function progressOf(progress: Progress): (totals: ReplayCounts) => void {
   };
 }
 
+/** Runs the replay; a refused topic (ReplayInputError) becomes a usage error: exit 2 (cli/main.ts). */
+async function replayOrUsageError(...args: Parameters<typeof replayTrajectories>): Promise<ReplaySummary> {
+  try {
+    return await replayTrajectories(...args);
+  } catch (error) {
+    if (error instanceof ReplayInputError) throw new CommanderError(2, 'spa.replay.input', error.message);
+    throw error;
+  }
+}
+
 /**
  * `spa replay`: re-runs stored raw trajectories through annotate → filter → SFT rows into
  * another topic (ablations from one generation run), transactionally; summary on stdout.
@@ -71,7 +84,15 @@ export function registerReplayCommand(program: Command): void {
       argument(parseFromOffset),
     )
     .option('--from-time <iso>', 'start at the first record at or after this time', argument(parseFromTime))
-    .requiredOption('--to-topic <topic>', "topic for the SftRows (created with spa.sft's config if missing)")
+    .requiredOption(
+      '--to-topic <topic>',
+      "topic for the SftRows: a new one (created with spa.sft's config) or an empty one, unless --append",
+    )
+    .option(
+      '--append',
+      'write into a --to-topic that already holds records (without it such a replay stops, exit 2: a second replay would hold every row twice)',
+      false,
+    )
     .option('--dlq-topic <topic>', 'dead-letter topic (default: spa.dlq)')
     .option(
       '--annotate <kind>',
@@ -97,9 +118,10 @@ export function registerReplayCommand(program: Command): void {
       const kafka = await connectSpaKafka({ clientId: 'spa-replay' });
       const progress = new Progress('replay');
       try {
-        const summary = await replayTrajectories(kafka, {
+        const summary = await replayOrUsageError(kafka, {
           fromTopic: options.fromTopic ?? kafka.topics.trajectories,
           toTopic: options.toTopic,
+          append: options.append,
           dlqTopic: options.dlqTopic ?? kafka.topics.dlq,
           start: options.fromOffset ?? options.fromTime ?? { kind: 'earliest' },
           follow: options.follow,

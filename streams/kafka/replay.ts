@@ -3,10 +3,13 @@
  * operators into another topic — how ablations are made from one generation run (the log is
  * replayable from offset 0; docs/spa-data.md#ablations for the annotations). Reads with an ephemeral group,
  * writes transactionally: each transaction holds whole trajectories' outputs, and a source
- * record is acked only after its outputs are committed.
+ * record is acked only after its outputs are committed. Every topic is checked before anything
+ * is created or written, and a target that already holds records is refused unless appending
+ * (a second replay into it would silently hold every row twice).
  */
 import { bufferTime, concatMap, filter, lastValueFrom, map, NEVER, of, takeUntil } from 'rxjs';
 import type { Observable } from 'rxjs';
+import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import type { Trajectory } from '../../schemas/index.js';
@@ -26,6 +29,8 @@ export interface ReplayOptions extends SftDataOptions {
   readonly fromTopic: string;
   /** Topic the SftRows go to; created with spa.sft's config when missing. */
   readonly toTopic: string;
+  /** Write into a `toTopic` that already holds records (else {@link ReplayInputError}). Default false. */
+  readonly append?: boolean;
   /** Dead-letter topic for undecodable records and filter rejects (usually spa.dlq). */
   readonly dlqTopic: string;
   readonly start: ReadStart;
@@ -117,17 +122,57 @@ function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
   }
 }
 
-/** Creates `topic` with spa.sft's definition when it does not exist; true when it was created. */
-async function ensureSftTopic(kafka: KafkaConnection, topic: string): Promise<boolean> {
+/** A replay refused before it read or created anything: a topic named in its options is wrong. */
+export class ReplayInputError extends Error {
+  override readonly name = 'ReplayInputError';
+}
+
+/** Σ (high − low) over the partitions of `topic`: its records, transaction markers included. */
+async function offsetsHeld(admin: KafkaAdmin, topic: string): Promise<bigint> {
+  return (await admin.topicOffsets(topic)).reduce((sum, p) => sum + (p.high - p.low), 0n);
+}
+
+/**
+ * Checks the topics before anything is created: the source and the DLQ exist (auto-create is off,
+ * so a missing DLQ would fail the first reject mid-replay), and the target is new, empty, or
+ * `append` is set. True when the target exists.
+ */
+async function checkTopics(kafka: KafkaConnection, options: ReplayOptions): Promise<boolean> {
+  const { fromTopic, toTopic, dlqTopic } = options;
+  if (fromTopic === toTopic || toTopic === dlqTopic)
+    throw new ReplayInputError(
+      `--to-topic "${toTopic}" must differ from the source "${fromTopic}" and the DLQ "${dlqTopic}"`,
+    );
   const admin = await kafka.transport.admin();
   try {
-    if ((await admin.listTopics()).includes(topic)) return false;
+    const existing = await admin.listTopics();
+    for (const [flag, topic] of [
+      ['--from-topic', fromTopic],
+      ['--dlq-topic', dlqTopic],
+    ] as const) {
+      if (existing.includes(topic)) continue;
+      const names = existing.filter((name) => !name.startsWith('__')).sort();
+      throw new ReplayInputError(
+        `${flag} "${topic}" does not exist; existing topics: ${names.join(', ') || 'none'}`,
+      );
+    }
+    if (!existing.includes(toTopic)) return false;
+    const held = options.append ? 0n : await offsetsHeld(admin, toTopic);
+    if (held > 0n)
+      throw new ReplayInputError(
+        `--to-topic "${toTopic}" already holds ${held} records (offsets, transaction markers included); ` +
+          'replaying into it would add a second copy. Give --append to add to it anyway, or name a new topic',
+      );
+    return true;
   } finally {
     await admin.close();
   }
+}
+
+/** Creates `topic` with spa.sft's definition. */
+async function createSftTopic(kafka: KafkaConnection, topic: string): Promise<void> {
   const definition = spaTopics({ names: { sft: topic } }).filter((t) => t.role === 'sft');
   await applyTopicsTo(kafka.config.brokers, definition, kafka.config);
-  return true;
 }
 
 /**
@@ -139,15 +184,11 @@ export async function replayTrajectories(
   kafka: KafkaConnection,
   options: ReplayOptions,
 ): Promise<ReplaySummary> {
-  if (options.fromTopic === options.toTopic || options.toTopic === options.dlqTopic)
-    throw new Error(
-      `--to-topic "${options.toTopic}" must differ from the source "${options.fromTopic}" and the DLQ "${options.dlqTopic}"`,
-    );
   const started = Date.now();
   const log = options.log ?? ((line: string) => console.error(line));
   const perTransaction = options.trajectoriesPerTransaction ?? REPLAY_TRAJECTORIES_PER_TRANSACTION;
-  const createdTarget = await ensureSftTopic(kafka, options.toTopic);
-  if (createdTarget) log(`[replay] created topic ${options.toTopic} with spa.sft's config`);
+  const targetExists = await checkTopics(kafka, options);
+  // Resolving the read checks the start (e.g. --from-offset partitions) before the target is made.
   const read = await readTopic(kafka, {
     topic: options.fromTopic,
     start: options.start,
@@ -156,6 +197,10 @@ export async function replayTrajectories(
     // More than one transaction's worth, so a chunk can fill while the previous one commits.
     maxInFlight: perTransaction * 4,
   });
+  if (!targetExists) {
+    await createSftTopic(kafka, options.toTopic);
+    log(`[replay] created topic ${options.toTopic} with spa.sft's config`);
+  }
   const sink = await kafka.transport.sink({ transactionalId: `${read.groupId}-tx` });
   const topicOf = {
     trajectories: options.fromTopic,
@@ -204,7 +249,7 @@ export async function replayTrajectories(
     annotation: options.annotation,
     groupId: read.groupId,
     ranges: read.ranges,
-    createdTarget,
+    createdTarget: !targetExists,
     elapsedMs: Date.now() - started,
   };
 }
