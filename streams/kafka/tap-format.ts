@@ -1,13 +1,20 @@
 /**
  * How `spa tap` shows records: readable text per record type (boards as the model sees them,
- * parse outcomes, rewards, reject reasons), or one JSON line per record.
+ * parse outcomes, rewards, reject reasons), or one JSON line per record. Record data is
+ * untrusted: control characters in it are printed escaped (terminal-text.ts), in both forms.
  */
 import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
 import type { DecodedAnyRecord } from './consume-spa-decode.js';
+import { blockText, inlineText, jsonText } from './terminal-text.js';
 import type { ConsumedRecord } from './transport.js';
 
+/** A template for one line of output: each value in it is escaped to stay on that line. */
+const line = (parts: TemplateStringsArray, ...values: unknown[]): string =>
+  parts.reduce((text, part, i) => text + inlineText(String(values[i - 1])) + part);
+
+/** A multi-line field (a board, a response) indented, its lines kept, other controls escaped. */
 const indent = (text: string, by = '      '): string =>
-  text
+  blockText(text)
     .split('\n')
     .map((line) => by + line)
     .join('\n');
@@ -15,20 +22,26 @@ const indent = (text: string, by = '      '): string =>
 const list = (items: readonly (string | number)[]): string =>
   items.length > 0 ? items.join(', ') : '(none)';
 
+/** Epoch ms as ISO time; a value no Date can hold (a hostile `created_at`) as the number. */
+function isoTime(ms: number): string {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${ms} (not a valid time)` : date.toISOString();
+}
+
 function where(source: ConsumedRecord): string {
-  return `${source.topic}[${source.partition}]@${source.offset}  ${new Date(source.timestamp).toISOString()}`;
+  return line`${source.topic}[${source.partition}]@${source.offset}  ${isoTime(source.timestamp)}`;
 }
 
 function parseOutcome(turn: Turn): string {
   const { parse } = turn;
-  const how = `${parse.matched} match${parse.penalty ? ', format penalty' : ''}`;
-  return parse.ok ? `parse ok (${how})` : `parse REJECTED ${parse.reason ?? '(no reason)'} (${how})`;
+  const how = line`${parse.matched} match${parse.penalty ? ', format penalty' : ''}`;
+  return parse.ok ? line`parse ok (${how})` : line`parse REJECTED ${parse.reason ?? '(no reason)'} (${how})`;
 }
 
 function formatTurn(turn: Turn): string {
   return [
-    `  turn ${turn.turn}: ${parseOutcome(turn)}`,
-    `    actions ${list(turn.parse.actions)}  executed ${list(turn.executed)}  rewards ${list(turn.rewards)}${turn.done ? '  done' : ''}`,
+    line`  turn ${turn.turn}: ${parseOutcome(turn)}`,
+    line`    actions ${list(turn.parse.actions)}  executed ${list(turn.executed)}  rewards ${list(turn.rewards)}${turn.done ? '  done' : ''}`,
     '    board before:',
     indent(turn.state),
     '    board after:',
@@ -38,9 +51,9 @@ function formatTurn(turn: Turn): string {
 
 function formatTrajectory(t: Trajectory): string {
   return [
-    `Trajectory ${t.trajectory_id}`,
-    `  env ${t.env} (${t.variant})  seed ${t.seed}  split ${t.split}  mode ${t.mode}  policy ${t.policy} v${t.policy_version}`,
-    `  success ${t.success}  total reward ${t.total_reward}  penalty ${t.penalty}  actions ${t.num_actions}  turns ${t.turns.length}`,
+    line`Trajectory ${t.trajectory_id}`,
+    line`  env ${t.env} (${t.variant})  seed ${t.seed}  split ${t.split}  mode ${t.mode}  policy ${t.policy} v${t.policy_version}`,
+    line`  success ${t.success}  total reward ${t.total_reward}  penalty ${t.penalty}  actions ${t.num_actions}  turns ${t.turns.length}`,
     ...t.turns.map(formatTurn),
   ].join('\n');
 }
@@ -56,11 +69,11 @@ function formatSftRow(row: SftRow): string {
       ? [`  ${label}: (none)`]
       : texts.flatMap((text) => [`  ${label}:`, indent(text || '(empty)')]);
   return [
-    `SftRow ${row.trajectory_id} turn ${row.turn}`,
-    `  env ${row.env}  policy v${row.policy_version}  annotation ${row.annotation}  mask transitions ${row.mask_transitions}  prompt ${row.prompt.length} messages`,
+    line`SftRow ${row.trajectory_id} turn ${row.turn}`,
+    line`  env ${row.env}  policy v${row.policy_version}  annotation ${row.annotation}  mask transitions ${row.mask_transitions}  prompt ${row.prompt.length} messages`,
     ...section('observation', spans(row.response, 'observation')),
     ...section('prediction', spans(row.response, 'prediction')),
-    `  answer: ${spans(row.response, 'answer').join(' | ') || '(none)'}`,
+    line`  answer: ${spans(row.response, 'answer').join(' | ') || '(none)'}`,
     '  response:',
     indent(row.response, '    '),
   ].join('\n');
@@ -68,9 +81,9 @@ function formatSftRow(row: SftRow): string {
 
 function formatRollout(r: Rollout): string {
   return [
-    `Rollout ${r.trajectory_id}  group ${r.group_id}`,
-    `  env ${r.env}  seed ${r.seed}  policy v${r.policy_version}  score ${r.score}  success ${r.success}`,
-    `  turns ${r.num_turns}  turn rewards ${list(r.turn_rewards)}  penalty ${r.penalty}`,
+    line`Rollout ${r.trajectory_id}  group ${r.group_id}`,
+    line`  env ${r.env}  seed ${r.seed}  policy v${r.policy_version}  score ${r.score}  success ${r.success}`,
+    line`  turns ${r.num_turns}  turn rewards ${list(r.turn_rewards)}  penalty ${r.penalty}`,
   ].join('\n');
 }
 
@@ -79,7 +92,7 @@ function payloadSummary(payload: Buffer): string {
   try {
     const parsed = JSON.parse(payload.toString('utf8')) as { trajectory_id?: unknown };
     if (typeof parsed.trajectory_id === 'string')
-      return `trajectory ${parsed.trajectory_id} (JSON, ${payload.length} bytes)`;
+      return line`trajectory ${parsed.trajectory_id} (JSON, ${payload.length} bytes)`;
   } catch {
     // not JSON: show bytes
   }
@@ -89,9 +102,9 @@ function payloadSummary(payload: Buffer): string {
 
 function formatRejected(r: Rejected, heading = 'Rejected'): string {
   return [
-    `${heading}  reason ${r.reason}`,
-    `  key ${r.key ?? '(none)'}  from ${r.source}  at ${new Date(r.created_at).toISOString()}`,
-    `  detail: ${r.detail}`,
+    line`${heading}  reason ${r.reason}`,
+    line`  key ${r.key ?? '(none)'}  from ${r.source}  at ${isoTime(r.created_at)}`,
+    line`  detail: ${r.detail}`,
     `  payload ${payloadSummary(r.payload)}`,
     ...(r.payload_fingerprint
       ? [`  payload schema fingerprint ${r.payload_fingerprint.toString('hex')}`]
@@ -101,10 +114,10 @@ function formatRejected(r: Rejected, heading = 'Rejected'): string {
 
 function formatPolicyUpdate(p: PolicyUpdate): string {
   return [
-    `PolicyUpdate v${p.version}  stage ${p.stage}  step ${p.step}`,
-    `  model ${p.model}  format ${p.format}  at ${new Date(p.created_at).toISOString()}`,
-    `  uri ${p.uri}`,
-    `  sha256 ${p.sha256}`,
+    line`PolicyUpdate v${p.version}  stage ${p.stage}  step ${p.step}`,
+    line`  model ${p.model}  format ${p.format}  at ${isoTime(p.created_at)}`,
+    line`  uri ${p.uri}`,
+    line`  sha256 ${p.sha256}`,
   ].join('\n');
 }
 
@@ -118,9 +131,13 @@ function headersAsText(source: ConsumedRecord): Record<string, string> {
 /** A decoded record as readable text: a heading with its position (and headers), then its fields. */
 export function formatTapRecord(decoded: DecodedAnyRecord, withHeaders = false): string {
   const headers = withHeaders
-    ? Object.entries(headersAsText(decoded.source)).map(([name, value]) => `\n   header ${name}: ${value}`)
+    ? Object.entries(headersAsText(decoded.source)).map(
+        ([name, value]) => line`\n   header ${name}: ${value}`,
+      )
     : [];
-  const heading = `── ${where(decoded.source)}  key ${decoded.source.key?.toString('utf8') ?? '(none)'}${headers.join('')}`;
+  const heading =
+    line`── ${where(decoded.source)}  key ${decoded.source.key?.toString('utf8') ?? '(none)'}` +
+    headers.join('');
   if (!decoded.ok) return `${heading}\n${formatRejected(decoded.rejected, 'UNDECODABLE')}`;
   const { value } = decoded;
   switch (value.type) {
@@ -147,11 +164,11 @@ function bytesAsBase64(_key: string, value: unknown): unknown {
 
 /**
  * A decoded record as one JSON line: position, key, (headers as text,) type (`Undecodable`
- * for dead letters made here), record.
+ * for dead letters made here), record. Every control character in it is `\u`-escaped.
  */
 export function tapJsonLine(decoded: DecodedAnyRecord, withHeaders = false): string {
   const { source } = decoded;
-  return JSON.stringify(
+  const json = JSON.stringify(
     {
       topic: source.topic,
       partition: source.partition,
@@ -164,4 +181,5 @@ export function tapJsonLine(decoded: DecodedAnyRecord, withHeaders = false): str
     },
     bytesAsBase64,
   );
+  return jsonText(json);
 }
