@@ -22,6 +22,27 @@ export interface ScramUser {
   readonly mechanism?: 'SCRAM-SHA-256' | 'SCRAM-SHA-512';
 }
 
+/**
+ * A TLS client listener (Kafka's SSL protocol), configured with PEM files as Kafka reads them
+ * (KIP-651: `ssl.keystore.type=PEM`), so no Java keystore has to be built.
+ */
+export interface BrokerSslListener {
+  /** Its port on 127.0.0.1. */
+  readonly port: number;
+  /**
+   * One PEM file holding the broker's private key (PKCS#8, unencrypted) followed by its
+   * certificate chain (`ssl.keystore.location`). The certificate must name 127.0.0.1 (or the
+   * host clients dial) in its subjectAltName: clients check it.
+   */
+  readonly keystoreLocation: string;
+  /**
+   * PEM file of the CA certificates that sign client certificates (`ssl.truststore.location`).
+   * With it, a client certificate is asked for and checked when the client has one
+   * (`ssl.client.auth=requested`); a client without one still connects. Without it, none is asked for.
+   */
+  readonly truststoreLocation?: string;
+}
+
 /** What a caller may choose about a local broker instance; everything has a default. */
 export interface BrokerInstanceOptions {
   /** Instance name: data lives in `infra/kafka/data/<name>`. Default `default`. */
@@ -34,6 +55,8 @@ export interface BrokerInstanceOptions {
   readonly saslPort?: number;
   /** SCRAM users created when the storage is formatted (first start of a fresh data dir). */
   readonly scramUsers?: readonly ScramUser[];
+  /** When set, a TLS (SSL) client listener. */
+  readonly ssl?: BrokerSslListener;
   /** Root of instance data dirs. Default `infra/kafka/data`. */
   readonly dataRoot?: string;
   /** KRaft node id. Default 1. */
@@ -50,6 +73,7 @@ export interface BrokerInstance {
   readonly controllerPort: number;
   readonly saslPort: number | undefined;
   readonly scramUsers: readonly ScramUser[];
+  readonly ssl: BrokerSslListener | undefined;
   readonly nodeId: number;
   /** Every voter of the controller quorum, this node included. */
   readonly quorum: readonly QuorumVoter[];
@@ -78,9 +102,10 @@ export function brokerInstance(options: BrokerInstanceOptions = {}): BrokerInsta
   const port = checkPort('port', options.port ?? 9092);
   const controllerPort = checkPort('controllerPort', options.controllerPort ?? port + 1);
   const saslPort = options.saslPort === undefined ? undefined : checkPort('saslPort', options.saslPort);
-  const ports = [port, controllerPort, ...(saslPort === undefined ? [] : [saslPort])];
+  const ssl = options.ssl && { ...options.ssl, port: checkPort('ssl.port', options.ssl.port) };
+  const ports = [port, controllerPort, saslPort, ssl?.port].filter((p) => p !== undefined);
   if (new Set(ports).size !== ports.length)
-    throw new Error(`broker ports must differ, got port/controller/sasl = ${ports.join('/')}`);
+    throw new Error(`broker ports must differ, got port/controller/sasl/ssl = ${ports.join('/')}`);
   const nodeId = options.nodeId ?? 1;
   if (!Number.isInteger(nodeId) || nodeId < 0)
     throw new Error(`broker nodeId=${nodeId} must be an integer >= 0`);
@@ -98,6 +123,7 @@ export function brokerInstance(options: BrokerInstanceOptions = {}): BrokerInsta
     controllerPort,
     saslPort,
     scramUsers: options.scramUsers ?? [],
+    ssl,
     nodeId,
     quorum,
     dataDir,
@@ -126,14 +152,37 @@ function listenerLines(instance: BrokerInstance): string[] {
       `listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=${scram}`,
     );
   }
+  if (instance.ssl !== undefined) {
+    listeners.push(`SSL://${h}:${instance.ssl.port}`);
+    advertised.push(`SSL://${h}:${instance.ssl.port}`);
+    protocols.push('SSL:SSL');
+    lines.push(...sslListenerLines(instance.ssl));
+  }
   return [
     `listeners=${listeners.join(',')}`,
     `advertised.listeners=${advertised.join(',')}`,
     `listener.security.protocol.map=${protocols.join(',')}`,
     'controller.listener.names=CONTROLLER',
-    // Inter-broker traffic stays on PLAINTEXT so SCRAM only guards client connections.
+    // Inter-broker traffic stays on PLAINTEXT so SCRAM and TLS only guard client connections.
     'inter.broker.listener.name=PLAINTEXT',
     ...lines,
+  ];
+}
+
+/** The SSL listener's own settings (`listener.name.ssl.*`, so no other listener is affected). */
+function sslListenerLines(ssl: BrokerSslListener): string[] {
+  const prefix = 'listener.name.ssl.ssl';
+  const trust = ssl.truststoreLocation;
+  return [
+    `${prefix}.keystore.type=PEM`,
+    `${prefix}.keystore.location=${ssl.keystoreLocation}`,
+    ...(trust === undefined
+      ? [`${prefix}.client.auth=none`]
+      : [
+          `${prefix}.truststore.type=PEM`,
+          `${prefix}.truststore.location=${trust}`,
+          `${prefix}.client.auth=requested`,
+        ]),
   ];
 }
 

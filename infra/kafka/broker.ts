@@ -37,6 +37,8 @@ export interface RunningBroker {
   readonly brokers: readonly string[];
   /** Bootstrap addresses of the SASL/SCRAM listener, when configured. */
   readonly saslBrokers: readonly string[];
+  /** Bootstrap addresses of the TLS listener, when configured. */
+  readonly sslBrokers: readonly string[];
   /** True when this is KAFKA_BROKERS' cluster and nothing was started here. */
   readonly external: boolean;
   /** The local instance, absent for an external cluster. */
@@ -76,10 +78,15 @@ function isInstanceProcess(instance: BrokerInstance, pid: number): boolean {
   }
 }
 
-function addresses(instance: BrokerInstance): { brokers: string[]; saslBrokers: string[] } {
+function addresses(instance: BrokerInstance): {
+  brokers: string[];
+  saslBrokers: string[];
+  sslBrokers: string[];
+} {
   return {
     brokers: [`${instance.host}:${instance.port}`],
     saslBrokers: instance.saslPort === undefined ? [] : [`${instance.host}:${instance.saslPort}`],
+    sslBrokers: instance.ssl === undefined ? [] : [`${instance.host}:${instance.ssl.port}`],
   };
 }
 
@@ -278,5 +285,7 @@ export async function existingBroker(
 /** KAFKA_BROKERS' cluster when the variable is set: nothing runs here for it. */
 function configuredCluster(env: NodeJS.ProcessEnv): RunningBroker | undefined {
   const configured = env.KAFKA_BROKERS?.trim();
-  return configured ? { brokers: parseBrokerList(configured), saslBrokers: [], external: true } : undefined;
+  return configured
+    ? { brokers: parseBrokerList(configured), saslBrokers: [], sslBrokers: [], external: true }
+    : undefined;
 }

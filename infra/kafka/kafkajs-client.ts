@@ -6,7 +6,9 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
+import { tlsConnectionOptions } from './client-config.js';
 import type { KafkaConnectionConfig } from './client-config.js';
+import { describeTlsFailure } from './tls-failure.js';
 
 // kafkajs logs retriable errors at ERROR level while it retries them; only warn-level and
 // worse lines that survive the retries are worth a user's attention, and they go to stderr.
@@ -22,7 +24,7 @@ export function kafkajsClient(config: KafkaConnectionConfig, quiet = true): Kafk
   const kafkaConfig: KafkaConfig = {
     clientId: config.clientId,
     brokers: [...config.brokers],
-    ssl: config.ssl,
+    ssl: tlsConnectionOptions(config) ?? false,
     connectionTimeout: config.connectionTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     retry: {
@@ -48,8 +50,8 @@ export function kafkajsClient(config: KafkaConnectionConfig, quiet = true): Kafk
 
 /**
  * Rewrites kafkajs errors whose own message is unhelpful. A SASL failure names the user,
- * mechanism and brokers and says the credentials were refused; other errors keep their
- * message, prefixed with what we were doing.
+ * mechanism and brokers and says the credentials were refused; a TLS failure says which
+ * (tls-failure.ts); other errors keep their message, prefixed with what we were doing.
  */
 export function describeKafkaError(error: unknown, doing: string, config: KafkaConnectionConfig): Error {
   const cause = error instanceof Error ? error : new Error(String(error));
@@ -61,6 +63,8 @@ export function describeKafkaError(error: unknown, doing: string, config: KafkaC
       { cause },
     );
   }
+  const tls = describeTlsFailure(cause, doing, config);
+  if (tls) return tls;
   if (cause.name === 'KafkaJSNumberOfRetriesExceeded' || cause.name === 'KafkaJSConnectionError') {
     return new Error(`cannot reach Kafka at ${config.brokers.join(',')} while ${doing}: ${cause.message}`, {
       cause,

@@ -6,7 +6,9 @@
  */
 import { GenericError, SASLMechanisms } from '@platformatic/kafka';
 import type { BaseOptions, SASLOptions } from '@platformatic/kafka';
+import { tlsConnectionOptions } from './client-config.js';
 import type { KafkaConnectionConfig } from './client-config.js';
+import { describeTlsFailure } from './tls-failure.js';
 
 /** Our SASL mechanism names as the library spells them; all three are supported. */
 const saslMechanisms = {
@@ -32,13 +34,15 @@ export function retryDelayMs(config: KafkaConnectionConfig, attempt: number, fir
 /**
  * Options every platformatic client (producer, consumer, admin) gets for a connection config:
  * brokers, client id, connect and request timeouts, retries with the config's backoff, SASL
- * (PLAIN, SCRAM-SHA-256/512) and TLS with Node's default trust store. `firstRetryMs` shortens
+ * (PLAIN, SCRAM-SHA-256/512) and TLS (the config's CA and client certificate, else Node's
+ * defaults). `firstRetryMs` shortens
  * the first retry's wait (the sink's, see platformatic-sink.ts).
  */
 export function platformaticBaseOptions(
   config: KafkaConnectionConfig,
   firstRetryMs?: number,
 ): BaseOptions & { requestTimeout: number } {
+  const tls = tlsConnectionOptions(config);
   const sasl: SASLOptions | undefined = config.sasl && {
     mechanism: saslMechanisms[config.sasl.mechanism],
     username: config.sasl.username,
@@ -55,7 +59,7 @@ export function platformaticBaseOptions(
     retryDelay: (_client, _operation, attempt) => retryDelayMs(config, attempt, firstRetryMs),
     autocreateTopics: false,
     ...(sasl ? { sasl } : {}),
-    ...(config.ssl ? { tls: {} } : {}),
+    ...(tls ? { tls } : {}),
   };
 }
 
@@ -98,7 +102,8 @@ export function flagRetriable<E>(error: E): E {
 
 /**
  * Rewrites platformatic errors whose own message is unhelpful ("Received response with error
- * while executing API …"): a refused login names the user, mechanism and brokers; an unreachable
+ * while executing API …"): a refused login names the user, mechanism and brokers; a TLS failure
+ * says which (tls-failure.ts); an unreachable
  * cluster names the brokers; anything else keeps its message and the first protocol error's name,
  * prefixed with what we were doing.
  */
@@ -116,6 +121,8 @@ export function describePlatformaticError(
       { cause },
     );
   }
+  const tls = describeTlsFailure(cause, doing, config);
+  if (tls) return tls;
   const protocolError = errorChain(cause).find(
     (e) => typeof (e as { apiId?: unknown }).apiId === 'string',
   ) as { apiId: string; message: string } | undefined;

@@ -1,0 +1,87 @@
+/**
+ * A failed TLS connection told apart from an unreachable broker, for both clients' error
+ * rewriting (kafkajs-client.ts, platformatic-client.ts): Node puts OpenSSL's verdict in the
+ * error's `code`, which both libraries keep somewhere in their error chain.
+ */
+import type { KafkaConnectionConfig } from './client-config.js';
+
+/** OpenSSL's verdicts that mean "signed by no CA this client trusts" (Node's `code`s). */
+const untrusted = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+]);
+
+/** Verdicts about the certificate itself (dates, use, revocation). */
+const invalid = new Set([
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REJECTED',
+  'CERT_REVOKED',
+  'INVALID_PURPOSE',
+]);
+
+interface CodedError {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Every error below `error`: `cause`, kafkajs' `originalError`, an AggregateError's `errors`. */
+function chain(error: unknown, depth = 0): CodedError[] {
+  if (typeof error !== 'object' || error === null || depth > 8) return [];
+  const { cause, originalError, errors } = error as Record<string, unknown>;
+  const below = [cause, originalError, ...(Array.isArray(errors) ? errors : [])];
+  return [error as CodedError, ...below.flatMap((e) => chain(e, depth + 1))];
+}
+
+function isTlsError({ code, message }: CodedError): boolean {
+  if (typeof code !== 'string') return false;
+  return (
+    untrusted.has(code) ||
+    invalid.has(code) ||
+    /^ERR_(SSL|TLS)_/.test(code) ||
+    (code === 'ECONNRESET' && /secure TLS connection/.test(String(message))) ||
+    (code === 'EPROTO' && /SSL|TLS/i.test(String(message)))
+  );
+}
+
+/**
+ * The failure as a message naming the broker list, the TLS setting to look at, OpenSSL's code
+ * and what we were doing; undefined when the error is not a TLS failure.
+ */
+export function describeTlsFailure(
+  error: unknown,
+  doing: string,
+  config: KafkaConnectionConfig,
+): Error | undefined {
+  const tls = chain(error).find(isTlsError);
+  if (!tls) return undefined;
+  const at = `Kafka at ${config.brokers.join(',')}`;
+  const why = `${tls.code}: ${tls.message}`;
+  const ca = config.sslFiles?.caLocation;
+  const cause = error instanceof Error ? error : undefined;
+  if (untrusted.has(tls.code))
+    return new Error(
+      `the TLS certificate of ${at} is not signed by ` +
+        (ca
+          ? `the CA in KAFKA_SSL_CA_LOCATION=${ca}`
+          : 'a CA Node trusts; set KAFKA_SSL_CA_LOCATION to the PEM file of the CA that signed it') +
+        ` (${why}) while ${doing}`,
+      { cause },
+    );
+  if (tls.code === 'ERR_TLS_CERT_ALTNAME_INVALID')
+    return new Error(`the TLS certificate of ${at} does not name that host (${why}) while ${doing}`, {
+      cause,
+    });
+  if (invalid.has(tls.code))
+    return new Error(`the TLS certificate of ${at} is not valid (${why}) while ${doing}`, { cause });
+  return new Error(
+    `the TLS handshake with ${at} failed (${why}) while ${doing}; is it a TLS listener? ` +
+      '(KAFKA_SSL and the KAFKA_SSL_* files turn TLS on)',
+    { cause },
+  );
+}
