@@ -100,11 +100,13 @@ export async function startWebTap(kafka: KafkaConnection, options: WebTapOptions
     )
     .subscribe({
       next: (decoded) => {
-        const web = toWebRecord(decoded);
-        stats.recordRead(web.kind);
-        if (web.kind === 'Trajectory')
-          stats.episode(web.trajectory.env, web.trajectory.groupId, web.trajectory.success);
-        server.publish('record', web);
+        // Counted from the record, not its card: a trajectory too large to draw still counts.
+        stats.recordRead(decoded.ok ? decoded.value.type : 'Undecodable');
+        if (decoded.ok && decoded.value.type === 'Trajectory') {
+          const { env, group_id: groupId, success } = decoded.value.record;
+          stats.episode(env, groupId, success);
+        }
+        server.publish('record', toWebRecord(decoded));
       },
       error: (error: unknown) => fail(error),
     });

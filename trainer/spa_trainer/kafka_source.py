@@ -8,15 +8,28 @@ offsets reach the consumer group only after a checkpoint holding them is on disk
 (docs/spa-sft.md#sampler), so the group's committed offsets are a convenience for tools, never
 the truth. Backpressure: block. One poll hands one record to the training loop, which asks for
 the next only when it wants it; librdkafka's own fetch queue is bounded.
+
+Every client here (this consumer, `KafkaSink`'s producer, `require_topic`'s) is made by a
+`KafkaConnection`: the settings of `kafka_config.py` (SASL, TLS: the TS side's variables) plus
+librdkafka's error callback, which tells refused credentials and TLS failures from a broker that is
+not there.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+from .kafka_config import (
+    describe_client_error,
+    describe_connect_failure,
+    is_refusal,
+    librdkafka_config,
+    settings_from_env,
+)
 from .records import ConsumedRecord, Offsets
 
 try:
@@ -33,20 +46,60 @@ def default_brokers(brokers: str | None) -> str:
     return brokers or os.environ.get("KAFKA_BROKERS", "127.0.0.1:9092")
 
 
-def check_topic(client: Any, topic: str, address: str, hint: str = "create it first", timeout_s: float = 10.0) -> Any:
-    """The topic's metadata (partitions), failing fast and naming the address when the broker is
-    unreachable or `topic` is missing (a producer would otherwise wait out its delivery timeout)."""
-    try:
-        meta = client.list_topics(topic, timeout=timeout_s)
-    except ck.KafkaException as err:
-        raise ConnectionError(
-            f"cannot reach Kafka at {address} ({err.args[0]}); start a broker with `npm run kafka:start` "
-            "or point --brokers / KAFKA_BROKERS at one"
-        ) from err
+Client = TypeVar("Client")
+
+
+class KafkaConnection:
+    """The settings one client is made with, and what librdkafka's error callback said about its
+    connections (served by the client's `poll`; the last 32, a long outage repeats itself)."""
+
+    def __init__(self, brokers: str | None) -> None:
+        self.settings = settings_from_env(brokers)
+        self.address = self.settings.brokers
+        self.errors: deque[tuple[str, str]] = deque(maxlen=32)
+
+    def client(self, make: Callable[[dict[str, Any]], Client], extra: dict[str, Any]) -> Client:
+        """`make` (ck.Consumer, ck.Producer) with the connection's settings plus `extra`; a TLS file
+        librdkafka cannot use is a ValueError naming its variable."""
+        try:
+            return make({**librdkafka_config(self.settings), "error_cb": self._on_error, **extra})
+        except ck.KafkaException as err:
+            raise describe_client_error(self.settings, err.args[0].str()) from err
+
+    def _on_error(self, error: Any) -> None:
+        self.errors.append((error.name(), error.str()))
+
+    def last_error(self) -> str:
+        return self.errors[-1][1] if self.errors else ""
+
+
+def check_topic(
+    client: Any, topic: str, connection: KafkaConnection, hint: str = "create it first", timeout_s: float = 10.0
+) -> Any:
+    """The topic's metadata (partitions), failing fast and saying why when no connection comes about
+    (refused credentials and TLS failures at once, an unreachable broker after `timeout_s`) or
+    `topic` is missing (a producer would otherwise wait out its delivery timeout)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            meta = client.list_topics(topic, timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            break
+        except ck.KafkaException as err:
+            client.poll(0)  # serves the error callback (nothing is assigned yet: no record is taken)
+            if time.monotonic() >= deadline or any(is_refusal(name) for name, _ in connection.errors):
+                raise describe_connect_failure(connection.settings, list(connection.errors), str(err.args[0])) from err
     found = meta.topics.get(topic)
     if found is None or found.error is not None or not found.partitions:
-        raise ValueError(f"kafka topic {topic!r} does not exist at {address} ({found and found.error}); {hint}")
+        raise ValueError(
+            f"kafka topic {topic!r} does not exist at {connection.address} ({found and found.error}); {hint}"
+        )
     return found
+
+
+def require_topic(topic: str, brokers: str | None) -> None:
+    """Fails now (ConnectionError, ValueError) unless `topic` exists at the brokers."""
+    connection = KafkaConnection(brokers)
+    check_topic(connection.client(ck.Producer, {}), topic, connection)
 
 
 class KafkaLog:
@@ -63,22 +116,22 @@ class KafkaLog:
         idle_timeout_s: float = 30.0,
     ) -> None:
         self.topic = topic
-        self.address = default_brokers(brokers)
+        self.connection = KafkaConnection(brokers)
+        self.address = self.connection.address
         self.idle_timeout_s = idle_timeout_s  # `read` gives up on a range that stops short of its end
-        self.last_error = ""  # the latest transient consumer error (broker away), for progress notes
-        self.consumer = ck.Consumer(
+        self.consumer = self.connection.client(
+            ck.Consumer,
             {
-                "bootstrap.servers": self.address,
                 "group.id": group_id,
                 "enable.auto.commit": False,  # offsets reach the group only after a checkpoint
                 "enable.partition.eof": True,
                 "isolation.level": "read_committed",  # never train on an aborted transaction
                 "auto.offset.reset": "earliest",
-            }
+            },
         )
         try:
             self.partitions = sorted(
-                check_topic(self.consumer, topic, self.address, hint, connect_timeout_s).partitions
+                check_topic(self.consumer, topic, self.connection, hint, connect_timeout_s).partitions
             )
         except (ConnectionError, ValueError):
             self.consumer.close()
@@ -86,6 +139,11 @@ class KafkaLog:
 
     def describe(self) -> str:
         return f"kafka:{self.topic}"
+
+    @property
+    def last_error(self) -> str:
+        """The latest transient error (broker away: librdkafka retries), for progress notes."""
+        return self.connection.last_error()
 
     def location(self, partition: int, offset: int) -> str:
         return f"kafka {self.topic}[{partition}]@{offset}"
@@ -147,7 +205,7 @@ class KafkaLog:
             if error.fatal():
                 raise RuntimeError(f"kafka {self.topic} at {self.address}: fatal consumer error {error}")
             if error.code() != ck.KafkaError._PARTITION_EOF:
-                self.last_error = str(error)  # transient (broker away): librdkafka retries
+                self.connection.errors.append((error.name(), str(error)))  # transient: librdkafka retries
             return None
         raw_key = msg.key()
         key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
@@ -174,9 +232,10 @@ class KafkaSink:
 
     def __init__(self, topic: str, brokers: str | None) -> None:
         self.topic = topic
-        self.address = default_brokers(brokers)
-        self.producer = ck.Producer({"bootstrap.servers": self.address, "enable.idempotence": True, "acks": "all"})
-        check_topic(self.producer, topic, self.address)
+        connection = KafkaConnection(brokers)
+        self.address = connection.address
+        self.producer = connection.client(ck.Producer, {"enable.idempotence": True, "acks": "all"})
+        check_topic(self.producer, topic, connection)
         self.errors: list[str] = []
 
     def _delivered(self, err: object, _msg: object) -> None:

@@ -168,10 +168,9 @@ def _open_io(cfg: ServiceConfig, out: Path, start: Offsets) -> tuple[RolloutSour
         default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
         dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
         if cfg.publish:
-            from .kafka_source import check_topic, ck, default_brokers
+            from .kafka_source import require_topic
 
-            address = default_brokers(cfg.brokers)
-            check_topic(ck.Producer({"bootstrap.servers": address}), cfg.publish, address)
+            require_topic(cfg.publish, cfg.brokers)
     except BaseException:
         source.close()
         raise
