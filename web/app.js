@@ -1,11 +1,12 @@
-/* global document, window, location, EventSource, URLSearchParams */
+/* global document, window, EventSource */
 // The `spa tap --web` page: listens to /events (Server-Sent Events) and draws each record as a
 // card, newest first. The server already split boards into cells and marked the cells where the
 // model's belief differs from the true state (streams/web/web-record.ts); this file only draws.
-// Plain DOM, no framework and no build step: the page is small.
+// Plain DOM, no framework and no build step: the page is small. Its session is a cookie the
+// server set when the page was first opened, sent with every request (the token is not in the
+// address). A record that cannot be drawn becomes a card saying why; the feed goes on.
 
 const MAX_CARDS = 60; // older cards are removed: the feed is a window, not a log
-const token = new URLSearchParams(location.search).get('token') ?? '';
 const feed = document.getElementById('feed');
 const kindSelect = document.getElementById('kind');
 const statusEl = document.getElementById('status');
@@ -120,6 +121,7 @@ function body(record) {
         ),
         el('div', '', `detail: ${r.detail}`),
         el('div', 'where', `payload ${record.payloadBytes} bytes`),
+        ...(record.payloadNote ? [el('div', 'where', `payload: ${record.payloadNote}`)] : []),
         ...(record.payloadTrajectory ? drawTrajectory(record.payloadTrajectory) : []),
         ...(record.payloadRow
           ? [
@@ -139,21 +141,34 @@ function body(record) {
         ),
       ];
     }
+    case 'Odd':
+      return [
+        el('div', '', el('span', 'bad', `${record.recordKind}: ${record.reason}`)),
+        el('div', '', record.detail),
+      ];
     default:
       return [el('div', '', JSON.stringify(record))];
   }
 }
 
+/** A record timestamp as ISO text; Kafka allows any 64-bit value, Date only ±8.64e15 ms. */
+function when(timestamp) {
+  const date = new Date(timestamp);
+  return Number.isNaN(date.getTime()) ? `timestamp ${timestamp}` : date.toISOString();
+}
+
 function card(record) {
   const s = record.source;
-  const where = `${s.topic}[${s.partition}]@${s.offset} · key ${s.key ?? '(none)'} · ${new Date(s.timestamp).toISOString()}`;
-  return el(
-    'article',
-    `card ${record.kind}`,
-    el('h2', '', record.kind),
-    el('div', 'where', where),
-    ...body(record),
-  );
+  const where = `${s.topic}[${s.partition}]@${s.offset} · key ${s.key ?? '(none)'} · ${when(s.timestamp)}`;
+  let parts;
+  try {
+    parts = body(record);
+  } catch (error) {
+    // The server's cards are drawable (streams/web/web-record.ts); this keeps one that is not
+    // from ending the feed, and says so.
+    parts = [el('div', 'bad', `cannot draw this ${record.kind} card: ${error}`)];
+  }
+  return el('article', `card ${record.kind}`, el('h2', '', record.kind), el('div', 'where', where), ...parts);
 }
 
 /** Draws queued records once per frame; a burst only draws the newest MAX_CARDS. */
@@ -208,7 +223,7 @@ function drawStats(stats) {
   drawChart(document.getElementById('lag'), stats.lag);
 }
 
-const events = new EventSource(`events?token=${encodeURIComponent(token)}`);
+const events = new EventSource('events');
 events.addEventListener(
   'open',
   () => ((statusEl.textContent = 'live'), (statusEl.className = 'status live')),

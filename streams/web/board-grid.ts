@@ -52,8 +52,16 @@ export function differingCells(believed: BoardGrid, truth: BoardGrid): [number, 
   return cells;
 }
 
-/** The contents of the first `<tag>…</tag>` span in `text` (trimmed), or null when there is none. */
+/**
+ * The contents of the first `<tag>…</tag>` span in `text` (trimmed), or null when there is none.
+ * Two `indexOf`s, not a lazy regex: `/<t>(.*?)<\/t>/s` rescans the rest of the text from every
+ * unclosed `<t>`, quadratic on a hostile response full of them. When the first `<t>` has no
+ * closing tag after it, no later one has either, so this finds the regex's match.
+ */
 export function firstSpan(text: string, tag: string): string | null {
-  const match = new RegExp(`<${tag}>(.*?)</${tag}>`, 's').exec(text);
-  return match ? (match[1] ?? '').trim() : null;
+  const open = `<${tag}>`;
+  const start = text.indexOf(open);
+  if (start === -1) return null;
+  const end = text.indexOf(`</${tag}>`, start + open.length);
+  return end === -1 ? null : text.slice(start + open.length, end).trim();
 }

@@ -1,14 +1,24 @@
 /**
  * The web tap's HTTP server (node:http, 127.0.0.1 only): the page (`/`, `/app.js`,
  * `/app.css` from the top-level `web/` folder) and a Server-Sent Events stream (`/events`) of
- * records and stats. Every route needs `?token=<token>` (a random 128-bit token made at start,
- * compared in constant time); anything else gets 401, so another local user who finds the port
- * cannot read the topics.
+ * records and stats.
  *
- * Buffering: the server keeps the last `backlog` records (slides) so a page opened late, or an
- * EventSource reconnecting with Last-Event-ID, catches up. A client whose socket buffer passes
- * {@link CLIENT_BUFFER_LIMIT} is dropped (the browser's EventSource reconnects and catches up
- * from the backlog) rather than letting a stalled tab grow memory without bound.
+ * Access: the printed URL carries a random 128-bit token. The first request with a right
+ * `?token=` gets an HttpOnly, SameSite=Strict cookie (named after the port: cookies are shared
+ * by every port of a host) and a 303 to the same address without the token, so the token leaves
+ * the address bar and history; later requests show the cookie. Both are compared in constant
+ * time; without either every route answers 401, so another local user who finds the port cannot
+ * read the topics. A Host header other than this server's loopback name and port gets 403 (a
+ * page on another site that rebinds its DNS name to 127.0.0.1 sends its own name). Every
+ * response carries a CSP (`default-src 'self'`: the page has no inline script or style, and no
+ * frames may hold it), `nosniff` and `Referrer-Policy: no-referrer`.
+ *
+ * Buffering: the server keeps the last `backlog` records, at most {@link BACKLOG_BYTES} of them
+ * (slides: the oldest go first), so a page opened late, or an EventSource reconnecting with
+ * Last-Event-ID, catches up. A client whose socket buffer passes {@link CLIENT_BUFFER_LIMIT} is
+ * dropped (the browser's EventSource reconnects and catches up from the backlog) rather than
+ * letting a stalled tab grow memory without bound. At most {@link MAX_EVENT_STREAMS} streams are
+ * open at once; one more gets 503.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -19,6 +29,17 @@ import { fileURLToPath } from 'node:url';
 
 /** Unsent bytes a slow page may hold before it is dropped (it reconnects and catches up). */
 const CLIENT_BUFFER_LIMIT = 8 * 1024 * 1024;
+/** Event streams open at once (a page holds one; room for a few tabs and reconnects); then 503. */
+export const MAX_EVENT_STREAMS = 16;
+/** Bytes of record frames kept for late pages; a frame larger than this alone is sent, not kept. */
+export const BACKLOG_BYTES = 16 * 1024 * 1024;
+
+/** Sent with every response. */
+const SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'self'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+} as const;
 
 /** The page's files. */
 const webAssetsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
@@ -43,7 +64,7 @@ export interface TapServerOptions {
 
 /** A running server. */
 export interface TapServer {
-  /** The page's address, token included. */
+  /** The page's address, token included (the first load trades it for a cookie). */
   readonly url: string;
   readonly port: number;
   readonly token: string;
@@ -55,13 +76,30 @@ export interface TapServer {
 interface Sent {
   readonly id: number;
   readonly frame: string;
+  readonly bytes: number;
 }
 
-function tokenMatches(given: string | null, token: string): boolean {
-  if (given === null) return false;
+function tokenMatches(given: string | undefined, token: string): boolean {
+  if (given === undefined) return false;
   const [a, b] = [Buffer.from(given), Buffer.from(token)];
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+/**
+ * The value of cookie `name` in a Cookie header. Hand-written: one cookie of hex digits is read,
+ * and the `cookie` package would be a dependency for a split.
+ */
+function cookieValue(header: string | undefined, name: string): string | undefined {
+  for (const pair of (header ?? '').split(';')) {
+    const at = pair.indexOf('=');
+    if (at !== -1 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+/** The Host values this server answers to: its loopback names with its port. */
+const ownHosts = (port: number): ReadonlySet<string> =>
+  new Set([`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]);
 
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -70,9 +108,18 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
   const token = options.token ?? randomBytes(16).toString('hex');
   const backlogSize = options.backlog ?? 200;
   const backlog: Sent[] = [];
+  let backlogBytes = 0;
   const clients = new Set<ServerResponse>();
   let nextId = 1;
   let lastStats: string | undefined;
+  let hosts: ReadonlySet<string> = new Set();
+  let cookieName = '';
+
+  const reply = (response: ServerResponse, status: number, text: string, headers = {}): void => {
+    response
+      .writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'text/plain; charset=utf-8', ...headers })
+      .end(`${text}\n`);
+  };
 
   const write = (client: ServerResponse, frame: string): void => {
     if (client.writableLength > CLIENT_BUFFER_LIMIT) {
@@ -83,8 +130,23 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
     client.write(frame);
   };
 
+  const keep = (sent: Sent): void => {
+    if (sent.bytes > BACKLOG_BYTES) return; // see BACKLOG_BYTES
+    backlog.push(sent);
+    backlogBytes += sent.bytes;
+    while (backlog.length > backlogSize || backlogBytes > BACKLOG_BYTES)
+      backlogBytes -= backlog.shift()!.bytes;
+  };
+
   const openEvents = (request: IncomingMessage, response: ServerResponse): void => {
+    if (clients.size >= MAX_EVENT_STREAMS) {
+      reply(response, 503, `${MAX_EVENT_STREAMS} event streams are open already; close a tab`, {
+        'retry-after': '5',
+      });
+      return;
+    }
     response.writeHead(200, {
+      ...SECURITY_HEADERS,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
       connection: 'keep-alive',
@@ -99,31 +161,46 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
 
   const serveAsset = async (path: string, response: ServerResponse): Promise<void> => {
     const asset = ASSETS[path];
-    if (!asset) {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end(`no such page: ${path}\n`);
-      return;
-    }
+    if (!asset) return reply(response, 404, `no such page: ${path}`);
     let body = await readFile(join(webAssetsDir, asset.file), 'utf8');
-    if (asset.file === 'index.html')
-      body = body.replaceAll('{{TOKEN}}', token).replaceAll('{{TITLE}}', escapeHtml(options.title ?? ''));
-    response.writeHead(200, { 'content-type': asset.type, 'cache-control': 'no-store' }).end(body);
+    if (asset.file === 'index.html') body = body.replaceAll('{{TITLE}}', escapeHtml(options.title ?? ''));
+    response
+      .writeHead(200, { ...SECURITY_HEADERS, 'content-type': asset.type, 'cache-control': 'no-store' })
+      .end(body);
+  };
+
+  /** 303 to `url` without its token, setting the cookie that stands for it from now on. */
+  const tradeTokenForCookie = (url: URL, response: ServerResponse): void => {
+    url.searchParams.delete('token');
+    response
+      .writeHead(303, {
+        ...SECURITY_HEADERS,
+        location: url.pathname + url.search,
+        'set-cookie': `${cookieName}=${token}; HttpOnly; SameSite=Strict; Path=/`,
+        'cache-control': 'no-store',
+      })
+      .end();
   };
 
   const server: Server = createServer((request, response) => {
+    if (!hosts.has(request.headers.host?.toLowerCase() ?? '')) {
+      reply(response, 403, `wrong Host: this server answers to ${[...hosts].join(', ')}`);
+      return;
+    }
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    if (!tokenMatches(url.searchParams.get('token'), token)) {
-      response
-        .writeHead(401, { 'content-type': 'text/plain' })
-        .end('missing or wrong token: use the URL `spa tap --web` printed at start\n');
+    const given = url.searchParams.get('token') ?? cookieValue(request.headers.cookie, cookieName);
+    if (!tokenMatches(given, token)) {
+      reply(response, 401, 'missing or wrong token: open the URL `spa tap --web` printed at start');
       return;
     }
     if (request.method !== 'GET') {
-      response.writeHead(405, { allow: 'GET' }).end();
+      response.writeHead(405, { ...SECURITY_HEADERS, allow: 'GET' }).end();
       return;
     }
+    if (url.searchParams.has('token')) return tradeTokenForCookie(url, response);
     if (url.pathname === '/events') return openEvents(request, response);
     serveAsset(url.pathname, response).catch((error: unknown) => {
-      response.writeHead(500, { 'content-type': 'text/plain' }).end(`${(error as Error).message}\n`);
+      reply(response, 500, (error as Error).message);
     });
   });
   // Keep-alive comments stop proxies and idle timers from closing a quiet stream.
@@ -135,6 +212,8 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
     server.listen(options.port, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
+  hosts = ownHosts(port);
+  cookieName = `spa_tap_${port}`;
   return {
     url: `http://127.0.0.1:${port}/?token=${token}`,
     port,
@@ -142,10 +221,8 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
     publish(event, data) {
       const id = nextId++;
       const frame = `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-      if (event === 'record') {
-        backlog.push({ id, frame });
-        if (backlog.length > backlogSize) backlog.shift();
-      } else lastStats = frame;
+      if (event === 'record') keep({ id, frame, bytes: Buffer.byteLength(frame) });
+      else lastStats = frame;
       for (const client of clients) write(client, frame);
     },
     async close() {

@@ -2,7 +2,9 @@
  * Running numbers for the web tap: per-env success rate and Pass@k over the trajectories seen
  * (grouped by `group_id`, docs/spa-eval.md#pass-at-k), records per second, and consumer lag over time.
  * Memory is bounded: open groups are capped per env (the oldest are folded into a histogram
- * that keeps their contribution), and the time series slide over the last {@link SERIES_SECONDS}.
+ * that keeps their contribution), envs are capped at {@link MAX_ENVS} (`env` is any string a
+ * record carries; the rest share one row), and the time series slide over the last
+ * {@link SERIES_SECONDS}.
  */
 import { passAtK } from '../eval/pass-at-k.js';
 
@@ -10,6 +12,10 @@ import { passAtK } from '../eval/pass-at-k.js';
 export const SERIES_SECONDS = 120;
 /** Groups per env kept by id before the oldest are folded into the histogram. */
 const OPEN_GROUPS_PER_ENV = 5000;
+/** Envs shown by name; episodes of any further env are counted under {@link OTHER_ENVS}. */
+export const MAX_ENVS = 32;
+/** The row that counts the envs past {@link MAX_ENVS}. */
+export const OTHER_ENVS = '(other envs)';
 
 /** One env's outcome numbers. */
 interface EnvStats {
@@ -115,9 +121,12 @@ export class TapStats {
 
   /** Adds one finished episode's outcome (from a Trajectory record). */
   episode(env: string, groupId: string, success: boolean): void {
-    let outcomes = this.envs.get(env);
-    if (!outcomes) this.envs.set(env, (outcomes = new EnvOutcomes()));
-    outcomes.add(groupId, success);
+    const named = this.envs.has(env) || this.envs.size < MAX_ENVS;
+    // In the shared row a group is its env's group: the same group id in two envs is two groups.
+    const [row, group] = named ? [env, groupId] : [OTHER_ENVS, `${env}\u0000${groupId}`];
+    let outcomes = this.envs.get(row);
+    if (!outcomes) this.envs.set(row, (outcomes = new EnvOutcomes()));
+    outcomes.add(group, success);
   }
 
   /** Adds a consumer-lag measurement taken at `now`. */

@@ -3,10 +3,21 @@
  * already split into cells and the model's belief compared with the true state, so the page
  * only draws. One shape per SPA record type (Trajectory, SftRow, Rollout, Rejected,
  * PolicyUpdate); records that could not be decoded arrive as the dead letter that says why.
+ *
+ * Total over what a topic can hold: every record the schemas allow and any bytes (the property
+ * test in test/hostile/web-tap-cards.test.ts). A card whose JSON passes {@link MAX_CARD_BYTES}
+ * becomes an `Odd` card that says so (a 0.8 MB record expands to megabytes of cells), so the
+ * page, the server's backlog and every open stream hold cards of bounded size.
  */
 import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
 import type { DecodedAnyRecord } from '../kafka/consume-spa-decode.js';
 import { boardGrid, differingCells, firstSpan, type BoardGrid } from './board-grid.js';
+import { readDeadLetterPayload, type RejectedRow } from './dead-letter-payload.js';
+
+/** Largest card (JSON bytes) sent to the page; a larger one is replaced by an `Odd` card. */
+export const MAX_CARD_BYTES = 256 * 1024;
+/** Characters of a record key shown; a longer key is cut (keys are anyone's bytes). */
+const MAX_KEY_CHARS = 200;
 
 /** A board to draw; `differs` lists the cells that differ from the true board it is shown beside. */
 interface WebBoard extends BoardGrid {
@@ -45,13 +56,6 @@ interface WebTrajectory {
 }
 
 /** Where a record was read. */
-/** A rejected SFT row: which turn, and the response the filter refused. */
-interface WebRejectedRow {
-  readonly env: string;
-  readonly turn: number;
-  readonly response: string;
-}
-
 interface WebSource {
   readonly topic: string;
   readonly partition: number;
@@ -81,9 +85,19 @@ export type WebRecord = { readonly source: WebSource } & (
       /** The rejected trajectory when the payload is one as JSON (annotation failures in replay). */
       readonly payloadTrajectory: WebTrajectory | null;
       /** The rejected row when the payload is an SftRow as JSON (filterMalformed's dead letters). */
-      readonly payloadRow: WebRejectedRow | null;
+      readonly payloadRow: RejectedRow | null;
+      /** Why a JSON payload is drawn as neither, e.g. `turns.0.state: missing, expected string`. */
+      readonly payloadNote: string | null;
     }
   | { readonly kind: 'PolicyUpdate'; readonly policy: PolicyUpdate }
+  | {
+      /** A record the page gets a summary of instead of a card: too large, or not drawable. */
+      readonly kind: 'Odd';
+      /** What the record was (`Trajectory`, `Undecodable`, …). */
+      readonly recordKind: string;
+      readonly reason: 'card-too-large' | 'render-failed';
+      readonly detail: string;
+    }
 );
 
 const board = (grid: BoardGrid, differs: readonly (readonly [number, number])[] = []): WebBoard => ({
@@ -133,38 +147,17 @@ function webTrajectory(t: Trajectory): WebTrajectory {
   };
 }
 
-/** The JSON a dead letter carries (a rejected SftRow or trajectory), or null when it is not JSON. */
-function payloadJson(payload: Buffer): Record<string, unknown> | null {
-  try {
-    const parsed: unknown = JSON.parse(payload.toString('utf8'));
-    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : null;
-  } catch {
-    return null; // not JSON: shown as bytes only
-  }
-}
-
-function payloadTrajectory(json: Record<string, unknown> | null): WebTrajectory | null {
-  if (json === null || typeof json['trajectory_id'] !== 'string' || !Array.isArray(json['turns']))
-    return null;
-  return webTrajectory(json as unknown as Trajectory);
-}
-
-function payloadRow(json: Record<string, unknown> | null): WebRejectedRow | null {
-  if (json === null || typeof json['response'] !== 'string' || typeof json['turn'] !== 'number') return null;
-  const row = json as unknown as SftRow;
-  return { env: row.env, turn: row.turn, response: row.response };
-}
-
 function webRejected(kind: 'Rejected' | 'Undecodable', r: Rejected, source: WebSource): WebRecord {
   const { payload, payload_fingerprint: _fingerprint, ...rest } = r;
-  const json = payloadJson(payload);
+  const { trajectory, row, note } = readDeadLetterPayload(payload);
   return {
     kind,
     source,
     rejected: rest,
     payloadBytes: payload.length,
-    payloadTrajectory: payloadTrajectory(json),
-    payloadRow: payloadRow(json),
+    payloadTrajectory: trajectory === null ? null : webTrajectory(trajectory),
+    payloadRow: row,
+    payloadNote: note,
   };
 }
 
@@ -184,16 +177,20 @@ function webSftRow(row: SftRow, source: WebSource): WebRecord {
   };
 }
 
-/** The page's view of one decoded record. */
-export function toWebRecord(decoded: DecodedAnyRecord): WebRecord {
-  const s = decoded.source;
-  const source: WebSource = {
+/** Where `s` was read, its key cut to {@link MAX_KEY_CHARS}. */
+function webSource(s: DecodedAnyRecord['source']): WebSource {
+  const key = s.key?.toString('utf8') ?? null;
+  return {
     topic: s.topic,
     partition: s.partition,
     offset: s.offset.toString(),
     timestamp: s.timestamp,
-    key: s.key?.toString('utf8') ?? null,
+    key: key !== null && key.length > MAX_KEY_CHARS ? `${key.slice(0, MAX_KEY_CHARS)}…` : key,
   };
+}
+
+/** The card of a decoded record, of any size. */
+function fullCard(decoded: DecodedAnyRecord, source: WebSource): WebRecord {
   if (!decoded.ok) return webRejected('Undecodable', decoded.rejected, source);
   const { value } = decoded;
   switch (value.type) {
@@ -209,5 +206,26 @@ export function toWebRecord(decoded: DecodedAnyRecord): WebRecord {
       return webRejected('Rejected', value.record, source);
     case 'PolicyUpdate':
       return { kind: 'PolicyUpdate', source, policy: value.record };
+  }
+}
+
+const kib = (bytes: number): string => `${Math.ceil(bytes / 1024)} KiB`;
+
+/**
+ * The page's view of one decoded record; never throws. A card over `maxCardBytes` is replaced by
+ * an `Odd` summary. Drawing is total over what the schemas allow (the property test shows it),
+ * but one record must never end the tap, so a failure is caught here too and shown on its card.
+ */
+export function toWebRecord(decoded: DecodedAnyRecord, maxCardBytes = MAX_CARD_BYTES): WebRecord {
+  const source = webSource(decoded.source);
+  const recordKind = decoded.ok ? decoded.value.type : 'Undecodable';
+  try {
+    const card = fullCard(decoded, source);
+    const bytes = Buffer.byteLength(JSON.stringify(card));
+    if (bytes <= maxCardBytes) return card;
+    const detail = `its card is ${kib(bytes)}, over the page's ${kib(maxCardBytes)}: spa tap ${source.topic} shows it whole`;
+    return { kind: 'Odd', source, recordKind, reason: 'card-too-large', detail };
+  } catch (error) {
+    return { kind: 'Odd', source, recordKind, reason: 'render-failed', detail: String(error) };
   }
 }

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { passReport } from '../../streams/eval/pass-at-k.js';
-import { SERIES_SECONDS, TapStats } from '../../streams/web/tap-stats.js';
+import { MAX_ENVS, OTHER_ENVS, SERIES_SECONDS, TapStats } from '../../streams/web/tap-stats.js';
 
 describe('TapStats', () => {
   it('gives per-env Pass@1 and Pass@k over full groups only', () => {
@@ -49,6 +49,17 @@ describe('TapStats', () => {
       stats.episode('sokoban', `g${g}`, false);
     }
     expect(stats.snapshot().envs[0]).toMatchObject({ episodes: 12000, fullGroups: 6000, passK: 0.5, k: 2 });
+  });
+
+  it(`names at most ${MAX_ENVS} envs; episodes of any further env share one row (env is any string)`, () => {
+    const stats = new TapStats();
+    for (let e = 0; e < MAX_ENVS + 10; e++) stats.episode(`env-${e}`, 'g', e % 2 === 0);
+    stats.episode('env-0', 'g', false); // a named env keeps its row
+    stats.episode(`env-${MAX_ENVS}`, 'g', true); // the same group id in two envs: two groups
+    const { envs } = stats.snapshot();
+    expect(envs).toHaveLength(MAX_ENVS + 1);
+    expect(envs.find((e) => e.env === 'env-0')).toMatchObject({ episodes: 2, k: 2 });
+    expect(envs.find((e) => e.env === OTHER_ENVS)).toMatchObject({ episodes: 11, fullGroups: 1, k: 2 });
   });
 
   it('counts records per second with empty seconds as 0 and slides the window', () => {

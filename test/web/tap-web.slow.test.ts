@@ -29,6 +29,7 @@ import {
   stopTestBroker,
   testConnection,
 } from '../kafka/harness.js';
+import { evilDeadLetter } from '../hostile/web-tap-records.js';
 import { launchChromium } from './chromium.js';
 
 const ports = { port: 19470, controllerPort: 19471 };
@@ -142,7 +143,7 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
     await stopTestBroker('web', ports);
   });
 
-  it('refuses requests without the right token (401)', async () => {
+  it('refuses requests without the right token (401); the right one becomes a cookie (303)', async () => {
     const url = new URL(pageUrl);
     const wrong = new URL(pageUrl);
     wrong.searchParams.set('token', '0'.repeat(32));
@@ -151,12 +152,22 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
       const response = await fetch(target);
       expect(response.status, target).toBe(401);
     }
-    expect((await fetch(pageUrl)).status).toBe(200);
+    const first = await fetch(pageUrl, { redirect: 'manual' });
+    expect(first.status).toBe(303);
+    expect(first.headers.get('location')).toBe('/');
+    expect(first.headers.get('set-cookie')).toContain('HttpOnly; SameSite=Strict');
     expect(url.hostname).toBe('127.0.0.1');
   });
 
   it('shows boards, beliefs beside the truth, parse outcomes, rejects and stats in Chromium', async () => {
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text());
+    });
     await page.goto(pageUrl);
+    // The token left the address for a cookie the page cannot read (HttpOnly).
+    expect(page.url()).toBe(`${new URL(pageUrl).origin}/`);
+    expect(await page.evaluate('document.cookie')).toBe('');
     await page.locator('#status.live').waitFor({ timeout: 30_000 });
     // History: a sokoban trajectory whose model kept its board unchanged in the prediction.
     const sokoban = page.locator('.card.Trajectory', { hasText: 'hist-sokoban/train/b0/g0/m0' }).first();
@@ -175,7 +186,7 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
     expect(await firstTurn.locator('.board').nth(1).locator('.cell.diff').count()).toBe(0);
 
     // Dead letters: the reason, and the rejected row's turn and response.
-    const rejected = page.locator('.card.Rejected').first();
+    const rejected = page.locator('.card.Rejected', { hasText: 'reason malformed-turn' }).first();
     await rejected.waitFor({ timeout: 30_000 });
     expect(await rejected.textContent()).toContain('reason malformed-turn');
     expect(await rejected.textContent()).toMatch(/frozenlake turn \d+: rejected response/);
@@ -193,6 +204,7 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
     for (const env of ['sokoban', 'frozenlake', 'sudoku']) expect(table).toContain(env);
     expect(table).toContain('(k=2)');
     await expect.poll(() => page.locator('#throughput polyline').count(), { timeout: 15_000 }).toBe(1);
+    expect(violations).toEqual([]); // CSP (default-src 'self') blocked nothing the page needs
   });
 
   it('streams records produced while the page is open', async () => {
@@ -207,6 +219,28 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
     const png = readFileSync(screenshot);
     expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
     expect(png.length).toBeGreaterThan(20_000);
+  });
+
+  it('draws odd records as cards saying why, and goes on (issue 33)', async () => {
+    const sink = await kafka.transport.sink();
+    await sink.send([
+      // A valid Rejected whose JSON payload is no trajectory, written at a time Date cannot show.
+      { ...evilDeadLetter(topics.dlq), timestamp: 9e15 },
+      { topic: topics.dlq, key: Buffer.from('garbage'), value: Buffer.from([0xc3, 0x01, 0xff]) },
+    ]);
+    await sink.close();
+    await produce('frozenlake', oraclePolicy({ mode: 'wm' }), 'after-odd', 1);
+    const evil = page.locator('.card.Rejected', { hasText: 'key evil' }).first();
+    await evil.waitFor({ timeout: 60_000 });
+    expect(await evil.textContent()).toContain('payload: JSON, but not a trajectory (group_id: missing');
+    expect(await evil.textContent()).toContain('timestamp 9000000000000000');
+    const garbage = page.locator('.card.Undecodable', { hasText: 'key garbage' }).first();
+    await garbage.waitFor({ timeout: 30_000 });
+    expect(await garbage.textContent()).toContain('reason truncated');
+    await page
+      .locator('.card.Trajectory', { hasText: 'after-odd/train/b0/g0/m1' })
+      .first()
+      .waitFor({ timeout: 60_000 });
   });
 
   it('stops on SIGINT and leaves no consumer group behind', async () => {
