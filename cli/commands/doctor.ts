@@ -1,16 +1,19 @@
 /**
  * `spa doctor`: checks what the pipeline needs on this machine — Node, Java and Maven (for the
- * local broker), the Kafka jars, a broker answering, the trainer's Python environment (torch,
- * confluent_kafka), onnxruntime-node, Chromium (browser test) — and prints one OK/WARN/FAIL line
- * each with what to do. Exit code 1 when a required piece fails.
+ * local broker), the Kafka jars, a broker answering with the environment's settings (SASL, TLS),
+ * the trainer's Python environment (torch, confluent_kafka), onnxruntime-node, Chromium (browser
+ * test) — and prints one OK/WARN/FAIL line each with what to do. Exit code 1 when a required
+ * piece fails.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { parseBrokerList } from '../../infra/kafka/client-config.js';
+import { kafkaConfigFromEnv } from '../../infra/kafka/client-config.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/connect-failure.js';
 import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
-import { brokerAnswers } from '../../infra/kafka/probe.js';
+import { openKafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */
 export interface DoctorCheck {
@@ -106,20 +109,66 @@ function checkJars(remote: boolean): DoctorCheck {
       );
 }
 
-async function checkBroker(brokers: readonly string[], remote: boolean): Promise<DoctorCheck> {
-  if (await brokerAnswers(brokers, 3000)) return ok('broker', `answering at ${brokers.join(',')}`);
+/**
+ * One metadata round trip with the environment's settings (SASL, TLS), no retries: refused
+ * credentials and TLS failures are reported as such, not as a broker that does not answer.
+ */
+async function connectOnce(config: KafkaConnectionConfig): Promise<unknown> {
+  try {
+    const admin = await openKafkajsAdmin(config);
+    try {
+      await admin.brokers();
+    } finally {
+      await admin.close().catch(() => undefined);
+    }
+    return undefined;
+  } catch (error) {
+    return error;
+  }
+}
+
+async function checkBroker(env: NodeJS.ProcessEnv, remote: boolean): Promise<DoctorCheck> {
+  let config: KafkaConnectionConfig;
+  try {
+    config = kafkaConfigFromEnv(env, {
+      clientId: 'spa-doctor',
+      connectionTimeoutMs: 3000,
+      requestTimeoutMs: 3000,
+      retry: { retries: 0, initialRetryTimeMs: 300, maxRetryTimeMs: 3000 },
+    });
+  } catch (error) {
+    const settings = 'fix that setting (infra/kafka/README.md, "Client settings")';
+    return bad('broker', 'fail', (error as Error).message, settings);
+  }
+  const brokers = config.brokers.join(',');
+  const failure = await connectOnce(config);
+  if (failure === undefined) return ok('broker', `answering at ${brokers}`);
+  if (failure instanceof KafkaCredentialsRefused)
+    return bad(
+      'broker',
+      'fail',
+      `authentication failed: ${failure.message}`,
+      'check KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD and KAFKA_SASL_MECHANISM',
+    );
+  if (failure instanceof KafkaTlsFailure)
+    return bad(
+      'broker',
+      'fail',
+      failure.message,
+      "check KAFKA_SSL_CA_LOCATION (the CA that signed the brokers' certificates) and KAFKA_BROKERS",
+    );
   // The local broker is started on demand by every command; a remote one must be up.
   return remote
     ? bad(
         'broker',
         'fail',
-        `KAFKA_BROKERS=${brokers.join(',')} does not answer`,
+        `KAFKA_BROKERS=${brokers} does not answer`,
         'start that cluster or fix KAFKA_BROKERS',
       )
     : bad(
         'broker',
         'warn',
-        `nothing answers at ${brokers.join(',')}`,
+        `nothing answers at ${brokers}`,
         'npm run kafka:start (commands also start it on demand)',
       );
 }
@@ -160,14 +209,13 @@ function checkChromium(): DoctorCheck {
       );
 }
 
-/** Runs every check; `env` supplies KAFKA_BROKERS. */
+/** Runs every check; `env` supplies KAFKA_BROKERS and the other connection settings. */
 async function runDoctor(env: NodeJS.ProcessEnv = process.env): Promise<DoctorCheck[]> {
   const remote = Boolean(env.KAFKA_BROKERS?.trim());
-  const brokers = remote ? parseBrokerList(env.KAFKA_BROKERS!) : ['127.0.0.1:9092'];
   const [java, maven, broker, trainer, onnx] = await Promise.all([
     checkJava(remote),
     checkMaven(remote),
-    checkBroker(brokers, remote),
+    checkBroker(env, remote),
     checkTrainer(),
     checkOnnxRuntime(),
   ]);

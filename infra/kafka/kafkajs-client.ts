@@ -8,7 +8,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
 import { tlsConnectionOptions } from './client-config.js';
 import type { KafkaConnectionConfig } from './client-config.js';
-import { describeTlsFailure } from './tls-failure.js';
+import { credentialsRefused, describeTlsFailure } from './connect-failure.js';
 
 // kafkajs logs retriable errors at ERROR level while it retries them; only warn-level and
 // worse lines that survive the retries are worth a user's attention, and they go to stderr.
@@ -51,17 +51,12 @@ export function kafkajsClient(config: KafkaConnectionConfig, quiet = true): Kafk
 /**
  * Rewrites kafkajs errors whose own message is unhelpful. A SASL failure names the user,
  * mechanism and brokers and says the credentials were refused; a TLS failure says which
- * (tls-failure.ts); other errors keep their message, prefixed with what we were doing.
+ * (connect-failure.ts); other errors keep their message, prefixed with what we were doing.
  */
 export function describeKafkaError(error: unknown, doing: string, config: KafkaConnectionConfig): Error {
   const cause = error instanceof Error ? error : new Error(String(error));
   if (cause.name === 'KafkaJSSASLAuthenticationError' && config.sasl) {
-    return new Error(
-      `Kafka refused the credentials of SASL user "${config.sasl.username}" ` +
-        `(${config.sasl.mechanism.toUpperCase()}) on ${config.brokers.join(',')} while ${doing}: ` +
-        'wrong username or password',
-      { cause },
-    );
+    return credentialsRefused(config.sasl, config, doing, cause);
   }
   const tls = describeTlsFailure(cause, doing, config);
   if (tls) return tls;

@@ -8,7 +8,7 @@ import { GenericError, SASLMechanisms } from '@platformatic/kafka';
 import type { BaseOptions, SASLOptions } from '@platformatic/kafka';
 import { tlsConnectionOptions } from './client-config.js';
 import type { KafkaConnectionConfig } from './client-config.js';
-import { describeTlsFailure } from './tls-failure.js';
+import { credentialsRefused, describeTlsFailure } from './connect-failure.js';
 
 /** Our SASL mechanism names as the library spells them; all three are supported. */
 const saslMechanisms = {
@@ -103,7 +103,7 @@ export function flagRetriable<E>(error: E): E {
 /**
  * Rewrites platformatic errors whose own message is unhelpful ("Received response with error
  * while executing API …"): a refused login names the user, mechanism and brokers; a TLS failure
- * says which (tls-failure.ts); an unreachable
+ * says which (connect-failure.ts); an unreachable
  * cluster names the brokers; anything else keeps its message and the first protocol error's name,
  * prefixed with what we were doing.
  */
@@ -114,12 +114,7 @@ export function describePlatformaticError(
 ): Error {
   const cause = error instanceof Error ? error : new Error(String(error));
   if (config.sasl && platformaticErrorHas(cause, 'code', 'PLT_KFK_AUTHENTICATION')) {
-    return new Error(
-      `Kafka refused the credentials of SASL user "${config.sasl.username}" ` +
-        `(${config.sasl.mechanism.toUpperCase()}) on ${config.brokers.join(',')} while ${doing}: ` +
-        'wrong username or password',
-      { cause },
-    );
+    return credentialsRefused(config.sasl, config, doing, cause);
   }
   const tls = describeTlsFailure(cause, doing, config);
   if (tls) return tls;

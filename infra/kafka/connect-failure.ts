@@ -1,9 +1,34 @@
 /**
- * A failed TLS connection told apart from an unreachable broker, for both clients' error
- * rewriting (kafkajs-client.ts, platformatic-client.ts): Node puts OpenSSL's verdict in the
- * error's `code`, which both libraries keep somewhere in their error chain.
+ * The two connection failures no retry cures, told apart from an unreachable broker for both
+ * clients' error rewriting (kafkajs-client.ts, platformatic-client.ts) and for `spa doctor`:
+ * refused SASL credentials, and TLS (Node puts OpenSSL's verdict in the error's `code`, which
+ * both libraries keep somewhere in their error chain).
  */
 import type { KafkaConnectionConfig } from './client-config.js';
+
+/** The brokers refused the SASL user (wrong username or password). */
+export class KafkaCredentialsRefused extends Error {
+  override readonly name = 'KafkaCredentialsRefused';
+}
+
+/** A TLS connection to the brokers failed (certificate not trusted, not a TLS listener, …). */
+export class KafkaTlsFailure extends Error {
+  override readonly name = 'KafkaTlsFailure';
+}
+
+/** The message both clients give a refused login: the user, mechanism and brokers. */
+export function credentialsRefused(
+  sasl: NonNullable<KafkaConnectionConfig['sasl']>,
+  config: KafkaConnectionConfig,
+  doing: string,
+  cause: Error,
+): KafkaCredentialsRefused {
+  return new KafkaCredentialsRefused(
+    `Kafka refused the credentials of SASL user "${sasl.username}" (${sasl.mechanism.toUpperCase()}) ` +
+      `on ${config.brokers.join(',')} while ${doing}: wrong username or password`,
+    { cause },
+  );
+}
 
 /** OpenSSL's verdicts that mean "signed by no CA this client trusts" (Node's `code`s). */
 const untrusted = new Set([
@@ -57,7 +82,7 @@ export function describeTlsFailure(
   error: unknown,
   doing: string,
   config: KafkaConnectionConfig,
-): Error | undefined {
+): KafkaTlsFailure | undefined {
   const tls = chain(error).find(isTlsError);
   if (!tls) return undefined;
   const at = `Kafka at ${config.brokers.join(',')}`;
@@ -65,7 +90,7 @@ export function describeTlsFailure(
   const ca = config.sslFiles?.caLocation;
   const cause = error instanceof Error ? error : undefined;
   if (untrusted.has(tls.code))
-    return new Error(
+    return new KafkaTlsFailure(
       `the TLS certificate of ${at} is not signed by ` +
         (ca
           ? `the CA in KAFKA_SSL_CA_LOCATION=${ca}`
@@ -74,12 +99,17 @@ export function describeTlsFailure(
       { cause },
     );
   if (tls.code === 'ERR_TLS_CERT_ALTNAME_INVALID')
-    return new Error(`the TLS certificate of ${at} does not name that host (${why}) while ${doing}`, {
+    return new KafkaTlsFailure(
+      `the TLS certificate of ${at} does not name that host (${why}) while ${doing}`,
+      {
+        cause,
+      },
+    );
+  if (invalid.has(tls.code))
+    return new KafkaTlsFailure(`the TLS certificate of ${at} is not valid (${why}) while ${doing}`, {
       cause,
     });
-  if (invalid.has(tls.code))
-    return new Error(`the TLS certificate of ${at} is not valid (${why}) while ${doing}`, { cause });
-  return new Error(
+  return new KafkaTlsFailure(
     `the TLS handshake with ${at} failed (${why}) while ${doing}; is it a TLS listener? ` +
       '(KAFKA_SSL and the KAFKA_SSL_* files turn TLS on)',
     { cause },
