@@ -9,12 +9,16 @@ import { registerReplayCommand } from './commands/replay.js';
 import { registerRunCommand } from './commands/run.js';
 import { registerTapCommand } from './commands/tap.js';
 import { registerTopicsCommand } from './commands/topics.js';
+import { describeRanges, USAGE_EXIT_CODE } from './options.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
 export function buildProgram(): Command {
   const program = new Command('spa')
     .description('SPA self-play world-model finetuning as a stream pipeline (RxJS + Kafka + PyTorch)')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // commander ends a usage error (a flag or config field out of range, a missing option) with
+    // code 1; spa's usage errors exit 2, as those its commands find before any work do.
+    .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE));
   registerRunCommand(program);
   registerEnvCommand(program);
   registerParseCommand(program);
@@ -25,12 +29,13 @@ export function buildProgram(): Command {
   registerTapCommand(program);
   registerTopicsCommand(program);
   registerDoctorCommand(program);
+  describeRanges(program);
   return program;
 }
 
 /**
  * Runs the CLI. A failure prints one `spa: <message>` line (the stack only with SPA_DEBUG=1) and
- * exits with code 1, or a CommanderError's own code (2 for a refused input), so a user sees what
+ * exits with code 1, or a CommanderError's own code (2 for a usage error), so a user sees what
  * was wrong rather than a Node stack trace.
  */
 export async function main(argv: string[]): Promise<void> {

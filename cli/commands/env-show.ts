@@ -22,15 +22,6 @@ export interface EnvStateOptions {
   readonly variant?: string;
 }
 
-/** commander's `--seed` parser: integers only, with an error naming the input. */
-export function parseSeed(text: string): number {
-  const seed = Number(text);
-  if (!/^-?\d+$/.test(text.trim()) || !Number.isSafeInteger(seed)) {
-    throw new Error(`--seed must be an integer, got "${text}"`);
-  }
-  return seed;
-}
-
 /** The env `name` reset to the requested puzzle. */
 export function loadEnvState(name: string, options: EnvStateOptions): Environment {
   const env = parseEnvName(name);

@@ -1,7 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { ENV_NAMES } from '../../envs/registry.js';
 import { runEnvPlay } from './env-play.js';
-import { loadEnvState, parseSeed, showText, type EnvStateOptions } from './env-show.js';
+import { seedNumber } from '../options.js';
+import { loadEnvState, showText, type EnvStateOptions } from './env-show.js';
 import { runEnvStep } from './env-step.js';
 
 const STEP_HELP =
@@ -16,7 +17,12 @@ function withStateOptions(command: Command): Command {
   return command
     .argument('[env]', `environment: ${ENV_NAMES.join(', ')}`)
     .option('--env <name>', 'the environment, as the argument names it (spa env play --env sokoban)')
-    .option('--seed <n>', 'reset seed (SPA trains from 10000, validates from 123)', parseSeed, 10000)
+    .option(
+      '--seed <n>',
+      'reset seed (SPA trains from 10000, validates from 123)',
+      seedNumber('--seed'),
+      10000,
+    )
     .option('--spa-puzzle', "the paper's own puzzle for this seed (envs/puzzles) instead of our generator's")
     .option('--variant <name>', 'env variant (default: SPA’s; see envs/README.md)');
 }

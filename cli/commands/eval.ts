@@ -6,7 +6,20 @@ import { evaluatePolicy } from '../../streams/eval/evaluate.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { BUILTIN_POLICIES } from '../../streams/policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy } from '../../streams/policies/resolve.js';
-import { addGenerationOptions, nonNegativeInt, oneOf, positiveInt } from '../options.js';
+import {
+  addGenerationOptions,
+  checkEvalLimits,
+  MAX_ACTIONS_PER_TURN,
+  MAX_EVAL_EPISODES,
+  MAX_GROUP_SIZE,
+  MAX_GROUPS,
+  MAX_PASSES,
+  oneOf,
+  positiveInt,
+  seedNumber,
+  UsageError,
+} from '../options.js';
+import { checkOutputFile } from '../output-paths.js';
 import { Progress } from '../progress.js';
 
 interface EvalOptions {
@@ -39,19 +52,29 @@ export function registerEvalCommand(program: Command): void {
     .requiredOption('--policy <spec>', POLICY_SPEC_HELP)
     .requiredOption('--env <env>', ENV_NAMES.join(' | '))
     .option('--variant <name>', "puzzle variant (default SPA's; others use generated puzzles)")
-    .option('--k <n>', 'episodes per puzzle (the k of Pass@k)', positiveInt('--k'), 8)
-    .option('--puzzles <n>', 'number of validation puzzles', positiveInt('--puzzles'), 128)
+    .option('--k <n>', 'episodes per puzzle (the k of Pass@k)', positiveInt('--k', MAX_GROUP_SIZE), 8)
+    .option(
+      '--puzzles <n>',
+      `number of validation puzzles; puzzles × k × passes at most ${MAX_EVAL_EPISODES}`,
+      positiveInt('--puzzles', MAX_GROUPS),
+      128,
+    )
     .option(
       '--source <source>',
       "spa (the paper's puzzles) | generated",
       oneOf('--source', ['spa', 'generated'] as const),
     )
-    .option('--seed <n>', 'sampling seed', nonNegativeInt('--seed'), 0)
-    .option('--passes <n>', 'passes over the same puzzles, averaged (SPA: 2)', positiveInt('--passes'), 1)
+    .option('--seed <n>', 'sampling seed', seedNumber('--seed'), 0)
+    .option(
+      '--passes <n>',
+      'passes over the same puzzles, averaged (SPA: 2)',
+      positiveInt('--passes', MAX_PASSES),
+      1,
+    )
     .option(
       '--actions-per-turn <n>',
       'random | oracle: actions a turn (random: exactly n, default 3; oracle: at most n of its plan, default 5)',
-      positiveInt('--actions-per-turn'),
+      positiveInt('--actions-per-turn', MAX_ACTIONS_PER_TURN),
     )
     .option(
       '--device <device>',
@@ -67,11 +90,21 @@ export function registerEvalCommand(program: Command): void {
     .option('--out <file.json>', 'also write the report as JSON')
     .action(async (options: EvalOptions) => {
       const env = parseEnvName(options.env);
+      // Usage errors first, before a broker, a policy or an episode is touched.
+      checkEvalLimits(options, { puzzles: '--puzzles', k: '--k', passes: '--passes' });
       if ((options.run || options.policyTopic) && options.policy !== 'latest')
-        throw new Error(
+        throw new UsageError(
           `--run and --policy-topic choose the topic --policy latest follows; got --policy ${options.policy}`,
         );
-      if (options.run && options.policyTopic) throw new Error('give --run or --policy-topic, not both');
+      if (options.run && options.policyTopic) throw new UsageError('give --run or --policy-topic, not both');
+      if (
+        options.actionsPerTurn !== undefined &&
+        !(BUILTIN_POLICIES as readonly string[]).includes(options.policy)
+      )
+        throw new UsageError(
+          `--actions-per-turn applies to --policy random or oracle, got --policy ${options.policy}`,
+        );
+      if (options.out) checkOutputFile('--out', options.out, { createParents: true });
       let kafka: SpaKafka | undefined;
       if (options.policy === 'latest') {
         const topics = options.policyTopic
@@ -81,13 +114,6 @@ export function registerEvalCommand(program: Command): void {
             : undefined;
         kafka = await connectSpaKafka({ clientId: 'spa-eval', topics });
       }
-      if (
-        options.actionsPerTurn !== undefined &&
-        !(BUILTIN_POLICIES as readonly string[]).includes(options.policy)
-      )
-        throw new Error(
-          `--actions-per-turn applies to --policy random or oracle, got --policy ${options.policy}`,
-        );
       const policy = await resolvePolicy(options.policy, {
         mode: 'base',
         seed: options.seed,

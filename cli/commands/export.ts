@@ -1,5 +1,5 @@
 import { rename, rm } from 'node:fs/promises';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import type { SftRow } from '../../schemas/index.js';
 import { readSftRowsJsonl, type SftRowSource } from '../../streams/files/spa-dataset-source.js';
 import { spaJsonlSink } from '../../streams/files/spa-dataset-jsonl.js';
@@ -16,7 +16,8 @@ import {
   trlParquetSink,
   verlParquetSink,
 } from '../../streams/files/trainer-datasets.js';
-import { nonNegativeInt, oneOf } from '../options.js';
+import { numberInRange, oneOf, seedNumber, UsageError } from '../options.js';
+import { checkOutputFile } from '../output-paths.js';
 import { Progress } from '../progress.js';
 
 /** Output formats of `spa export`. */
@@ -77,16 +78,20 @@ export async function exportSpaDataset(request: ExportRequest): Promise<ExportSu
     const rows = await writeFile(request.format, request.out, mapRows(request.source, toRow));
     return { out: request.out, rows };
   }
+  const valOut = validationPath(request.out, request.valOut);
   const all: unknown[] = [];
   for await (const row of request.source) all.push(toRow(row));
   const { train, val } = splitTrainVal(all, request.splitVal, request.seed ?? 42);
-  const valOut = request.valOut ?? valPathBeside(request.out);
-  if (valOut === request.out) {
-    throw new Error(`validation file ${valOut} is the train file; pass --val-out <file>`);
-  }
   await writeFile(request.format, request.out, train);
   await writeFile(request.format, valOut, val);
   return { out: request.out, rows: train.length, val: { out: valOut, rows: val.length } };
+}
+
+/** The validation file: `valOut`, else the `wm_val`-style sibling of `out`; never `out` itself. */
+function validationPath(out: string, valOut: string | undefined): string {
+  const path = valOut ?? valPathBeside(out);
+  if (path === out) throw new UsageError(`validation file ${path} is the train file; pass --val-out <file>`);
+  return path;
 }
 
 async function* mapRows<Row>(source: SftRowSource, toRow: (row: SftRow) => Row): AsyncIterable<Row> {
@@ -117,22 +122,11 @@ async function writeFile(
   return count;
 }
 
-/** A commander parser for the validation fraction, strictly between 0 and 1. */
-function fraction(value: string): number {
-  const p = Number(value);
-  if (!(p > 0 && p < 1)) {
-    throw new InvalidArgumentError(
-      `--split-val must be a fraction between 0 and 1 (e.g. 0.2), got "${value}"`,
-    );
-  }
-  return p;
-}
-
 /** `--format` when not given: from the output file's extension (`.parquet`, `.jsonl`/`.json`). */
 export function formatOfPath(path: string): ExportFormat {
   if (/\.parquet$/i.test(path)) return 'parquet';
   if (/\.jsonl?$/i.test(path)) return 'spa-jsonl';
-  throw new InvalidArgumentError(
+  throw new UsageError(
     `--format not given and the extension of --out "${path}" does not say it: use .parquet, .jsonl or .json, ` +
       `or give --format ${EXPORT_FORMATS.join(' | ')}`,
   );
@@ -162,14 +156,25 @@ export function registerExportCommand(program: Command): void {
       oneOf('--format', EXPORT_FORMATS),
     )
     .requiredOption('--out <file>', 'output file (the train half when --split-val is given)')
-    .option('--split-val <p>', 'also write a validation file with this fraction of rows (SPA: 0.2)', fraction)
-    .option('--seed <n>', 'shuffle seed of --split-val (SPA: 42)', nonNegativeInt('--seed'), 42)
+    .option(
+      '--split-val <p>',
+      'also write a validation file with this fraction of rows (SPA: 0.2)',
+      numberInRange('--split-val', { min: 0, max: 1, above: true, below: true }),
+    )
+    .option('--seed <n>', 'shuffle seed of --split-val (SPA: 42)', seedNumber('--seed'), 42)
     .option('--val-out <file>', 'validation file (default: <out> with "train" → "val", e.g. wm_val.parquet)')
     .action(async (options: ExportOptions) => {
+      // Usage errors first, before a row is read.
+      const format = options.format ?? formatOfPath(options.out);
+      checkOutputFile('--out', options.out);
+      if (options.splitVal !== undefined)
+        checkOutputFile(
+          options.valOut === undefined ? '--out (its validation file)' : '--val-out',
+          validationPath(options.out, options.valOut),
+        );
       const progress = new Progress('export');
       const source = readSftRowsJsonl(options.in, () => progress.add('lines'));
       try {
-        const format = options.format ?? formatOfPath(options.out);
         const summary = await exportSpaDataset({ ...options, format, source });
         progress.done();
         console.log(JSON.stringify(summary));

@@ -15,13 +15,24 @@ import { withConfigFile } from '../config/command-config.js';
 import {
   addGenerationOptions,
   addMalformedFilterOptions,
+  checkEpisodeLimits,
   malformedFilterOf,
+  MAX_ACTIONS_PER_TURN,
+  MAX_BATCH_EPISODES,
+  MAX_BATCHES,
+  MAX_GROUP_SIZE,
+  MAX_GROUPS,
+  MAX_STALENESS,
   nonNegativeInt,
   oneOf,
+  port,
   positiveInt,
   probability,
+  seedNumber,
   shardOf,
+  UsageError,
 } from '../options.js';
+import { checkOutputFile } from '../output-paths.js';
 import { trajectoryProgress } from '../progress.js';
 
 /** `spa generate`'s flags as commander parses them. */
@@ -71,18 +82,28 @@ export function registerGenerateCommand(program: Command): void {
     .option(
       '--max-staleness <n>',
       "--policy latest: the trainer's --max-staleness; a batch waits for a version that keeps its records at most this many versions old",
-      nonNegativeInt('--max-staleness'),
+      nonNegativeInt('--max-staleness', MAX_STALENESS),
       1,
     )
     .option(
       '--export-every <n>',
       "--policy latest: the trainer's --export-every (it publishes a version every n steps of one batch each)",
-      positiveInt('--export-every'),
+      positiveInt('--export-every', MAX_BATCHES),
       1,
     )
-    .option('--groups <n>', 'env groups per batch (one puzzle each)', positiveInt('--groups'), 32)
-    .option('--group-size <n>', 'episodes per group (same puzzle)', positiveInt('--group-size'), 8)
-    .option('--batches <n>', 'rollout batches', positiveInt('--batches'), 5)
+    .option(
+      '--groups <n>',
+      `env groups per batch (one puzzle each); groups × group size at most ${MAX_BATCH_EPISODES}`,
+      positiveInt('--groups', MAX_GROUPS),
+      32,
+    )
+    .option(
+      '--group-size <n>',
+      'episodes per group (same puzzle)',
+      positiveInt('--group-size', MAX_GROUP_SIZE),
+      8,
+    )
+    .option('--batches <n>', 'rollout batches', positiveInt('--batches', MAX_BATCHES), 5)
     .option(
       '--split <split>',
       'train (seeds from 10000) | val (seeds from 123)',
@@ -114,14 +135,14 @@ export function registerGenerateCommand(program: Command): void {
     )
     .option(
       '--seed-base <n>',
-      "first puzzle seed (default: SPA's 10000 train / 123 val)",
-      nonNegativeInt('--seed-base'),
+      "first puzzle seed (default: SPA's 10000 train / 123 val); the last seed, + batches × groups − 1 (val: + groups − 1), must stay within the range too",
+      seedNumber('--seed-base'),
     )
-    .option('--policy-seed <n>', 'seed of the random policy', nonNegativeInt('--policy-seed'), 0)
+    .option('--policy-seed <n>', 'seed of the random policy', seedNumber('--policy-seed'), 0)
     .option(
       '--oracle-actions-per-turn <n>',
       '--policy oracle: actions per turn, i.e. how much of its shortest plan it writes (default 5)',
-      positiveInt('--oracle-actions-per-turn'),
+      positiveInt('--oracle-actions-per-turn', MAX_ACTIONS_PER_TURN),
     )
     .option(
       '--oracle-explore <rate>',
@@ -157,7 +178,7 @@ export function registerGenerateCommand(program: Command): void {
     .option(
       '--metrics-port <port>',
       'serve spa_* metrics at http://127.0.0.1:<port>/metrics',
-      nonNegativeInt('--metrics-port'),
+      port('--metrics-port'),
     )
     .option('--otlp-endpoint <url>', 'send traces and metrics over OTLP/HTTP, e.g. http://127.0.0.1:4318')
     .action((options: GenerateFlags) =>
@@ -193,10 +214,20 @@ async function generate(options: GenerateFlags): Promise<void> {
     shard: options.shard,
   });
   const shard = options.shard ?? UNSHARDED;
+  // Usage errors first, before a broker, a policy or an episode is touched.
+  checkEpisodeLimits(config, {
+    groups: '--groups',
+    groupSize: '--group-size',
+    batches: '--batches',
+    seedBase: '--seed-base',
+  });
   if (shard.count > 1 && options.out !== 'kafka')
-    throw new Error(
+    throw new UsageError(
       `--shard ${shard.index}/${shard.count} needs --out kafka (shards share the run's topics), got --out ${options.out}`,
     );
+  checkPolicyFlags(options);
+  const paths = options.out === 'kafka' ? {} : jsonlPathsBeside(options.out, options.target);
+  for (const path of Object.values(paths)) checkOutputFile('--out', path);
   // Kafka is needed for `--out kafka` and for `--policy latest` (it follows spa.policy).
   const kafka =
     options.out === 'kafka' || options.policy === 'latest'
@@ -252,7 +283,6 @@ async function generate(options: GenerateFlags): Promise<void> {
       );
       return;
     }
-    const paths = jsonlPathsBeside(options.out, options.target);
     const counts = await generateToJsonl(paths, run);
     progress.done();
     console.log(
@@ -264,7 +294,23 @@ async function generate(options: GenerateFlags): Promise<void> {
   }
 }
 
-/** `--policy`, with `--oracle-actions-per-turn` / `--oracle-explore` applied (oracle only). */
+/** The oracle's flags against `--policy` and `--group-size`: they go together or not at all. */
+function checkPolicyFlags(options: GenerateFlags): void {
+  const perTurn = options.oracleActionsPerTurn;
+  const explore = options.oracleExplore;
+  if (options.policy === 'oracle' && !(explore !== undefined && explore > 0) && options.groupSize > 1)
+    throw new UsageError(
+      `--policy oracle with --group-size ${options.groupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --group-size 1, or --oracle-actions-per-turn 1 --oracle-explore <rate> for members that differ`,
+    );
+  if (explore !== undefined && perTurn !== 1)
+    throw new UsageError(`--oracle-explore needs --oracle-actions-per-turn 1, got ${perTurn ?? 'none'}`);
+  if (perTurn !== undefined && options.policy !== 'oracle')
+    throw new UsageError(
+      `--oracle-actions-per-turn ${perTurn} needs --policy oracle, got --policy ${options.policy}`,
+    );
+}
+
+/** `--policy`, with `--oracle-actions-per-turn` / `--oracle-explore` applied (oracle only; checkPolicyFlags). */
 async function generatorPolicy(
   options: GenerateFlags,
   mode: PromptMode,
@@ -272,12 +318,6 @@ async function generatorPolicy(
 ): Promise<ResolvedPolicy> {
   const perTurn = options.oracleActionsPerTurn;
   const explore = options.oracleExplore;
-  if (options.policy === 'oracle' && !(explore !== undefined && explore > 0) && options.groupSize > 1)
-    throw new Error(
-      `--policy oracle with --group-size ${options.groupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --group-size 1, or --oracle-actions-per-turn 1 --oracle-explore <rate> for members that differ`,
-    );
-  if (explore !== undefined && perTurn !== 1)
-    throw new Error(`--oracle-explore needs --oracle-actions-per-turn 1, got ${perTurn ?? 'none'}`);
   if (perTurn === undefined)
     return resolvePolicy(options.policy, {
       mode,
@@ -290,10 +330,6 @@ async function generatorPolicy(
       contextWindow: options.contextWindow,
       executionProvider: options.device,
     });
-  if (options.policy !== 'oracle')
-    throw new Error(
-      `--oracle-actions-per-turn ${perTurn} needs --policy oracle, got --policy ${options.policy}`,
-    );
   const source = builtinPolicy('oracle', {
     mode,
     actionsPerTurn: perTurn,

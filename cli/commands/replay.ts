@@ -11,7 +11,13 @@ import {
 } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { addMalformedFilterOptions, malformedFilterOf, oneOf, positiveInt } from '../options.js';
+import {
+  addMalformedFilterOptions,
+  malformedFilterOf,
+  MAX_TRANSACTION_TRAJECTORIES,
+  oneOf,
+  positiveInt,
+} from '../options.js';
 import type { EnvName } from '../../envs/types.js';
 import { Progress } from '../progress.js';
 
@@ -109,7 +115,7 @@ export function registerReplayCommand(program: Command): void {
     .option(
       '--per-transaction <n>',
       'trajectories per transaction',
-      positiveInt('--per-transaction'),
+      positiveInt('--per-transaction', MAX_TRANSACTION_TRAJECTORIES),
       REPLAY_TRAJECTORIES_PER_TRANSACTION,
     )
     .action(async (options: ReplayCliOptions) => {

@@ -15,7 +15,9 @@ import { runSpaLoop, type LoopEvaluation, type LoopSummary } from '../run/spa-lo
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { pairedDifference } from '../../streams/eval/pass-at-k.js';
-import { nonNegativeInt } from '../options.js';
+import { oneOf, port, UsageError } from '../options.js';
+import { checkOutputDirectory } from '../output-paths.js';
+import { checkLoopLimits } from '../run/loop-limits.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
 interface RunOptions {
@@ -40,7 +42,12 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
     .description(
       'run the SPA loop end to end: generate → SFT → export → self-play + PPO with live policy swaps → Pass@k',
     )
-    .option('--config <name>', `SPA config: ${Object.keys(LOOP_CONFIGS).join(' | ')}`, '_2_sokoban')
+    .option(
+      '--config <name>',
+      `SPA config: ${Object.keys(LOOP_CONFIGS).join(' | ')}`,
+      oneOf('--config', Object.keys(LOOP_CONFIGS)),
+      '_2_sokoban',
+    )
     .option(
       '--full',
       "SPA's sizes (1280 SFT trajectories, 1000 PPO steps of 32×8, 128 val puzzles): the real experiment",
@@ -51,13 +58,18 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
     .option(
       '--metrics-port <port>',
       'serve spa_* metrics at http://127.0.0.1:<port>/metrics',
-      nonNegativeInt('--metrics-port'),
+      port('--metrics-port'),
     )
     .option(
       '--otlp-endpoint <url>',
       'send traces and metrics over OTLP/HTTP (the trainers too), e.g. http://127.0.0.1:4318',
     )
-    .action((options: RunOptions & Record<string, unknown>) => runLoop(resolveRunConfig(options), options));
+    .action((options: RunOptions & Record<string, unknown>) => {
+      // Usage errors first, before a broker, a model or an episode is touched.
+      const config = resolveRunConfig(options);
+      checkOutputDirectory('--runs-dir', options.runsDir);
+      return runLoop(config, options);
+    });
   withConfigFile(command);
 }
 
@@ -73,13 +85,14 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
   const tiny = TINY_MODELS.includes(merged.model);
   const config = tiny ? merged : { ...merged, model: resolve(merged.model) };
   if (config.generator === 'oracle' && config.sftGroupSize > 1)
-    throw new Error(
+    throw new UsageError(
       `--generator oracle with --sft-group-size ${config.sftGroupSize}: the oracle is deterministic, so every member of a group would be the same trajectory (docs/spa-data.md#groups); use --sft-group-size 1`,
     );
   if (config.warmupExplore > 0 && config.warmupActionsPerTurn !== 1)
-    throw new Error(
+    throw new UsageError(
       `--warmup-explore ${config.warmupExplore} with --warmup-actions-per-turn ${config.warmupActionsPerTurn}: a random action replaces the plan one action a turn; use --warmup-actions-per-turn 1`,
     );
+  checkLoopLimits(config);
   // A tiny model's policy follows its SFT window unless told otherwise (docs/spa-generation.md#window).
   if (tiny)
     return given.contextWindow === undefined &&

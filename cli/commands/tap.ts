@@ -3,7 +3,7 @@ import { fromEvent, take } from 'rxjs';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { parseTapFilter, tapTopic, type TapFilter } from '../../streams/kafka/tap.js';
 import { runWebTap } from '../../streams/web/run-web-tap.js';
-import { nonNegativeInt, positiveInt } from '../options.js';
+import { MAX_RECORDS, port, positiveInt } from '../options.js';
 
 interface TapCliOptions {
   follow: boolean;
@@ -44,7 +44,7 @@ export function registerTapCommand(program: Command): void {
       collectFilter,
       [],
     )
-    .option('--limit <n>', 'stop after printing n records', positiveInt('--limit'))
+    .option('--limit <n>', 'stop after printing n records', positiveInt('--limit', MAX_RECORDS))
     .option('--json', 'one JSON line per record (bytes as base64) instead of text', false)
     .option('--headers', "also print each record's headers (traceparent, schema, policy version)", false)
     .option(
@@ -52,7 +52,7 @@ export function registerTapCommand(program: Command): void {
       'serve a live page on 127.0.0.1 (URL with a token printed at start) instead of printing',
       false,
     )
-    .option('--port <n>', 'port of --web (0 = any free port)', nonNegativeInt('--port'), 0)
+    .option('--port <n>', 'port of --web (0 = any free port)', port('--port'), 0)
     .option(
       '--topic <name>',
       'with --web: a topic to show (repeatable; default: every SPA topic)',

@@ -4,11 +4,24 @@
  * both. Adding a field to `LoopConfig` means adding its entry here (the table's type requires one
  * per field); the flag, the YAML key, `spa run --help` and the error messages follow from it.
  */
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import {
   envList,
-  intInRange,
   listOf,
+  MAX_ACTIONS_PER_TURN,
+  MAX_BATCH_EPISODES,
+  MAX_BATCH_ROWS,
+  MAX_BATCHES,
+  MAX_EPOCHS,
+  MAX_EVAL_EPISODES,
+  MAX_GROUP_SIZE,
+  MAX_GROUPS,
+  MAX_LOSS_WEIGHT,
+  MAX_LR,
+  MAX_PASSES,
+  MAX_PROCESSES,
+  MAX_STALENESS,
+  MAX_TOKENS,
   nonNegativeInt,
   nonNegativeNumber,
   oneOf,
@@ -45,12 +58,23 @@ export type LoopFieldTable = {
   readonly [K in Exclude<keyof LoopConfig, SetByConfigName>]: LoopField<LoopConfig[K]>;
 };
 
-const count = (help: string): ValueField<number> => ({ help, arg: '<n>', parse: positiveInt });
-const countFromZero = (help: string): ValueField<number> => ({ help, arg: '<n>', parse: nonNegativeInt });
-const rate = (help: string, zeroAllowed = false): ValueField<number> => ({
+/** A count in 1..max. */
+const count = (help: string, max: number): ValueField<number> => ({
+  help,
+  arg: '<n>',
+  parse: (flag) => positiveInt(flag, max),
+});
+/** A count in 0..max. */
+const countFromZero = (help: string, max: number): ValueField<number> => ({
+  help,
+  arg: '<n>',
+  parse: (flag) => nonNegativeInt(flag, max),
+});
+/** A rate in (0, max], or [0, max] when `zeroAllowed`. */
+const rate = (help: string, max: number, zeroAllowed = false): ValueField<number> => ({
   help,
   arg: '<x>',
-  parse: zeroAllowed ? nonNegativeNumber : positiveNumber,
+  parse: (flag) => (zeroAllowed ? nonNegativeNumber(flag, max) : positiveNumber(flag, max)),
 });
 const choice = <T extends string>(choices: readonly T[], help: string): ValueField<T> => ({
   help: `${choices.join(' | ')}: ${help}`,
@@ -65,12 +89,14 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
   generators: count(
     'generator processes of the SFT data and of self-play during PPO; n > 1 runs n `spa generate --shard i/n` that split the groups (default 1: in this process)',
+    MAX_PROCESSES,
   ),
   warmupTrajectories: countFromZero(
     'format warm-up: oracle demonstrations before self-play (0: none; default: the size default for a tiny model, 0 for a real model)',
+    MAX_GROUPS,
   ),
-  warmupEpochs: count('format warm-up: SFT epochs'),
-  warmupLr: rate('format warm-up: SFT learning rate (from random weights)'),
+  warmupEpochs: count('format warm-up: SFT epochs', MAX_EPOCHS),
+  warmupLr: rate('format warm-up: SFT learning rate (from random weights)', MAX_LR),
   warmupExplore: {
     help: "format warm-up: probability of a uniformly random action instead of the oracle's (needs --warmup-actions-per-turn 1)",
     arg: '<ε>',
@@ -79,7 +105,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
   warmupActionsPerTurn: {
     help: 'format warm-up: the most actions a demonstrated turn names (1–5; SPA allows 5 in Sokoban)',
     arg: '<n>',
-    parse: intInRange(1, 5),
+    parse: (flag) => positiveInt(flag, MAX_ACTIONS_PER_TURN),
   },
   warmupModes: {
     help: 'format warm-up: kinds of demonstrations, each on warmupTrajectories puzzles (wm = self-play prompts, base = PPO/eval prompts, base-wm = PPO/eval prompts answered with world-model turns)',
@@ -88,6 +114,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
   },
   decisionWeight: rate(
     "SFT loss weight of the response tokens outside <observation>/<prediction> contents against the states' 1 (1: SPA; default: 20 for a tiny model, 1 for a real one)",
+    MAX_LOSS_WEIGHT,
   ),
   skipWorldModelSft: {
     help: "no world-model SFT: PPO from the (warmed-up) model, the paper's RL-only baseline",
@@ -104,37 +131,44 @@ export const LOOP_FIELDS: LoopFieldTable = {
     ANNOTATIONS,
     'SFT data: how <observation>/<prediction> are filled (SPA: gt; gt-fill also fills turns written without the tags, docs/spa-data.md#fill)',
   ),
-  sftGroups: count('SFT data: groups (puzzles) per batch (SPA: 32)'),
-  sftGroupSize: count('SFT data: trajectories per group (SPA: 8)'),
-  sftBatches: count('SFT data: batches (SPA: 5)'),
-  sftEpochs: count('SFT epochs (SPA: 5)'),
-  sftLr: rate('SFT learning rate (SPA: 1e-4)'),
-  sftBatchSize: count('SFT rows per optimizer step (SPA: 16)'),
-  sftMaxLength: count('SFT window in tokens, left-truncated (SPA: 2048)'),
-  ppoSteps: count('PPO steps (SPA: 1000)'),
-  ppoGroups: count('PPO: groups (puzzles) per step (SPA: 32)'),
-  ppoGroupSize: count('PPO: episodes per group (SPA: 8)'),
+  sftGroups: count(
+    `SFT data: groups (puzzles) per batch (SPA: 32); groups × group size at most ${MAX_BATCH_EPISODES}`,
+    MAX_GROUPS,
+  ),
+  sftGroupSize: count('SFT data: trajectories per group (SPA: 8)', MAX_GROUP_SIZE),
+  sftBatches: count('SFT data: batches (SPA: 5)', MAX_BATCHES),
+  sftEpochs: count('SFT epochs (SPA: 5)', MAX_EPOCHS),
+  sftLr: rate('SFT learning rate (SPA: 1e-4)', MAX_LR),
+  sftBatchSize: count('SFT rows per optimizer step (SPA: 16)', MAX_BATCH_ROWS),
+  sftMaxLength: count('SFT window in tokens, left-truncated (SPA: 2048)', MAX_TOKENS),
+  ppoSteps: count('PPO steps (SPA: 1000)', MAX_BATCHES),
+  ppoGroups: count(
+    `PPO: groups (puzzles) per step (SPA: 32); groups × group size at most ${MAX_BATCH_EPISODES}`,
+    MAX_GROUPS,
+  ),
+  ppoGroupSize: count('PPO: episodes per group (SPA: 8)', MAX_GROUP_SIZE),
   ppoKeepRatio: {
-    help: "PPO: fraction of each step's groups trained on, those with the largest score spread (SPA: 0.25)",
+    help: "PPO: fraction of each step's groups trained on, those with the largest score spread (SPA: 0.25; 1 keeps every group)",
     arg: '<x>',
-    parse: (flag) => (text) => {
-      const x = probability(flag)(text);
-      if (x === 0)
-        throw new InvalidArgumentError(`${flag} must be above 0 (1 keeps every group), got "${text}"`);
-      return x;
-    },
+    parse: (flag) => positiveNumber(flag, 1),
   },
-  exportEvery: count('PPO: export and publish a new policy every n steps (--full: 10)'),
+  exportEvery: count('PPO: export and publish a new policy every n steps (--full: 10)', MAX_BATCHES),
   maxStaleness: countFromZero(
     'PPO: train on records at most n policy versions old; the generator waits when needed (docs/spa-schedule.md)',
+    MAX_STALENESS,
   ),
-  ppoActorLr: rate('PPO actor learning rate (SPA: 1e-6; 0 makes the update a no-op: a control arm)', true),
-  ppoCriticLr: rate('PPO critic learning rate (SPA: 1e-5)', true),
+  ppoActorLr: rate(
+    'PPO actor learning rate (SPA: 1e-6; 0 makes the update a no-op: a control arm)',
+    MAX_LR,
+    true,
+  ),
+  ppoCriticLr: rate('PPO critic learning rate (SPA: 1e-5)', MAX_LR, true),
   ppoMicroBatch: count(
     'PPO: sequences per forward pass; memory and speed only, the update is the same (SPA: 1)',
+    MAX_BATCH_ROWS,
   ),
-  ppoEpochs: count("PPO: passes over each step's episodes (SPA: 1)"),
-  ppoMiniBatch: count('PPO: episodes per optimizer step (SPA: 64, one step per update)'),
+  ppoEpochs: count("PPO: passes over each step's episodes (SPA: 1)", MAX_EPOCHS),
+  ppoMiniBatch: count('PPO: episodes per optimizer step (SPA: 64, one step per update)', MAX_BATCH_ROWS),
   ppoMask: choice(
     ['generated', 'response-only', 'all-after-system'],
     "PPO loss mask: the tokens the policy sampled (the paper), whole assistant turns (RAGEN) or every token after the system message (SPA's run)",
@@ -143,23 +177,32 @@ export const LOOP_FIELDS: LoopFieldTable = {
     ['token-mean', 'seq-mean-token-mean'],
     "PPO loss aggregation: a mean over the mini-batch's trained tokens (SPA's loss_agg_mode) or the mean of per-sequence token means (what SPA's released run computes)",
   ),
-  ppoKlCoef: rate('PPO: coefficient of the KL-to-start-model loss (SPA: 0, off; docs/spa-ppo.md#kl)', true),
+  ppoKlCoef: rate(
+    'PPO: coefficient of the KL-to-start-model loss (SPA: 0, off; docs/spa-ppo.md#kl)',
+    MAX_LOSS_WEIGHT,
+    true,
+  ),
   ppoAdvEstimator: choice(
     ['gae', 'grpo', 'grpo-mean'],
     "PPO advantages: GAE with a critic (SPA), or each episode's score against its group's mean and std (grpo) or mean only (grpo-mean, Dr. GRPO), no critic (docs/spa-ppo.md#grpo)",
   ),
-  evalPuzzles: count('validation puzzles (SPA: 128)'),
-  evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)'),
-  evalPasses: count('passes over the validation puzzles, averaged (SPA: 2; --full: 2)'),
+  evalPuzzles: count(
+    `validation puzzles (SPA: 128); puzzles × k × passes at most ${MAX_EVAL_EPISODES}`,
+    MAX_GROUPS,
+  ),
+  evalK: count('samples per validation puzzle, the k of Pass@k (SPA: 8)', MAX_GROUP_SIZE),
+  evalPasses: count('passes over the validation puzzles, averaged (SPA: 2; --full: 2)', MAX_PASSES),
   evalSftPolicy: { flag: 'eval-sft', help: 'also evaluate the SFT policy (v1), not only the final one' },
   evalCurve: { help: 'evaluate every exported policy version (a learning curve), not only the final one' },
   evalEvery: countFromZero(
     'with --eval-curve: evaluate only the policies of every n-th PPO step, the first and the final (0: every export)',
+    MAX_BATCHES,
   ),
-  maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)'),
+  maxNewTokens: count('tokens per assistant turn of the ONNX policy (SPA: 400)', MAX_TOKENS),
   stopAtAnswer: { help: 'also end an ONNX turn at </answer> (SPA generates to eos or the token budget)' },
   contextWindow: countFromZero(
     'tokens the ONNX policy attends to; longer prompts lose their left part as in the SFT window (0: all, SPA; default: the SFT window for a tiny model, 0 for a real one)',
+    MAX_TOKENS,
   ),
   model: {
     help: `a tiny model built here (${TINY_MODELS.join(', ')}; default ${loopConfig('_2_sokoban').model}) or a local Hugging Face causal-LM folder`,
@@ -169,6 +212,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
   device: choice(['cpu', 'cuda'], 'where ONNX generation and the trainer run'),
   trainerProcs: count(
     'SFT and PPO train data-parallel on n torchrun ranks (one GPU each with --device cuda), the batches unchanged',
+    MAX_PROCESSES,
   ),
 };
 

@@ -604,7 +604,7 @@ export function curveVersions(
 }
 
 /** SPA's first training seed; PPO batch b plays seeds from here + b × groups. */
-const PPO_SEED_BASE = 10_000;
+export const PPO_SEED_BASE = 10_000;
 
 /** The PPO service's steps done and its published version (`<out>/progress.json`), if it has started. */
 function ppoProgress(outDir: string): { step: number; version: number } | undefined {

@@ -70,3 +70,20 @@ export function episodeConfig(partial: Partial<EpisodeConfig> & Pick<EpisodeConf
   }
   return config;
 }
+
+/**
+ * The puzzle seed of group `group` in batch `batch` (docs/spa-envs.md#manager): train seeds
+ * advance by `groups` each batch (a reset), val restarts at its base every batch.
+ */
+export function seedOf(
+  config: Pick<EpisodeConfig, 'split' | 'seedBase' | 'groups'>,
+  batch: number,
+  group: number,
+): number {
+  return (config.split === 'train' ? config.seedBase + batch * config.groups : config.seedBase) + group;
+}
+
+/** The highest puzzle seed `config` plays (a seed is an Avro `int` in the records). */
+export function lastSeed(config: Pick<EpisodeConfig, 'split' | 'seedBase' | 'groups' | 'batches'>): number {
+  return seedOf(config, config.batches - 1, config.groups - 1);
+}

@@ -12,8 +12,9 @@ import type { Environment } from '../../envs/types.js';
 import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
 import type { Policy, PolicySource } from '../policies/policy.js';
-import type { EpisodeConfig } from './episode-config.js';
+import { seedOf, type EpisodeConfig } from './episode-config.js';
 import { shardOfGroup } from './shard.js';
+import { timeSlices } from './time-slices.js';
 
 /** Creates the environment for a seed (a generated puzzle or one of the paper's). */
 export type EnvFactory = (seed: number) => Environment;
@@ -101,10 +102,12 @@ function runBatch(
 ): Observable<StepRecord> {
   return new Observable<StepRecord>((subscriber) => {
     let cancelled = false;
+    // Many episodes are seconds of synchronous work: let timers and signals in between (time-slices.ts).
+    const breathe = timeSlices();
     const play = async () => {
       await gate?.ready();
       const policy = typeof policySource === 'function' ? await policySource() : policySource;
-      const slots = createSlots(config, makeEnv, batch, skip);
+      const slots = await createSlots(config, makeEnv, batch, skip, breathe, () => cancelled);
       if (slots.length === 0) return; // another shard's groups, or all done in an earlier attempt
       const prefix = instructionPrefix(slots[0]!.env, config.mode, config.maxActionsPerTraj);
       for (let turn = 1; turn <= config.maxTurns && !cancelled; turn++) {
@@ -112,30 +115,33 @@ function runBatch(
         await gate?.ready();
         const active = slots.filter((slot) => !slot.done);
         if (active.length === 0) break;
-        const requests = active.map((slot) => {
+        const requests = [];
+        for (const slot of active) {
+          if (cancelled) return;
           const messages = buildMessages(prefix, slot.history, {
             mode: config.mode,
             maxTokens: config.maxTokens,
           });
-          return {
+          requests.push({
             env: config.env,
             messages,
             actionsLeft: config.maxActionsPerTraj - slot.numActions,
             view: slot.env.clone(),
             ...(trajectoryStreams ? { stream: slotStream(config, batch, slot, turn) } : {}),
-          };
-        });
+          });
+          await breathe();
+        }
         const continuations = await policy.act(requests);
         if (continuations.length !== active.length) {
           throw new Error(
             `policy "${policy.name}" answered ${continuations.length} of ${active.length} requests`,
           );
         }
-        active.forEach((slot, i) => {
+        for (const [i, slot] of active.entries()) {
           if (cancelled) return;
-          const record = playTurn(config, policy, slot, turn, prefix, continuations[i] ?? '', batch);
-          subscriber.next(record);
-        });
+          subscriber.next(playTurn(config, policy, slot, turn, prefix, continuations[i] ?? '', batch));
+          await breathe();
+        }
       }
     };
     play().then(
@@ -148,22 +154,22 @@ function runBatch(
   });
 }
 
-function createSlots(
+async function createSlots(
   config: EpisodeConfig,
   makeEnv: EnvFactory,
   batch: number,
   skip: ReadonlySet<string> | undefined,
-): Slot[] {
+  breathe: () => Promise<void>,
+  cancelled: () => boolean,
+): Promise<Slot[]> {
   const slots: Slot[] = [];
-  // SPA seeding (docs/spa-envs.md#manager): train seeds advance by env_groups per reset; val always restarts
-  // at its base.
-  const batchSeed = config.split === 'train' ? config.seedBase + batch * config.groups : config.seedBase;
   const { shard } = config;
   for (let group = 0; group < config.groups; group++) {
     if (shardOfGroup(config.groups, batch, group, shard.count) !== shard.index) continue;
     for (let member = 0; member < config.groupSize; member++) {
+      if (cancelled()) return slots;
       if (skip?.has(trajectoryIdOf(config, batch, group, member))) continue;
-      const seed = batchSeed + group;
+      const seed = seedOf(config, batch, group);
       const env = makeEnv(seed);
       slots.push({
         env,
@@ -174,6 +180,7 @@ function createSlots(
         numActions: 0,
         done: false,
       });
+      await breathe();
     }
   }
   return slots;

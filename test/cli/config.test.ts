@@ -12,8 +12,8 @@ import { nonNegativeInt, oneOf, positiveInt } from '../../cli/options.js';
 const schema = configSchemaOf(
   new Command('demo')
     .option('--env <env>', 'environment', oneOf('--env', ['sokoban', 'frozenlake', 'sudoku'] as const))
-    .option('--groups <n>', 'groups', positiveInt('--groups'))
-    .option('--seed-base <n>', 'first seed', nonNegativeInt('--seed-base'))
+    .option('--groups <n>', 'groups', positiveInt('--groups', 100))
+    .option('--seed-base <n>', 'first seed', nonNegativeInt('--seed-base', 1000))
     .option('--mask-transitions', 'mask', false),
 );
 
@@ -37,8 +37,8 @@ describe('parseConfig', () => {
   it('names the field, the bad value and the line of every problem at once', () => {
     expect(problems('env: chess\ngroups: x\nseed-base: -1\nmask-transitions: yes\n')).toEqual([
       'env: must be one of sokoban, frozenlake, sudoku, got "chess" (line 1)',
-      'groups: must be a positive integer, got "x" (line 2)',
-      'seed-base: must be an integer ≥ 0, got "-1" (line 3)',
+      'groups: must be an integer in 1..100, got "x" (line 2)',
+      'seed-base: must be an integer in 0..1000, got "-1" (line 3)',
       'mask-transitions: must be true or false, got "yes" (line 4)',
     ]);
   });
@@ -74,7 +74,7 @@ function demoCommand(seen: (options: Record<string, unknown>) => void): Command 
     .exitOverride()
     .configureOutput({ writeErr: () => {}, writeOut: () => {} })
     .requiredOption('--env <env>', 'environment')
-    .option('--groups <n>', 'groups', positiveInt('--groups'), 32)
+    .option('--groups <n>', 'groups', positiveInt('--groups', 100), 32)
     .option('--mask-transitions', 'mask', false)
     .action((options: Record<string, unknown>) => seen(options));
   return withConfigFile(command);
@@ -104,7 +104,7 @@ describe('--config-file', () => {
     await expect(run).rejects.toThrow(CommanderError);
     await expect(
       demoCommand(() => undefined).parseAsync(['--config-file', file], { from: 'user' }),
-    ).rejects.toThrow('groups: must be a positive integer, got "x" (line 2)');
+    ).rejects.toThrow('groups: must be an integer in 1..100, got "x" (line 2)');
   });
 
   it('still requires a required option that is in neither place', async () => {
@@ -131,7 +131,7 @@ describe('--config-file', () => {
     const failed = spawnSync(process.execPath, ['bin/spa.mjs', 'generate', '--config-file', bad], {
       encoding: 'utf8',
     });
-    expect(failed.status).toBe(1);
-    expect(failed.stderr).toContain('groups: must be a positive integer, got "x" (line 2)');
+    expect(failed.status).toBe(2);
+    expect(failed.stderr).toContain('groups: must be an integer in 1..100000, got "x" (line 2)');
   }, 60_000); // two CLI start-ups on a busy 2-core box
 });

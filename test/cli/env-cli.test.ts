@@ -139,8 +139,8 @@ describe('spa env show / play', () => {
     expect(run.stdout).toContain('Left: reward 0');
     expect(run.stdout).not.toContain('Up: reward');
     const show = spa(['env', 'show', 'sokoban', '--seed', 'ten'], '');
-    expect(show.status).not.toBe(0);
-    expect(show.stderr).toContain('--seed must be an integer, got "ten"');
+    expect(show.status).toBe(2);
+    expect(show.stderr).toContain('--seed must be an integer in 0..2147483647, got "ten"');
   });
 
   it('takes the env as --env as well as the argument, and says when they differ or neither is given', () => {

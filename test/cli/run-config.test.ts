@@ -165,13 +165,15 @@ describe('spa run --config-file', () => {
   it('refuses a bad value, naming the field, the value and its line', async () => {
     const file = fileWith('sft-lr: 1e-4\nexport-every: 0\nppo-mask: prediction\n');
     const error = runConfig(['--config-file', file]);
-    await expect(error).rejects.toThrow('export-every: must be a positive integer, got "0" (line 2)');
+    await expect(error).rejects.toThrow('export-every: must be an integer in 1..100000, got "0" (line 2)');
     await expect(runConfig(['--config-file', file])).rejects.toThrow(
       'ppo-mask: must be one of generated, response-only, all-after-system, got "prediction" (line 3)',
     );
-    await expect(runConfig(['--sft-lr', '-1'])).rejects.toThrow('--sft-lr must be a number > 0, got "-1"');
+    await expect(runConfig(['--sft-lr', '-1'])).rejects.toThrow(
+      '--sft-lr must be a number with 0 < x ≤ 1, got "-1"',
+    );
     await expect(runConfig(['--generators', '0'])).rejects.toThrow(
-      '--generators must be a positive integer, got "0"',
+      '--generators must be an integer in 1..256, got "0"',
     );
     await expect(runConfig(['--filter-envs', 'sokoban,lake'])).rejects.toThrow(
       /--filter-envs must be "none" or a comma-separated list of sokoban, frozenlake, sudoku: unknown env "lake"/,
@@ -181,7 +183,7 @@ describe('spa run --config-file', () => {
       '--warmup-modes must be a comma-separated list of wm, base, base-wm, got "wm,chat"',
     );
     await expect(runConfig(['--warmup-actions-per-turn', '6'])).rejects.toThrow(
-      '--warmup-actions-per-turn must be an integer from 1 to 5, got "6"',
+      '--warmup-actions-per-turn must be an integer in 1..5, got "6"',
     );
     await expect(runConfig(['--warmup-explore', '0.5', '--warmup-actions-per-turn', '2'])).rejects.toThrow(
       /--warmup-explore 0.5 with --warmup-actions-per-turn 2: .* use --warmup-actions-per-turn 1/,
