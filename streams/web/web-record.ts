@@ -212,20 +212,22 @@ function fullCard(decoded: DecodedAnyRecord, source: WebSource): WebRecord {
 const kib = (bytes: number): string => `${Math.ceil(bytes / 1024)} KiB`;
 
 /**
- * The page's view of one decoded record; never throws. A card over `maxCardBytes` is replaced by
- * an `Odd` summary. Drawing is total over what the schemas allow (the property test shows it),
- * but one record must never end the tap, so a failure is caught here too and shown on its card.
+ * The page's view of one decoded record; never throws. A card over {@link MAX_CARD_BYTES} is
+ * replaced by an `Odd` summary. Drawing is total over what the schemas allow (the property test
+ * shows it), but one record must never end the tap, so a failure is caught here too and shown
+ * on its card.
  */
-export function toWebRecord(decoded: DecodedAnyRecord, maxCardBytes = MAX_CARD_BYTES): WebRecord {
+export function toWebRecord(decoded: DecodedAnyRecord): WebRecord {
   const source = webSource(decoded.source);
   const recordKind = decoded.ok ? decoded.value.type : 'Undecodable';
   try {
     const card = fullCard(decoded, source);
     const bytes = Buffer.byteLength(JSON.stringify(card));
-    if (bytes <= maxCardBytes) return card;
-    const detail = `its card is ${kib(bytes)}, over the page's ${kib(maxCardBytes)}: spa tap ${source.topic} shows it whole`;
+    if (bytes <= MAX_CARD_BYTES) return card;
+    const detail = `its card is ${kib(bytes)}, over the page's ${kib(MAX_CARD_BYTES)}: spa tap ${source.topic} shows it whole`;
     return { kind: 'Odd', source, recordKind, reason: 'card-too-large', detail };
   } catch (error) {
-    return { kind: 'Odd', source, recordKind, reason: 'render-failed', detail: String(error) };
+    const detail = String(error).slice(0, 500);
+    return { kind: 'Odd', source, recordKind, reason: 'render-failed', detail };
   }
 }
