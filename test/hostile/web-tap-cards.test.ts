@@ -67,7 +67,7 @@ function avroValue(type: Type): fc.Arbitrary<unknown> {
     case 'int':
       return fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
     case 'long':
-      return fc.maxSafeInteger();
+      return fc.integer({ min: -(2 ** 52), max: 2 ** 52 }); // what avsc encodes as a JS number
     case 'float':
     case 'double':
       return fc.double(); // NaN, ±Infinity and -0 included
@@ -81,7 +81,8 @@ function avroValue(type: Type): fc.Arbitrary<unknown> {
 }
 
 const recordArb = (name: SpaRecordName) => avroValue(spaSchemas().current(name).type);
-const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+/** `value` as JSON bytes (undefined, a deleted whole, as an empty payload). */
+const json = (value: unknown) => Buffer.from(JSON.stringify(value) ?? '');
 
 /** `value` with the part at `path` (indices into whatever is there) replaced, or deleted. */
 function mutate(value: unknown, path: readonly number[], replacement: unknown): unknown {
