@@ -1,5 +1,5 @@
 import { mergeMap, type OperatorFunction } from 'rxjs';
-import type { SftRow, Turn } from '../schemas/index.js';
+import { isRejectReason, type RejectReason, type SftRow, type Turn } from '../schemas/index.js';
 import type { AnnotatedTrajectory } from './annotate-ground-truth.js';
 import { sftRowsOf, type SftRowOptions } from './to-sft-rows.js';
 import type { Verdict } from './verdict.js';
@@ -62,7 +62,7 @@ function problemOf(
   turn: Turn | undefined,
   mode: AnnotatedTrajectory['mode'],
   filter: MalformedFilter,
-): { reason: string; detail: string } | null {
+): { reason: RejectReason; detail: string } | null {
   if (mode === 'wm' && !isWellFormedWorldModelResponse(row.response)) {
     return {
       reason: 'malformed-turn',
@@ -70,8 +70,10 @@ function problemOf(
     };
   }
   if (filter.parserReasons && turn !== undefined && !turn.parse.ok) {
-    const reason = turn.parse.reason ?? 'parse-failed';
-    return { reason, detail: `turn ${row.turn}: parser ${turn.parse.matched} match, not ok (${reason})` };
+    // A record read back may carry any text here; a reason outside the shared list files as parse-failed.
+    const reason = isRejectReason(turn.parse.reason) ? turn.parse.reason : 'parse-failed';
+    const named = turn.parse.reason ?? 'no reason';
+    return { reason, detail: `turn ${row.turn}: parser ${turn.parse.matched} match, not ok (${named})` };
   }
   return null;
 }

@@ -1,3 +1,5 @@
+import type { RejectReason } from '../schemas/index.js';
+
 /**
  * The output of a filtering stage: every input comes out either accepted or rejected with a
  * reason, so nothing is dropped silently (rejects go to the dead-letter topic / file).
@@ -12,8 +14,8 @@ export interface Rejection<T> {
   readonly key: string;
   /** The stage that refused it, e.g. `filterMalformed`. */
   readonly source: string;
-  /** Machine-readable reason code. */
-  readonly reason: string;
+  /** Machine-readable reason code, one of schemas/reject-reasons.json. */
+  readonly reason: RejectReason;
   /** Human-readable explanation naming the bad part. */
   readonly detail: string;
   readonly value: T;

@@ -1,9 +1,25 @@
 /**
- * Typed failures of the Avro layer. The Kafka layer routes a `FrameDecodeError` to spa.dlq with
- * `code` as the Rejected.reason, so the codes are part of the contract.
+ * Typed failures of the Avro layer, and the reasons a record goes to a dead-letter topic. The
+ * Kafka layer routes a `FrameDecodeError` to spa.dlq with `code` as the Rejected.reason, so the
+ * codes are part of the contract.
  */
+import rejectReasons from './reject-reasons.json' with { type: 'json' };
 
-/** Why a single-object frame could not be decoded. */
+/**
+ * Why a record was dead-lettered (Rejected.reason): a code of schemas/reject-reasons.json, the one
+ * list the pipeline and the trainer share (trainer/spa_trainer/reject_reasons.py reads it too).
+ */
+export type RejectReason = keyof typeof rejectReasons;
+
+/** Every reject reason with its meaning (schemas/reject-reasons.json). */
+export const REJECT_REASONS: Readonly<Record<RejectReason, string>> = rejectReasons;
+
+/** True when `code` is a listed reject reason (a parser reason read back from a record, say). */
+export function isRejectReason(code: string | null | undefined): code is RejectReason {
+  return code !== null && code !== undefined && Object.hasOwn(REJECT_REASONS, code);
+}
+
+/** Why a single-object frame could not be decoded (each a {@link RejectReason}). */
 export type FrameDecodeErrorCode =
   /** The frame does not start with the single-object marker C3 01. */
   | 'bad-magic'

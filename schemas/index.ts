@@ -12,8 +12,8 @@ import { SchemaRegistry } from './registry.js';
 import type { SpaRecordTypes } from './generated/types.js';
 
 export type * from './generated/types.js';
-export { FrameDecodeError, RecordEncodeError, SchemaLoadError } from './errors.js';
-export type { FrameDecodeErrorCode } from './errors.js';
+export { FrameDecodeError, isRejectReason, RecordEncodeError, SchemaLoadError } from './errors.js';
+export type { FrameDecodeErrorCode, RejectReason } from './errors.js';
 export { fingerprintHex, parsingCanonicalForm, schemaFingerprint } from './fingerprint.js';
 export { loadSchemaVersions, SCHEMA_DIR } from './load.js';
 export { encodeWith, SchemaRegistry } from './registry.js';

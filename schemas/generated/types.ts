@@ -32,7 +32,7 @@ export interface Rejected {
   readonly key: null | string;
   /** Topic or pipeline stage that rejected it, e.g. spa.sft or filterMalformed. */
   readonly source: string;
-  /** Machine-readable reason code, e.g. unknown-fingerprint, bad-magic, truncated, malformed-turn. */
+  /** Machine-readable reason code, one of schemas/reject-reasons.json (shared with the trainer), e.g. bad-magic, bad-header, malformed-turn. */
   readonly reason: string;
   /** Human-readable explanation naming the bad input. */
   readonly detail: string;

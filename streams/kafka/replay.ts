@@ -99,17 +99,10 @@ function outputsOf(consumed: InFlightRecord['record'], options: ReplayOptions): 
   } catch (error) {
     // annotateGroundTruth throws on a trajectory without a state per turn: dead-letter it, carry on.
     const detail = error instanceof Error ? error.message : String(error);
-    const rejection = {
-      key: decoded.record.trajectory_id,
-      source: 'annotateGroundTruth',
-      reason: 'annotation-failed',
-    };
+    const key = decoded.record.trajectory_id;
+    const rejection = { key, source: 'annotateGroundTruth', reason: 'annotation-failed' as const };
     return [
-      {
-        topic: 'dlq',
-        key: rejection.key,
-        record: toRejected({ ...rejection, detail, value: decoded.record }, Date.now()),
-      },
+      { topic: 'dlq', key, record: toRejected({ ...rejection, detail, value: decoded.record }, Date.now()) },
     ];
   }
 }

@@ -5,7 +5,7 @@ import {
   type SpaRecordName,
   type SpaRecordTypes,
 } from '../../schemas/index.js';
-import type { Rejected } from '../../schemas/index.js';
+import type { Rejected, RejectReason } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from './headers.js';
 import type { ConsumedRecord, OutgoingRecord, RecordHeaders } from './transport.js';
@@ -75,9 +75,9 @@ export type DecodedRecord<N extends SpaRecordName> =
 
 /**
  * Decodes a consumed value as `name`, resolving older writer schemas. Anything undecodable —
- * bad magic, an unknown fingerprint, a truncated or corrupt body, bad headers — becomes a
- * Rejected record carrying the original bytes and the reason, so the consumer carries on and
- * nothing is lost.
+ * bad magic, an unknown fingerprint, a truncated or corrupt body (the FrameDecodeError's code),
+ * bad headers (`bad-header`) — becomes a Rejected record carrying the original bytes and the
+ * reason, so the consumer carries on and nothing is lost.
  */
 export function decodeKafkaRecord<N extends SpaRecordName>(
   name: N,
@@ -87,6 +87,10 @@ export function decodeKafkaRecord<N extends SpaRecordName>(
   const value = consumed.value ?? Buffer.alloc(0);
   try {
     decodeSpaHeaders(consumed.headers);
+  } catch (error) {
+    return undecodable(consumed, value, 'bad-header', error, now);
+  }
+  try {
     return {
       ok: true,
       record: spaSchemas().decode(name, value),
@@ -94,21 +98,38 @@ export function decodeKafkaRecord<N extends SpaRecordName>(
       source: consumed,
     };
   } catch (error) {
-    const code = error instanceof FrameDecodeError ? error.code : 'bad-record';
-    const fingerprint =
-      value.length >= 10 && value[0] === 0xc3 && value[1] === 0x01 ? value.subarray(2, 10) : null;
-    return {
-      ok: false,
-      source: consumed,
-      rejected: {
-        key: consumed.key?.toString('utf8') ?? null,
-        source: `${consumed.topic}[${consumed.partition}]@${consumed.offset}`,
-        reason: code,
-        detail: error instanceof Error ? error.message : String(error),
-        payload: Buffer.from(value),
-        payload_fingerprint: fingerprint ? Buffer.from(fingerprint) : null,
-        created_at: now,
-      },
-    };
+    // The registry wraps every body failure in a FrameDecodeError; anything else is a body it could not read.
+    return undecodable(
+      consumed,
+      value,
+      error instanceof FrameDecodeError ? error.code : 'bad-body',
+      error,
+      now,
+    );
   }
+}
+
+/** The dead letter of a consumed record that could not be decoded: its bytes and why. */
+function undecodable(
+  consumed: ConsumedRecord,
+  value: Buffer,
+  reason: RejectReason,
+  error: unknown,
+  now: number,
+): { readonly ok: false; readonly rejected: Rejected; readonly source: ConsumedRecord } {
+  const fingerprint =
+    value.length >= 10 && value[0] === 0xc3 && value[1] === 0x01 ? value.subarray(2, 10) : null;
+  return {
+    ok: false,
+    source: consumed,
+    rejected: {
+      key: consumed.key?.toString('utf8') ?? null,
+      source: `${consumed.topic}[${consumed.partition}]@${consumed.offset}`,
+      reason,
+      detail: error instanceof Error ? error.message : String(error),
+      payload: Buffer.from(value),
+      payload_fingerprint: fingerprint ? Buffer.from(fingerprint) : null,
+      created_at: now,
+    },
+  };
 }

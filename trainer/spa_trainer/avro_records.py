@@ -12,7 +12,9 @@ fastavro computes the Parsing Canonical Form (``to_parsing_canonical_form``) and
 hand-rolled. ``timestamp-millis`` fields decode to timezone-aware ``datetime`` (fastavro's
 logical types); encoding accepts either a ``datetime`` or epoch milliseconds.
 
-Failure codes match ``schemas/errors.ts`` so both sides route rejects to spa.dlq alike.
+Failure codes match ``schemas/errors.ts`` so both sides route rejects to spa.dlq alike; each is a
+reason of schemas/reject-reasons.json. ``decode_value`` is what the jobs read a record with: a frame,
+or a JSON object from a hand-made topic or a JSONL file.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import parse_schema, to_parsing_canonical_form
 from fastavro.validation import validate
+
+from .reject_reasons import RecordRejected
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 """The repository's schema directory (trainer/spa_trainer/ → repo root → schemas/)."""
@@ -259,6 +263,26 @@ def encode_with(version: SchemaVersion, record: Mapping[str, Any]) -> bytes:
     out = io.BytesIO()
     schemaless_writer(out, version.schema, dict(record))
     return frame_single_object(version.fingerprint, out.getvalue())
+
+
+def decode_value(name: str, value: bytes) -> Record:
+    """Record ``name`` from an Avro single-object frame (any known version) or a JSON object;
+    ``RecordRejected`` with the reason otherwise (a value neither frame nor ``{…}`` is ``bad-magic``,
+    as the TS decoder files a value without a frame header)."""
+    if value.startswith(SINGLE_OBJECT_MAGIC):
+        try:
+            return spa_schemas().decode(name, value)
+        except FrameDecodeError as err:
+            raise RecordRejected(err.code, str(err)) from err
+    if value.lstrip()[:1] != b"{":
+        raise RecordRejected(
+            "bad-magic",
+            f"neither an Avro single-object frame (c3 01) nor a JSON object: starts with {value[:4].hex(' ') or 'nothing'}",
+        )
+    try:
+        return json.loads(value)  # starts with `{`: an object once it parses
+    except (UnicodeDecodeError, ValueError) as err:
+        raise RecordRejected("bad-json", f"value starts like JSON but does not parse: {err}") from err
 
 
 @lru_cache(maxsize=1)

@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .avro_records import SINGLE_OBJECT_MAGIC, spa_schemas
-from .records import ConsumedRecord, Headers, Offsets, RecordLog
+from .avro_records import decode_value
+from .records import ConsumedRecord, Headers, Offsets, RecordLog, check_spa_headers
+from .reject_reasons import RecordRejected, RejectReason
 
 
 @dataclass(frozen=True)
@@ -69,15 +70,19 @@ class SftRow:
         return [{"role": m.role, "content": m.content} for m in self.prompt]
 
 
-def row_value(value: bytes) -> dict[str, Any]:
-    """An SftRow's fields from an Avro single-object frame (older writer schemas too) or, for
-    hand-made topics and JSONL files, a JSON object."""
-    if value.startswith(SINGLE_OBJECT_MAGIC):
-        return dict(spa_schemas().decode("SftRow", value))
-    parsed = json.loads(value)
-    if not isinstance(parsed, dict):
-        raise TypeError(f"record value is JSON but not an object: {value[:60]!r}")
-    return parsed
+def decode_row(record: ConsumedRecord) -> SftRow:
+    """The SftRow of a consumed record: its SPA headers checked as the TS side checks them, its
+    value an Avro single-object frame (older writer schemas too) or, for hand-made topics and JSONL
+    files, a JSON object. ``RecordRejected`` names the shared reason (schemas/reject-reasons.json)."""
+    try:
+        check_spa_headers(record.headers)
+    except ValueError as err:
+        raise RecordRejected("bad-header", str(err)) from err
+    fields = decode_value("SftRow", record.value)
+    try:
+        return SftRow.from_dict(fields)
+    except (ValueError, TypeError, KeyError) as err:
+        raise RecordRejected("bad-record", f"{type(err).__name__}: {err}") from err
 
 
 @dataclass(frozen=True)
@@ -94,14 +99,13 @@ class BadRow(ValueError):
     """A record in the input that is not an SftRow: where it is, its raw bytes and why (the fields
     `dead_letters.Rejection` asks for, so it goes to the dead letters as it is)."""
 
-    reason = "bad-row"
-
-    def __init__(self, location: str, record: ConsumedRecord, detail: str) -> None:
+    def __init__(self, location: str, record: ConsumedRecord, reason: RejectReason, detail: str) -> None:
         super().__init__(
-            f"{location}: not an SftRow: {detail} (--skip-bad-rows sends such rows to the dead letters and goes on)"
+            f"{location}: not an SftRow: {reason}: {detail}"
+            " (--skip-bad-rows sends such rows to the dead letters and goes on)"
         )
         self.partition, self.offset, self.key = record.partition, record.offset, record.key
-        self.payload, self.headers, self.detail = record.value, record.headers, detail
+        self.payload, self.headers, self.reason, self.detail = record.value, record.headers, reason, detail
 
 
 BadRowHandler = Callable[[BadRow], None]
@@ -128,10 +132,10 @@ class RowSource:
         """Rows in `[start, end)` per partition, partitions in ascending order (deterministic)."""
         for record in self.log.read(start, end):
             try:
-                row = SftRow.from_dict(row_value(record.value))
-            except (ValueError, TypeError, KeyError) as err:
+                row = decode_row(record)
+            except RecordRejected as err:
                 location = self.log.location(record.partition, record.offset)
-                bad = BadRow(location, record, f"{type(err).__name__}: {err}")
+                bad = BadRow(location, record, err.reason, str(err))
                 if self.on_bad_row is None:
                     raise bad from err
                 self.on_bad_row(bad)

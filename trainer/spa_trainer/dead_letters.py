@@ -16,11 +16,13 @@ from typing import Any, Protocol
 
 from .avro_records import SINGLE_OBJECT_MAGIC, spa_schemas
 from .records import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER, Headers
+from .reject_reasons import REJECT_REASONS_FILE, reject_reasons
 
 
 class Rejection(Protocol):
     """A record that cannot be trained on: where it was, its key, bytes and headers as read, and
-    why (a `rollout_source.SourcedRollout` with a reason, a `data.BadRow`)."""
+    why (a `rollout_source.SourcedRollout` with a reason, a `data.BadRow`); the reason is a code of
+    schemas/reject-reasons.json."""
 
     @property
     def partition(self) -> int: ...
@@ -51,7 +53,10 @@ class DeadLetters(Protocol):
 
 
 def rejected_record(item: Rejection, source: str) -> dict[str, Any]:
-    """The `Rejected` record for a rejected item (same fields as the TS `decodeKafkaRecord`)."""
+    """The `Rejected` record for a rejected item (same fields as the TS `decodeKafkaRecord`); its
+    reason must be one of schemas/reject-reasons.json, the list the TS side files under too."""
+    if item.reason not in reject_reasons():
+        raise ValueError(f"reject reason {item.reason!r} is not in {REJECT_REASONS_FILE}; add it there first")
     framed = len(item.payload) >= 10 and item.payload.startswith(SINGLE_OBJECT_MAGIC)
     return {
         "key": item.key,

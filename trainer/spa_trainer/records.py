@@ -9,6 +9,7 @@ The jobs' decoders sit above this module, the Kafka client beside it; neither is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,36 @@ Headers = dict[str, bytes]
 POLICY_VERSION_HEADER = "spa-policy-version"
 SCHEMA_FINGERPRINT_HEADER = "spa-schema-fingerprint"
 TRACEPARENT_HEADER = "traceparent"
+
+# What the TS side's `decodeSpaHeaders` accepts: a W3C traceparent (Trace Context §3.2), 16
+# lowercase hex digits, a decimal integer up to JavaScript's Number.MAX_SAFE_INTEGER.
+_HEADER_FORMS = {
+    TRACEPARENT_HEADER: (
+        re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}"),
+        "W3C 00-<32 hex>-<16 hex>-<2 hex>",
+    ),
+    SCHEMA_FINGERPRINT_HEADER: (re.compile(r"[0-9a-f]{16}"), "16 lowercase hex digits"),
+    POLICY_VERSION_HEADER: (re.compile(r"[0-9]+"), "a non-negative integer"),
+}
+_MAX_POLICY_VERSION = 2**53 - 1
+
+
+def _too_big(decimal: str) -> bool:
+    digits = decimal.lstrip("0")  # the TS side reads "007" as 7
+    return len(digits) > 16 or (digits != "" and int(digits) > _MAX_POLICY_VERSION)
+
+
+def check_spa_headers(headers: Headers) -> None:
+    """``ValueError`` naming the header when a SPA header is malformed, exactly where the TS
+    side's ``decodeSpaHeaders`` (streams/kafka/headers.ts) refuses one, so both sides dead-letter
+    the same records (reason ``bad-header``)."""
+    for name, (form, expected) in _HEADER_FORMS.items():
+        value = headers.get(name)
+        if value is None:
+            continue
+        text = value.decode("utf-8", "replace")
+        if not form.fullmatch(text) or (name == POLICY_VERSION_HEADER and _too_big(text)):
+            raise ValueError(f"header {name}={text!r:.80} is not {expected}")
 
 
 @dataclass(frozen=True)

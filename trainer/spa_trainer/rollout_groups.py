@@ -13,6 +13,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterable
 
+from .reject_reasons import RejectReason
 from .rollout_source import SourcedRollout
 
 
@@ -35,7 +36,7 @@ class GroupBuffer:
         self.complete: list[str] = []
         self.trained: set[str] = set(trained)  # kept in the checkpoint (`trained_groups.json`)
 
-    def add(self, item: SourcedRollout) -> list[tuple[SourcedRollout, str, str]]:
+    def add(self, item: SourcedRollout) -> list[tuple[SourcedRollout, RejectReason, str]]:
         """Add an accepted item; returns the items rejected on the way (item, reason, detail)."""
         assert item.record is not None
         gid = str(item.record["group_id"])

@@ -10,23 +10,19 @@ record, count it, and dead-letter it: an error at a boundary loses nothing.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .avro_records import SINGLE_OBJECT_MAGIC, FrameDecodeError, spa_schemas
-from .records import POLICY_VERSION_HEADER, Headers, Offsets, RecordLog
+from .avro_records import decode_value
+from .records import POLICY_VERSION_HEADER, Headers, Offsets, RecordLog, check_spa_headers
+from .reject_reasons import RecordRejected
 
 
-class RolloutRejected(ValueError):
+class RolloutRejected(RecordRejected):
     """A record that cannot be trained on; `reason` is the spa.dlq reason code."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -99,23 +95,14 @@ def check_rollout(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def decode_rollout(value: bytes, headers: Headers) -> dict[str, Any]:
-    """An Avro single-object frame (any known Rollout version) or a JSON object, checked; the
-    `spa-policy-version` header, when present, must agree with the record."""
-    if value.startswith(SINGLE_OBJECT_MAGIC):
-        try:
-            raw: Any = spa_schemas().decode("Rollout", value)
-        except FrameDecodeError as err:
-            raise RolloutRejected(err.code, str(err)) from err
-    elif value.lstrip()[:1] != b"{":  # same code as the TS decoder for a value with no frame header
-        raise RolloutRejected(
-            "bad-magic", f"not an Avro single-object frame: starts with {value[:4].hex(' ')}, expected c3 01"
-        )
-    else:
-        try:
-            raw = json.loads(value)
-        except (UnicodeDecodeError, ValueError) as err:
-            raise RolloutRejected("bad-json", f"value starts like JSON but does not parse: {err}") from err
-    record = check_rollout(raw)
+    """An Avro single-object frame (any known Rollout version) or a JSON object, checked; its SPA
+    headers must be well formed (as the TS side checks them), and the `spa-policy-version` header,
+    when present, must agree with the record."""
+    try:
+        check_spa_headers(headers)
+    except ValueError as err:
+        raise RolloutRejected("bad-header", str(err)) from err
+    record = check_rollout(decode_value("Rollout", value))
     stated = headers.get(POLICY_VERSION_HEADER)
     if stated is not None and stated.decode("utf-8", "replace") != str(record["policy_version"]):
         raise RolloutRejected(
@@ -130,7 +117,7 @@ def sourced(partition: int, offset: int, key: str | None, value: bytes, headers:
     try:
         record = decode_rollout(value, headers)
         return SourcedRollout(partition, offset, key, value, headers, record=record)
-    except RolloutRejected as err:
+    except RecordRejected as err:
         return SourcedRollout(partition, offset, key, value, headers, reason=err.reason, detail=str(err))
 
 

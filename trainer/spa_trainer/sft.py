@@ -615,7 +615,7 @@ def parse_args(argv: list[str]) -> SftConfig:
     p.add_argument(
         "--skip-bad-rows",
         action="store_true",
-        help="an input record that is not an SftRow goes to the dead letters (reason bad-row) instead of stopping the run",
+        help="an input record that is not an SftRow goes to the dead letters (reason: schemas/reject-reasons.json) instead of stopping the run",
     )
     p.add_argument(
         "--dlq",

@@ -281,12 +281,13 @@ def test_cli_errors_are_one_line_and_bad_rows_can_be_skipped(
     args += ["--val-fraction", "0", "--eval-rows", "0"]
     assert main([*args, "--out", str(tmp_path / "b")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"[sft] error: {data}:2: not an SftRow:") and "--skip-bad-rows" in err and "\n" not in err
+    assert err.startswith(f"[sft] error: {data}:2: not an SftRow: bad-record:") and "--skip-bad-rows" in err
+    assert "\n" not in err
 
     assert main([*args, "--out", str(tmp_path / "c"), "--skip-bad-rows"]) == 0
     assert f"[sft] skipped {data}:2: not an SftRow" in capsys.readouterr().err
     [dead] = [json.loads(line) for line in (tmp_path / "c" / "dlq.jsonl").read_text().splitlines()]
-    assert dead["reason"] == "bad-row" and dead["source"] == f"jsonl:{data}[0]@1"
+    assert dead["reason"] == "bad-record" and dead["source"] == f"jsonl:{data}[0]@1"
     assert dead["payload"] == '{"prompt": "not messages"}'
     metrics = json.loads((tmp_path / "c" / "metrics.json").read_text())
     assert metrics["finished"] is True and metrics["rows_trained"] == 4  # every good row, once
