@@ -1,4 +1,4 @@
-import { CommanderError, InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import { ANNOTATIONS, type Annotation } from '../../operators/annotate-ground-truth.js';
 import type { ReadStart } from '../../streams/kafka/consume-spa.js';
@@ -17,6 +17,7 @@ import {
   MAX_TRANSACTION_TRAJECTORIES,
   oneOf,
   positiveInt,
+  UsageError,
 } from '../options.js';
 import type { EnvName } from '../../envs/types.js';
 import { Progress } from '../progress.js';
@@ -70,7 +71,7 @@ async function replayOrUsageError(...args: Parameters<typeof replayTrajectories>
   try {
     return await replayTrajectories(...args);
   } catch (error) {
-    if (error instanceof ReplayInputError) throw new CommanderError(2, 'spa.replay.input', error.message);
+    if (error instanceof ReplayInputError) throw new UsageError(error.message);
     throw error;
   }
 }
@@ -120,7 +121,7 @@ export function registerReplayCommand(program: Command): void {
     )
     .action(async (options: ReplayCliOptions) => {
       if (options.fromOffset && options.fromTime)
-        throw new InvalidArgumentError('give --from-offset or --from-time, not both');
+        throw new UsageError('give --from-offset or --from-time, not both');
       const kafka = await connectSpaKafka({ clientId: 'spa-replay' });
       const progress = new Progress('replay');
       try {
