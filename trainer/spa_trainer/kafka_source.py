@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .kafka_config import (
+    LOCAL_BROKERS,
     describe_client_error,
     describe_connect_failure,
     is_refusal,
@@ -43,7 +44,7 @@ except ImportError as err:  # pragma: no cover - depends on the machine
 
 def default_brokers(brokers: str | None) -> str:
     """Brokers from the argument, else `KAFKA_BROKERS`, else the local dev broker."""
-    return brokers or os.environ.get("KAFKA_BROKERS", "127.0.0.1:9092")
+    return brokers or os.environ.get("KAFKA_BROKERS", "").strip() or LOCAL_BROKERS
 
 
 Client = TypeVar("Client")
