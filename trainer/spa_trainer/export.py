@@ -35,7 +35,7 @@ import onnxruntime as ort
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache, PreTrainedModel
 
-from .cli_errors import exit_code
+from .cli_errors import VERSION_MAX, exit_code, int_arg
 from .models import load_tokenizer, resolve_model_dir
 
 TOKENIZER_FILES = (
@@ -347,9 +347,9 @@ def run_export(argv: list[str]) -> None:
     p.add_argument("--model", required=True, help="'tiny', a HF folder, a trainer checkpoint or run folder")
     p.add_argument("--out", required=True, help="artifact root; the export goes to <out>/v<version>/")
     p.add_argument("--stage", default="sft", choices=["init", "sft", "ppo"])
-    p.add_argument("--step", type=int, default=0)
-    p.add_argument(
-        "--version", type=int, default=None, help="artifact version (default: one past the newest under --out)"
+    int_arg(p, "--step", 0, VERSION_MAX, default=0, help="the training step the weights are from")
+    int_arg(
+        p, "--version", 0, VERSION_MAX, default=None, help="artifact version (default: one past the newest under --out)"
     )
     p.add_argument("--name", default=None, help="model name for the manifest (default: the folder)")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate to this topic")

@@ -34,6 +34,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
+from .cli_errors import EPOCHS_MAX, ROWS_MAX, SEED_MAX, STEPS_MAX, THREADS_MAX, TOKENS_MAX, float_arg, int_arg
 from .data import SftRow
 from .json_files import dumps
 from .masking import (
@@ -403,12 +404,15 @@ def parse_args(argv: list[str]) -> CheckConfig:
     p.add_argument("--heldout", required=True, help="JSONL of ground-truth SftRow to evaluate on")
     p.add_argument("--out", required=True, help="folder for metrics.json")
     p.add_argument("--size", default=d.size, choices=sorted(MODEL_SIZES))
-    for flag, value in (("epochs", d.epochs), ("batch-size", d.batch_size), ("max-length", d.max_length),
-                        ("max-new-tokens", d.max_new_tokens), ("eval-rows", d.eval_rows),
-                        ("full-prefix-rows", d.full_prefix_rows), ("probe-every", d.probe_every),
-                        ("probe-rows", d.probe_rows), ("threads", d.threads), ("seed", d.seed)):  # fmt: skip
-        p.add_argument(f"--{flag}", type=int, default=value)
-    p.add_argument("--lr", type=float, default=d.lr)
+    for flag, lo, hi, value in (("epochs", 1, EPOCHS_MAX, d.epochs), ("batch-size", 1, ROWS_MAX, d.batch_size),
+                                ("max-length", 1, TOKENS_MAX, d.max_length),
+                                ("max-new-tokens", 1, TOKENS_MAX, d.max_new_tokens),
+                                ("eval-rows", 0, ROWS_MAX, d.eval_rows),
+                                ("full-prefix-rows", 0, ROWS_MAX, d.full_prefix_rows),
+                                ("probe-every", 0, STEPS_MAX, d.probe_every), ("probe-rows", 0, ROWS_MAX, d.probe_rows),
+                                ("threads", 1, THREADS_MAX, d.threads), ("seed", 0, SEED_MAX, d.seed)):  # fmt: skip
+        int_arg(p, f"--{flag}", lo, hi, default=value)
+    float_arg(p, "--lr", 0, 1, above=True, default=d.lr)
     a = vars(p.parse_args(argv))
     return CheckConfig(**{f.name: a[f.name] for f in fields(CheckConfig)})
 

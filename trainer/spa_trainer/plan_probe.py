@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from .cli_errors import ROWS_MAX, TOKENS_MAX, int_arg
 from .data import SftRow
 from .masking import faithful_texts
 from .models import load_policy
@@ -91,8 +92,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m spa_trainer.plan_probe", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--model", required=True, help="'tiny-cells', a HF folder or a trainer run folder")
     p.add_argument("--rows", required=True, help="JSON Lines of SftRows (or spa tap --json envelopes)")
-    p.add_argument("--limit", type=int, default=400, help="first-turn rows probed")
-    p.add_argument("--window", type=int, default=512, help="prompt tokens kept (the SFT window)")
+    int_arg(p, "--limit", 1, ROWS_MAX, default=400, help="first-turn rows probed")
+    int_arg(p, "--window", 1, TOKENS_MAX, default=512, help="prompt tokens kept (the SFT window)")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     model, tokenizer, _ = load_policy(a.model)

@@ -39,7 +39,23 @@ from transformers import PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import latest_checkpoint
-from .cli_errors import exit_code
+from .cli_errors import (
+    BATCHES_MAX,
+    EPOCHS_MAX,
+    GROUP_SIZE_MAX,
+    GROUPS_MAX,
+    IDLE_TIMEOUT_MAX_S,
+    OPEN_GROUPS_MAX,
+    ROWS_MAX,
+    SEED_MAX,
+    STALENESS_MAX,
+    TOKENS_MAX,
+    VERSION_MAX,
+    WEIGHT_MAX,
+    exit_code,
+    float_arg,
+    int_arg,
+)
 from .data_parallel import Ranks, from_main, join_ranks, leave, single
 from .dead_letters import DeadLetters, open_dead_letters
 from .export import export_policy, next_version
@@ -413,13 +429,13 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     p.add_argument("--model", required=True, help="'tiny', a HF folder, an SFT run folder (its --out) or checkpoint")
     p.add_argument("--input", required=True, help="kafka:<topic> (e.g. kafka:spa.rollouts) or jsonl:<path>")
     p.add_argument("--out", required=True, help="run folder (checkpoints, metrics.jsonl); resumes if present")
-    p.add_argument("--steps", type=int, required=True, help="stop cleanly after this many PPO steps")
-    p.add_argument("--groups-per-step", type=int, default=d.groups_per_step, help="complete groups per step (G)")
-    p.add_argument("--group-size", type=int, default=d.group_size, help="records per group (K)")
-    p.add_argument("--export-every", type=int, default=d.export_every, help="export + publish every M steps")
+    int_arg(p, "--steps", 1, BATCHES_MAX, required=True, help="stop cleanly after this many PPO steps")
+    int_arg(p, "--groups-per-step", 1, GROUPS_MAX, default=d.groups_per_step, help="complete groups per step (G)")
+    int_arg(p, "--group-size", 1, GROUP_SIZE_MAX, default=d.group_size, help="records per group (K)")
+    int_arg(p, "--export-every", 1, BATCHES_MAX, default=d.export_every, help="export + publish every M steps")
     p.add_argument("--export-root", default=d.export_root, help="ONNX artifacts go to <root>/v<version>/")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="PolicyUpdate topic, e.g. spa.policy")
-    p.add_argument("--start-version", type=int, default=None, help="the SFT export's version (default: root's max)")
+    int_arg(p, "--start-version", 0, VERSION_MAX, default=None, help="the SFT export's version (default: root's max)")
     p.add_argument(
         "--mask",
         default=d.mask,
@@ -432,9 +448,11 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         choices=get_args(LossAgg),
         help="loss aggregation (docs/spa-ppo.md#aggregation; SPA's released run: seq-mean-token-mean)",
     )
-    p.add_argument(
+    float_arg(
+        p,
         "--kl-loss-coef",
-        type=float,
+        0,
+        WEIGHT_MAX,
         default=p_d.kl_loss_coef,
         help="k3 KL-to-start-model loss coefficient (docs/spa-ppo.md#kl; SPA: 0, off)",
     )
@@ -451,37 +469,53 @@ def parse_args(argv: list[str]) -> ServiceConfig:
         action=argparse.BooleanOptionalAction,
         help="grpo: divide by the group's std (verl's default); --no-grpo-std-norm centres only (Dr. GRPO)",
     )
-    p.add_argument("--max-staleness", type=int, default=None, help="count records older than this many versions")
+    int_arg(p, "--max-staleness", 0, STALENESS_MAX, default=None, help="count records older than this many versions")
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
     p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
-    p.add_argument("--idle-timeout", type=float, default=None, help="seconds without a record before giving up")
-    p.add_argument("--max-open-groups", type=int, default=None, help="incomplete groups held (default 4 × G)")
-    p.add_argument("--actor-lr", type=float, default=p_d.actor_lr)
-    p.add_argument("--critic-lr", type=float, default=p_d.critic_lr)
-    p.add_argument("--keep-ratio", type=float, default=p_d.group_keep_ratio, help="std filter: fraction of groups kept")
-    p.add_argument("--micro-batch-size", type=int, default=p_d.micro_batch_size)
-    p.add_argument("--ppo-epochs", type=int, default=p_d.ppo_epochs, help="passes over each step's episodes (SPA: 1)")
-    p.add_argument(
+    float_arg(
+        p,
+        "--idle-timeout",
+        0,
+        IDLE_TIMEOUT_MAX_S,
+        above=True,
+        default=None,
+        help="seconds without a record before giving up",
+    )
+    int_arg(p, "--max-open-groups", 1, OPEN_GROUPS_MAX, default=None, help="incomplete groups held (default 4 × G)")
+    float_arg(p, "--actor-lr", 0, 1, default=p_d.actor_lr)
+    float_arg(p, "--critic-lr", 0, 1, default=p_d.critic_lr)
+    float_arg(
+        p, "--keep-ratio", 0, 1, above=True, default=p_d.group_keep_ratio, help="std filter: fraction of groups kept"
+    )
+    int_arg(p, "--micro-batch-size", 1, ROWS_MAX, default=p_d.micro_batch_size)
+    int_arg(p, "--ppo-epochs", 1, EPOCHS_MAX, default=p_d.ppo_epochs, help="passes over each step's episodes (SPA: 1)")
+    int_arg(
+        p,
         "--mini-batch-size",
-        type=int,
+        1,
+        ROWS_MAX,
         default=p_d.mini_batch_size,
         help="episodes per optimizer step; a step's episodes in fewer means fewer steps (SPA: 64, one step)",
     )
-    p.add_argument(
+    int_arg(
+        p,
         "--context-window",
-        type=int,
+        0,
+        TOKENS_MAX,
         default=0,
         help="the generator's context window in tokens (spa --context-window; 0: whole prompts, as SPA): score each "
         "turn on the prompt it was sampled from (docs/spa-ppo.md#window)",
     )
-    p.add_argument(
-        "--max-new-tokens", type=int, default=None, help="with --context-window: the generator's tokens per turn"
+    int_arg(
+        p,
+        "--max-new-tokens",
+        1,
+        TOKENS_MAX,
+        default=None,
+        help="with --context-window: the generator's tokens per turn",
     )
-    p.add_argument("--seed", type=int, default=d.seed)
+    int_arg(p, "--seed", 0, SEED_MAX, default=d.seed)
     a = p.parse_args(argv)
-    for flag in ("steps", "groups_per_step", "group_size", "export_every", "ppo_epochs", "mini_batch_size"):
-        if getattr(a, flag) < 1:
-            p.error(f"--{flag.replace('_', '-')} {getattr(a, flag)}: expected a positive integer")
     prompt_budget = None
     if a.context_window != 0:
         if a.max_new_tokens is None:

@@ -35,7 +35,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_sc
 from transformers.utils import logging as hf_logging
 
 from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from .cli_errors import exit_code
+from .cli_errors import EPOCHS_MAX, ROWS_MAX, SEED_MAX, STEPS_MAX, TOKENS_MAX, WEIGHT_MAX, exit_code, float_arg, int_arg
 from .data import BadRow, RowSource, SftRow, SourcedRow
 from .data_parallel import (
     Ranks,
@@ -527,25 +527,6 @@ def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int, ear
     return artifact
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer ≥ 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: expected a positive integer")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text}: expected a number > 0") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text}: expected a number > 0")
-    return value
-
-
 def parse_args(argv: list[str]) -> SftConfig:
     """CLI flags → SftConfig."""
     d = SftConfig()
@@ -553,17 +534,19 @@ def parse_args(argv: list[str]) -> SftConfig:
     p.add_argument("--model", default=d.model, help="'tiny' or a local HF causal-LM folder")
     p.add_argument("--input", required=True, help="jsonl:<path> or kafka:<topic>")
     p.add_argument("--out", default=d.out, help="run folder (checkpoints, metrics); resumes if present")
-    p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument(
+    int_arg(p, "--epochs", 1, EPOCHS_MAX, default=d.epochs)
+    int_arg(p, "--batch-size", 1, ROWS_MAX, default=d.batch_size, help="rows per optimizer step (SPA: 16)")
+    int_arg(
+        p,
         "--micro-batch-size",
-        type=positive_int,
+        1,
+        ROWS_MAX,
         default=d.micro_batch_size,
         help="rows per forward pass (SPA: 1); speed and memory only, the loss is the same",
     )
-    p.add_argument("--lr", type=float, default=d.lr)
-    p.add_argument("--max-length", type=int, default=d.max_length)
-    p.add_argument("--val-fraction", type=float, default=d.val_fraction)
+    float_arg(p, "--lr", 0, 1, above=True, default=d.lr)
+    int_arg(p, "--max-length", 1, TOKENS_MAX, default=d.max_length, help="window in tokens, left-truncated")
+    float_arg(p, "--val-fraction", 0, 1, below=True, default=d.val_fraction, help="rows held out, by puzzle")
     p.add_argument("--val-input", default=None, help="separate held-out source (jsonl:/kafka:)")
     p.add_argument("--released-masking", action="store_true", help="SPA's released placeholder variant")
     masks = p.add_mutually_exclusive_group()
@@ -576,9 +559,12 @@ def parse_args(argv: list[str]) -> SftConfig:
     masks.add_argument(
         "--mask-predictions", action="store_true", help="only the contents of <prediction> (next state) are not trained"
     )
-    p.add_argument(
+    float_arg(
+        p,
         "--decision-weight",
-        type=positive_float,
+        0,
+        WEIGHT_MAX,
+        above=True,
         default=d.decision_weight,
         metavar="W",
         help="loss weight of the target tokens outside the <observation>/<prediction> contents (thoughts, tags, "
@@ -586,29 +572,30 @@ def parse_args(argv: list[str]) -> SftConfig:
         "mean); for a tiny model whose 1-2 action tokens drown in ~150 state tokens. No effect with "
         "--released-masking",
     )
-    p.add_argument("--checkpoint-every", type=int, default=d.checkpoint_every)
-    p.add_argument(
-        "--log-every",
-        type=positive_int,
-        default=d.log_every,
-        help="a progress line every N steps (and the first, last)",
+    int_arg(p, "--checkpoint-every", 1, STEPS_MAX, default=d.checkpoint_every, help="optimizer steps")
+    int_arg(
+        p, "--log-every", 1, STEPS_MAX, default=d.log_every, help="a progress line every N steps (and the first, last)"
     )
-    p.add_argument(
+    int_arg(
+        p,
         "--max-steps",
-        type=positive_int,
+        1,
+        STEPS_MAX,
         default=None,
         help="training budget: end after this optimizer step (evaluate, checkpoint, export); "
         "the LR schedule stays that of --epochs, as SPA's total_training_steps",
     )
-    p.add_argument(
+    int_arg(
+        p,
         "--stop-after-steps",
-        type=positive_int,
+        1,
+        STEPS_MAX,
         default=None,
         help="interruption: checkpoint after this step and exit without evaluating or exporting; "
         "the same command without it resumes",
     )
-    p.add_argument("--eval-rows", type=int, default=d.eval_rows)
-    p.add_argument("--seed", type=int, default=d.seed)
+    int_arg(p, "--eval-rows", 0, ROWS_MAX, default=d.eval_rows, help="held-out rows scored by exact match")
+    int_arg(p, "--seed", 0, SEED_MAX, default=d.seed)
     p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS)")
     p.add_argument("--export", default=None, metavar="DIR", help="export ONNX to DIR/v<n>/ after training")
     p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate (needs --export)")

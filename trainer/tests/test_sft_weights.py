@@ -141,7 +141,7 @@ def test_decision_weight_flag(capsys: pytest.CaptureFixture[str]) -> None:
     for bad in ("0", "-1", "nan", "inf", "heavy"):
         with pytest.raises(SystemExit):
             parse_args([*base, "--decision-weight", bad])
-        assert f"argument --decision-weight: {bad}: expected a number > 0" in capsys.readouterr().err
+        assert f"--decision-weight must be a number with 0 < x ≤ 1000, got {bad}" in capsys.readouterr().err
     with pytest.raises(ValueError, match="decision_weight must be a finite number > 0"):
         run_sft(SftConfig(input="jsonl:nowhere.jsonl", decision_weight=0.0))
 
