@@ -25,7 +25,7 @@ export class UsageError extends CommanderError {
 /** Seeds (puzzle, policy, shuffle) are Avro `int`s (Trajectory.seed) and the RNG reads 32 bits. */
 export const MAX_SEED = 2 ** 31 - 1;
 /** TCP ports; 0 asks the OS for a free one. */
-export const MAX_PORT = 65_535;
+const MAX_PORT = 65_535;
 /** Puzzles (groups) per batch. */
 export const MAX_GROUPS = 100_000;
 /** Episodes per puzzle: a group's members, the k of Pass@k. */
@@ -83,7 +83,7 @@ export function describeRanges(command: Command): void {
 }
 
 /** A commander parser for an integer in [min, max] whose error names the option and the range. */
-export function intInRange(min: number, max: number): (name: string) => Parser<number> {
+function intInRange(min: number, max: number): (name: string) => Parser<number> {
   return (name) =>
     ranged((value) => {
       const n = Number(value);
