@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
+import { finished } from 'node:stream/promises';
 import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
 import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
@@ -25,7 +26,8 @@ export function toJsonLine(outbound: Outbound): string {
 /**
  * Writes each record as one JSON line to its topic's file, one record at a time (concatMap) and
  * waiting for `drain` when a file's buffer is full: the pipeline blocks, nothing piles up.
- * Resolves with the number of lines written per topic.
+ * Resolves with the number of lines written per topic; a file that cannot be opened or written
+ * (a missing folder, a full disk) rejects naming its path, after the other files are closed.
  */
 export async function writeJsonl(
   source: Observable<Outbound>,
@@ -34,34 +36,37 @@ export async function writeJsonl(
 ): Promise<Record<OutboundTopic, number>> {
   const streams = new Map<OutboundTopic, WriteStream>();
   const counts: Record<OutboundTopic, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
-  const streamFor = (topic: OutboundTopic): WriteStream | undefined => {
-    const path = paths[topic];
-    if (path === undefined) return undefined;
-    let stream = streams.get(topic);
-    if (!stream) {
-      stream = createWriteStream(path, { encoding: 'utf8' });
-      streams.set(topic, stream);
-    }
-    return stream;
-  };
-  // Create every configured file up front, so an empty output is an empty file, not a missing one.
-  for (const topic of Object.keys(paths) as OutboundTopic[]) streamFor(topic);
+  // The first error of any file; a stream's 'error' is kept here (never unhandled) and ends the write.
+  let failure: Error | undefined;
+  const fail = (path: string) => (error: Error) =>
+    void (failure ??= new Error(`cannot write ${path}: ${error.message}`, { cause: error }));
   try {
+    // Every configured file is opened before the first record, so an empty output is an empty
+    // file, not a missing one, and a path that cannot be written fails before any work.
+    for (const [topic, path] of Object.entries(paths) as [OutboundTopic, string][]) {
+      const stream = createWriteStream(path, { encoding: 'utf8' }).on('error', fail(path));
+      streams.set(topic, stream);
+      await once(stream, 'open').catch(() => undefined);
+      if (failure) throw failure;
+    }
     await lastValueFrom(
       source.pipe(
         tap(() => gate?.add()),
         concatMap(async (outbound) => {
-          const stream = streamFor(outbound.topic);
+          const stream = streams.get(outbound.topic);
+          if (failure) throw failure;
           if (!stream) return gate?.done();
           counts[outbound.topic]++;
-          if (!stream.write(toJsonLine(outbound) + '\n')) await once(stream, 'drain');
+          if (!stream.write(toJsonLine(outbound) + '\n')) await once(stream, 'drain').catch(() => undefined);
+          if (failure) throw failure;
           gate?.done();
         }),
       ),
       { defaultValue: undefined },
     );
   } finally {
-    await Promise.all([...streams.values()].map((s) => new Promise((resolve) => s.end(resolve))));
+    await Promise.all([...streams.values()].map((s) => (s.end(), finished(s).catch(() => undefined))));
   }
+  if (failure) throw failure;
   return counts;
 }
