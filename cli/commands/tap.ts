@@ -85,6 +85,7 @@ export function registerTapCommand(program: Command): void {
           headers: options.headers,
           write: (text) => console.log(options.json ? text : `${text}\n`),
           stop: fromEvent(process, 'SIGINT').pipe(take(1)),
+          log: (line) => console.error(line),
         });
         console.error(`[tap] printed ${summary.printed} of ${summary.read} records read from ${topic}`);
       } finally {

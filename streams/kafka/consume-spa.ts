@@ -2,17 +2,21 @@
  * A bounded, ephemeral read of one topic for tools (replay, tap, bench): a fresh consumer
  * group nobody else uses (deleted again on close), the start resolved to offsets up front, and
  * the end offsets captured at start, so "read what is there now, then stop" is well defined
- * while producers keep writing. Records come through {@link recordStream}, so backpressure is
- * its policy: **block** (partitions pause at `maxInFlight` un-acked records, nothing buffers).
+ * while producers keep writing. The read keeps its own position and commits nothing, so a
+ * broker restart neither repeats nor skips a record. Records come through {@link recordStream},
+ * so backpressure is its policy: **block** (partitions pause at `maxInFlight` un-acked records,
+ * nothing buffers).
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Observable, type Subscription } from 'rxjs';
 import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { ConsumerLagTable, spaMetrics } from '../telemetry/metrics.js';
 import { tracedBatchHandler } from './kafka-spans.js';
+import { ReadPositions } from './read-positions.js';
 import { recordStream, type InFlightRecord } from './rx-source.js';
-import type { KafkaTransport, RecordSource, StartPosition, TopicPartitionOffset } from './transport.js';
+import type { KafkaTransport, RecordSource } from './transport.js';
 
 /** Where a read begins. */
 export type ReadStart =
@@ -40,6 +44,13 @@ export type ReadStart =
  */
 const READ_BYTES_PER_PARTITION = 4 << 20;
 
+/**
+ * Longest a read waits for its consumer to leave the group and for the group's deletion: with
+ * the broker down both retry for tens of seconds, and Ctrl-C must end a tap within 2 s. What is
+ * left undone (an empty group without offsets) the broker's group cleanup removes.
+ */
+const CLOSE_WAIT_MS = 1500;
+
 /** What a read covers in one partition: [start, end), `end` absent when following. */
 export interface PartitionRange {
   readonly partition: number;
@@ -62,6 +73,8 @@ export interface ReadTopicOptions {
    * remaining offsets below the end as transaction markers or aborted records. Default 1500.
    */
   readonly quietMs?: number;
+  /** Where the read says it lost the broker, and where it resumes once it is back. */
+  readonly log?: (line: string) => void;
 }
 
 /** A prepared read; subscribe to `records` to start consuming. */
@@ -126,9 +139,8 @@ function checkPartitions(topic: string, start: ReadStart, ranges: readonly Parti
 }
 
 /**
- * Prepares an ephemeral read of `topic` (read_committed). It commits no offsets: the start is
- * given to the group through `committed` + reset policy where possible (earliest/latest) and
- * written to the fresh group only for explicit offsets or timestamps.
+ * Prepares an ephemeral read of `topic` (read_committed). It commits and writes no offsets: it
+ * seeks each partition to the read's own position on every assignment (see boundedRecords).
  */
 export async function readTopic(kafka: KafkaConnection, options: ReadTopicOptions): Promise<TopicRead> {
   const follow = options.follow ?? false;
@@ -141,19 +153,6 @@ export async function readTopic(kafka: KafkaConnection, options: ReadTopicOption
   } finally {
     await admin.close();
   }
-  const start: StartPosition =
-    options.start.kind === 'earliest'
-      ? { kind: 'committed', fallback: 'earliest' }
-      : options.start.kind === 'latest'
-        ? { kind: 'committed', fallback: 'latest' }
-        : {
-            kind: 'offsets',
-            offsets: ranges.map((r): TopicPartitionOffset => ({
-              topic: options.topic,
-              partition: r.partition,
-              offset: r.start,
-            })),
-          };
   let markClosed: () => void = () => undefined;
   const closed = new Promise<void>((resolve) => (markClosed = resolve));
   let markJoined: () => void = () => undefined;
@@ -161,10 +160,10 @@ export async function readTopic(kafka: KafkaConnection, options: ReadTopicOption
   const records = boundedRecords(kafka, {
     groupId,
     topic: options.topic,
-    start,
     ranges,
     maxInFlight: options.maxInFlight ?? 256,
     quietMs: options.quietMs ?? 1500,
+    log: options.log ?? (() => undefined),
     onClosed: markClosed,
     onJoined: markJoined,
   });
@@ -174,10 +173,10 @@ export async function readTopic(kafka: KafkaConnection, options: ReadTopicOption
 interface BoundedOptions {
   readonly groupId: string;
   readonly topic: string;
-  readonly start: StartPosition;
   readonly ranges: readonly PartitionRange[];
   readonly maxInFlight: number;
   readonly quietMs: number;
+  readonly log: (line: string) => void;
   readonly onClosed: () => void;
   readonly onJoined: () => void;
 }
@@ -207,7 +206,11 @@ function instrumented(
     commit: (offsets) => source.commit(offsets),
     close: async () => {
       unregisterLag();
-      await source.close().catch(() => undefined);
+      // Not awaited past the cap: a consumer that cannot reach the broker gives up on its own.
+      await Promise.race([
+        source.close().catch(() => undefined),
+        delay(CLOSE_WAIT_MS, undefined, { ref: false }),
+      ]);
       await onClose();
     },
   };
@@ -247,16 +250,22 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       },
       Math.min(100, options.quietMs),
     );
+    const positions = new ReadPositions(options.topic, options.ranges, options.log);
+    let seek: RecordSource['seek'] = () => undefined; // the source's, once it exists (before it joins)
     void kafka.transport
       .source({
         groupId: options.groupId,
         topics: [options.topic],
-        start: options.start,
+        // Where the group would start; every assignment seeks to the read's own position.
+        start: { kind: 'committed', fallback: 'earliest' },
         ephemeral: true,
         maxBytesPerPartition: READ_BYTES_PER_PARTITION,
+        onAssigned: (partitions) => positions.assigned(partitions, seek),
+        onConnection: (state) => positions.connection(state),
       })
       .then(
         (source) => {
+          seek = (position) => source.seek(position);
           const joinedNow = () => {
             joined = true;
             lastActivity = Date.now();
@@ -267,7 +276,9 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
           inner = recordStream(tracked, { maxInFlight: options.maxInFlight }).subscribe({
             next: ({ record, ack }) => {
               const end = ends.get(record.partition);
-              if (end !== undefined && record.offset >= end) {
+              if (!positions.take(record))
+                ack(); // handed out before the broker restarted
+              else if (end !== undefined && record.offset >= end) {
                 pending.delete(record.partition);
                 ack();
               } else {

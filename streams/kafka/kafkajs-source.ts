@@ -118,6 +118,24 @@ export async function createKafkajsSource(
     // maxBytesPerPartition of a 6-partition topic read at 4 MiB (consume-spa.ts).
     maxBytes: 32 << 20,
   });
+  // A crash kafkajs restarts from (its retries spent) is a lost connection until it has joined again.
+  let lost = false;
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    if (!payload.restart || lost) return;
+    lost = true;
+    options.onConnection?.('lost');
+  });
+  // Emitted after every join and sync, before the first fetch (a seek made in it holds).
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    options.onAssigned?.(
+      Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) =>
+        partitions.map((partition) => ({ topic, partition })),
+      ),
+    );
+    if (!lost) return;
+    lost = false;
+    options.onConnection?.('regained');
+  });
   try {
     await retryWhileRetriable(() => applyStart(kafka, options, start), 10_000);
     await consumer.connect();

@@ -142,6 +142,13 @@ export async function createPlatformaticSource(
   let running = false;
   let stopped = false;
   let loop: Promise<void> = Promise.resolve();
+  // A connection to a broker dropped (or a fetch round failed) and no fetch has been answered since.
+  let lost = false;
+  const connectionLost = (): void => {
+    if (stopped || lost) return;
+    lost = true;
+    options.onConnection?.('lost');
+  };
   // Wakes the loop when it waits for a partition to resume, a seek, a rebalance or close.
   let wake: () => void = () => undefined;
   const poke = (): void => wake();
@@ -164,10 +171,9 @@ export async function createPlatformaticSource(
     }
     // Partitions kept through a rebalance keep their position; new ones start where the group is.
     const added = now.filter((p) => !assigned.has(keyOf(p)));
-    if (added.length === 0) return;
-    let found: Map<string, bigint>;
+    let found = new Map<string, bigint>();
     try {
-      found = await committedPositions(consumer, added, fallback);
+      if (added.length > 0) found = await committedPositions(consumer, added, fallback);
     } catch (error) {
       assignmentChanged = true; // asked again next round
       throw error;
@@ -177,6 +183,7 @@ export async function createPlatformaticSource(
       const offset = found.get(keyOf(p));
       if (offset !== undefined && !positions.has(keyOf(p))) positions.set(keyOf(p), offset);
     }
+    options.onAssigned?.(now);
   };
 
   /** After OFFSET_OUT_OF_RANGE (records deleted below a position): move those partitions into range. */
@@ -284,6 +291,10 @@ export async function createPlatformaticSource(
       response: await fetchFrom(metadata, leader, requested),
     }));
     const answers = await Promise.allSettled(rounds);
+    if (lost && answers.some((answer) => answer.status === 'fulfilled')) {
+      lost = false;
+      options.onConnection?.('regained');
+    }
     let failure: unknown;
     for (const [i, answer] of answers.entries()) {
       if (answer.status === 'rejected') {
@@ -326,6 +337,7 @@ export async function createPlatformaticSource(
           return;
         }
         consumer.clearMetadata();
+        connectionLost();
         failures += 1;
         await idle(retryDelayMs(config, failures));
       }
@@ -337,6 +349,7 @@ export async function createPlatformaticSource(
       if (running) throw new Error(`source for group "${options.groupId}" is already running`);
       running = true;
       consumer.on('consumer:group:join', () => ((assignmentChanged = true), poke()));
+      consumer.on('client:broker:disconnect', connectionLost);
       // The library emits `error` when rejoining the group failed past its retries.
       consumer.on('error', (error: Error) => {
         if (stopped) return;

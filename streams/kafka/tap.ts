@@ -1,8 +1,8 @@
 /**
  * `spa tap`: an ephemeral consumer that prints records readably and commits nothing. It reads
- * through {@link readTopic} (a fresh group, deleted on exit; start given as a reset policy, so
- * not even a starting offset is written) and stops at the end offsets captured at start unless
- * following.
+ * through {@link readTopic} (a fresh group, deleted on exit; no offset written, the position
+ * kept by the read, so a broker restart neither repeats nor skips a record) and stops at the
+ * end offsets captured at start unless following.
  */
 import { filter, lastValueFrom, map, NEVER, take, takeUntil, tap, type Observable } from 'rxjs';
 import { decodeAnySpaRecord, type DecodedAnyRecord } from './consume-spa-decode.js';
@@ -48,8 +48,10 @@ export interface TapOptions {
   readonly headers?: boolean;
   /** Where each printed record goes (one call per record). */
   readonly write: (text: string) => void;
-  /** Ends the tap (e.g. SIGINT while following). */
+  /** Ends the tap (e.g. SIGINT while following); the tap is closed within 2 s of it. */
   readonly stop?: Observable<unknown>;
+  /** Where `[tap]` status lines go (the broker connection lost, and where the read resumes). */
+  readonly log?: (line: string) => void;
 }
 
 /** What a tap did. */
@@ -67,6 +69,7 @@ export async function tapTopic(kafka: KafkaConnection, options: TapOptions): Pro
     follow: options.follow,
     purpose: 'spa-tap',
     maxInFlight: 64,
+    log: (line) => options.log?.(`[tap] ${line}`),
   });
   let readCount = 0;
   let printed = 0;

@@ -140,6 +140,19 @@ export interface SourceOptions {
   readonly maxBytesPerPartition?: number;
   /** A throwaway group (a policy follower, a tap): deleted when the source closes. */
   readonly ephemeral?: boolean;
+  /**
+   * Told the member's partitions each time it is assigned them: when it joins, and when it
+   * rejoins (after a broker restart, a lost session or a rebalance), before it fetches from them;
+   * a `seek` made here holds. How a reader that commits nothing keeps its place (consume-spa.ts).
+   */
+  readonly onAssigned?: (partitions: readonly TopicPartition[]) => void;
+  /**
+   * Told when the source loses the broker (`lost`; it goes on retrying) and when it is consuming
+   * again (`regained`). platformatic says `lost` as soon as a connection drops; kafkajs, which
+   * reports no dropped connection, once its retries are spent and its consumer restarts (~25 s
+   * with the default retries), so an outage it rides out within its retries goes unreported.
+   */
+  readonly onConnection?: (state: 'lost' | 'regained') => void;
 }
 
 /** A connection to a Kafka cluster that hands out sinks, sources and admins. */

@@ -25,6 +25,7 @@ export async function runWebTap(kafka: KafkaConnection, options: RunWebTapOption
     start: options.start,
     port: options.port,
     filters: options.filters,
+    log: options.log,
   });
   options.print(`spa tap --web: open ${tap.url}`);
   options.log(`[tap] serving ${options.topics.join(', ')} on 127.0.0.1 only; Ctrl-C stops`);

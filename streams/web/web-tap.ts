@@ -28,6 +28,8 @@ export interface WebTapOptions {
   readonly statsIntervalMs?: number;
   /** Fixed token (tests); default random. */
   readonly token?: string;
+  /** Where `[tap]` status lines go (the broker connection lost, and where the read resumes). */
+  readonly log?: (line: string) => void;
 }
 
 /** A running web tap. */
@@ -75,6 +77,7 @@ export async function startWebTap(kafka: KafkaConnection, options: WebTapOptions
         follow: true,
         purpose: 'spa-tap-web',
         maxInFlight: 64,
+        log: (line) => options.log?.(`[tap] ${line}`),
       }),
     ),
   );
