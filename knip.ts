@@ -20,8 +20,9 @@ const config: KnipConfig = {
   project: ['**/*.{ts,mjs,cjs,js}'],
   // Programs the code runs that are not npm packages: Maven builds the broker's jars when it is
   // installed (infra/kafka/jars.ts); apt-get installs Chromium's libraries for the browser test
-  // (test/web/chromium.ts).
-  ignoreBinaries: ['mvn', 'apt-get'],
+  // (test/web/chromium.ts); openssl makes the TLS suite's CA and certificates
+  // (test/hostile/secured-pki.ts).
+  ignoreBinaries: ['mvn', 'apt-get', 'openssl'],
 };
 
 export default config;

@@ -26,7 +26,7 @@ export interface ScramUser {
  * A TLS client listener (Kafka's SSL protocol), configured with PEM files as Kafka reads them
  * (KIP-651: `ssl.keystore.type=PEM`), so no Java keystore has to be built.
  */
-export interface BrokerSslListener {
+interface BrokerSslListener {
   /** Its port on 127.0.0.1. */
   readonly port: number;
   /**

@@ -18,7 +18,7 @@ interface SaslSettings {
  * TLS beyond Node's defaults: PEM files named after librdkafka's properties. A client
  * certificate comes with its key, or neither is given.
  */
-export interface SslFiles {
+interface SslFiles {
   /** `ssl.ca.location`: the CA certificate(s) that signed the brokers'; default: Node's trust store. */
   readonly caLocation?: string;
   /** `ssl.certificate.location`: this client's certificate, for brokers that check clients. */
