@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
@@ -89,7 +90,10 @@ export function registerTapCommand(program: Command): void {
         });
         console.error(`[tap] printed ${summary.printed} of ${summary.read} records read from ${topic}`);
       } finally {
-        await kafka.close();
+        await Promise.race([kafka.close(), delay(300, undefined, { ref: false })]);
+        // The tap is closed and has nothing left to flush; a client still retrying a broker that
+        // is down (kafkajs leaving its group: ~25 s) must not hold the process past Ctrl-C.
+        setTimeout(() => process.exit(), 100).unref();
       }
     });
 }

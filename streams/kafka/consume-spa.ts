@@ -49,7 +49,7 @@ const READ_BYTES_PER_PARTITION = 4 << 20;
  * the broker down both retry for tens of seconds, and Ctrl-C must end a tap within 2 s. What is
  * left undone (an empty group without offsets) the broker's group cleanup removes.
  */
-const CLOSE_WAIT_MS = 1500;
+const CLOSE_WAIT_MS = 1000;
 
 /** What a read covers in one partition: [start, end), `end` absent when following. */
 export interface PartitionRange {

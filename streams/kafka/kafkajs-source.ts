@@ -108,6 +108,7 @@ export async function createKafkajsSource(
 ): Promise<RecordSource> {
   if (options.topics.length === 0) throw new Error(`source for group "${options.groupId}" names no topics`);
   const start = options.start ?? { kind: 'committed', fallback: 'earliest' };
+  let closing = false;
   const consumer: Consumer = kafka.consumer({
     groupId: options.groupId,
     readUncommitted: false,
@@ -117,11 +118,15 @@ export async function createKafkajsSource(
     // A request's total (kafkajs' default is 10 MB): room for every partition's
     // maxBytesPerPartition of a 6-partition topic read at 4 MiB (consume-spa.ts).
     maxBytes: 32 << 20,
+    // kafkajs' own consumer retries (5), and no restart once closing: a crash while close() waits
+    // for a broker that is down would otherwise restart the consumer after it was stopped, and it
+    // would go on retrying (and, once the broker is back, consuming) for good.
+    retry: { retries: 5, restartOnFailure: () => Promise.resolve(!closing) },
   });
   // A crash kafkajs restarts from (its retries spent) is a lost connection until it has joined again.
   let lost = false;
   consumer.on(consumer.events.CRASH, ({ payload }) => {
-    if (!payload.restart || lost) return;
+    if (!payload.restart || lost || closing) return;
     lost = true;
     options.onConnection?.('lost');
   });
@@ -150,7 +155,8 @@ export async function createKafkajsSource(
   return {
     async run(handler, onFatal) {
       consumer.on(consumer.events.CRASH, (event) => {
-        if (!event.payload.restart) onFatal?.(describeKafkaError(event.payload.error, 'consuming', config));
+        if (!event.payload.restart && !closing)
+          onFatal?.(describeKafkaError(event.payload.error, 'consuming', config));
       });
       await consumer.run({
         autoCommit: false,
@@ -165,6 +171,7 @@ export async function createKafkajsSource(
       await consumer.commitOffsets(offsets.map((o) => ({ ...o, offset: o.offset.toString() })));
     },
     async close() {
+      closing = true;
       await consumer.disconnect();
       if (options.ephemeral) await deleteGroup(kafka, options.groupId);
     },

@@ -2,7 +2,8 @@
  * Issue 33 item 3: a tap following a topic (readTopic, as `spa tap --follow` and `spa tap --web`
  * read) keeps its place when the broker restarts — every record shown exactly once, from the
  * history (`earliest`) or from now on (`latest`, `--only-new`) — says so in its log, and stops
- * within 2 s while the broker is down. Both Kafka clients, one broker restart each.
+ * within 2 s while the broker is down, in-process and as the `spa tap` command. Both Kafka
+ * clients through one broker restart.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
@@ -11,6 +12,9 @@ import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaClientName } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { startWebTap } from '../../streams/web/web-tap.js';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
+import { spaTopics } from '../../schemas/topics.js';
+import { spawnSpa, type SpaProcess } from '../cli/spa-process.js';
 import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 
 const ports = { port: 19710, controllerPort: 19711 };
@@ -94,12 +98,35 @@ interface Outcome {
   readonly earliest: Followed;
   readonly latest: Followed;
   readonly expected: { readonly earliest: string[]; readonly latest: string[] };
-  /** How long stopping a followed read and a web tap took while the broker was down. */
-  readonly stopMs: { readonly read: number; readonly web: number };
+  /** How long stopping each tap took while the broker was down (the CLI's: signal to exit). */
+  readonly stopMs: Readonly<Record<'read' | 'web' | 'cliWeb' | 'cliFollow', number>>;
+}
+
+/** `spa tap` as a user runs it, ready once it serves (--web) or has printed (--follow). */
+async function cliTap(args: readonly string[], brokers: readonly string[], client: KafkaClientName) {
+  const tap = spawnSpa(args, brokers, { SPA_KAFKA_CLIENT: client });
+  let output = '';
+  tap.child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  tap.child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 120_000;
+  while (!/serving|── /.test(output) && tap.child.exitCode === null && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  return tap;
+}
+
+/** Milliseconds from `signal` to the process's exit; SIGKILLed (and 10 s or more) if it takes that long. */
+async function exitTimed(tap: SpaProcess, signal: NodeJS.Signals): Promise<number> {
+  const started = Date.now();
+  tap.child.kill(signal);
+  const killer = setTimeout(() => tap.child.kill('SIGKILL'), 10_000);
+  await tap.ended;
+  clearTimeout(killer);
+  return Date.now() - started;
 }
 
 /** Before the restart: records, then taps from the history and of new records, then more records. */
 async function tapsBeforeRestart(client: KafkaClientName, kafka: KafkaConnection) {
+  const { brokers } = kafka.config;
   const topic = `tap-restart-${client}`;
   const admin = await kafka.transport.admin();
   try {
@@ -118,7 +145,11 @@ async function tapsBeforeRestart(client: KafkaClientName, kafka: KafkaConnection
   // Taps to stop while the broker is down, as Ctrl-C / SIGTERM would.
   const doomed = await follow(kafka, topic, 'earliest');
   const web = await startWebTap(kafka, { topics: [topic], start: 'latest', port: 0, token: 't' });
-  return { topic, history, before, earliest, latest, doomed, web };
+  const [cliWeb, cliFollow] = await Promise.all([
+    cliTap(['tap', '--web', '--topic', topic], brokers, client),
+    cliTap(['tap', topic, '--follow'], brokers, client),
+  ]);
+  return { topic, history, before, earliest, latest, doomed, web, cliWeb, cliFollow };
 }
 
 async function stopTimed(stop: () => Promise<unknown>): Promise<number> {
@@ -133,6 +164,8 @@ const outcomes = new Map<KafkaClientName, Outcome>();
 // One broker restart for both clients: each client's taps run side by side through it.
 beforeAll(async () => {
   const config = testConnection((await startTestBroker(name, ports)).brokers);
+  // SPA's topics up front: the `spa tap` processes below apply them at connect, all at once.
+  await applyTopicsTo(config.brokers, spaTopics());
   const connections = kafkaClients.map((client) => {
     const transport = kafkaTransport(config, client);
     transports.set(client, transport);
@@ -147,9 +180,15 @@ beforeAll(async () => {
   );
   const down = Date.now();
   await stopBroker(instance);
-  const stopMs = await Promise.all(
-    runs.map(async (run) => ({ read: await stopTimed(run.doomed.stop), web: await stopTimed(run.web.stop) })),
-  );
+  // One at a time, so each is timed alone: SIGTERM ends `spa tap --web`, Ctrl-C `spa tap --follow`.
+  const stopMs = [];
+  for (const run of runs)
+    stopMs.push({
+      read: await stopTimed(run.doomed.stop),
+      web: await stopTimed(run.web.stop),
+      cliWeb: await exitTimed(run.cliWeb, 'SIGTERM'),
+      cliFollow: await exitTimed(run.cliFollow, 'SIGINT'),
+    });
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, OUTAGE_MS - (Date.now() - down))));
   // Kept data: the topics, their records and the groups survive, as a real restart's would.
   await startBroker({ ...instance, fresh: false, startTimeoutMs: 180_000, log: () => {} });
@@ -202,5 +241,10 @@ describe.each(kafkaClients)('%s', (client) => {
   it('stops within 2 s while the broker is down (a followed read, the web tap)', () => {
     expect(outcome().stopMs.read).toBeLessThan(2000);
     expect(outcome().stopMs.web).toBeLessThan(2000);
+  });
+
+  it('`spa tap --web` exits within 2 s of SIGTERM and `spa tap --follow` of Ctrl-C while the broker is down', () => {
+    expect(outcome().stopMs.cliWeb).toBeLessThan(2000);
+    expect(outcome().stopMs.cliFollow).toBeLessThan(2000);
   });
 });
