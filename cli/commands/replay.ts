@@ -10,7 +10,7 @@ import {
   type ReplaySummary,
 } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
-import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import {
   addMalformedFilterOptions,
   malformedFilterOf,
@@ -21,12 +21,14 @@ import {
 } from '../options.js';
 import type { EnvName } from '../../envs/types.js';
 import { Progress } from '../progress.js';
+import { brokerTopics, pickRun, runIdArgument, runReplayTopic, runTopicNames } from '../run-topics.js';
 
 interface ReplayCliOptions {
   fromTopic?: string;
   fromOffset?: ReadStart;
   fromTime?: ReadStart;
-  toTopic: string;
+  toTopic?: string;
+  run?: string;
   append: boolean;
   dlqTopic?: string;
   annotate: Annotation;
@@ -77,6 +79,23 @@ async function replayOrUsageError(...args: Parameters<typeof replayTrajectories>
 }
 
 /**
+ * The replay's topics: the flags, else `--run`'s (`last`: the newest run; cli/run-topics.ts), else
+ * spa.*. Without `--run` the action has made sure `--to-topic` is given.
+ */
+async function replayTopics(
+  kafka: SpaKafka,
+  options: ReplayCliOptions,
+): Promise<{ fromTopic: string; toTopic: string; dlqTopic: string }> {
+  const runId = options.run && pickRun(await brokerTopics(kafka), options.run, 'runs').runId;
+  const defaults = runId ? runTopicNames(runId) : kafka.topics;
+  return {
+    fromTopic: options.fromTopic ?? defaults.trajectories,
+    toTopic: options.toTopic ?? runReplayTopic(runId ?? '', options.annotate, options.maskTransitions),
+    dlqTopic: options.dlqTopic ?? defaults.dlq,
+  };
+}
+
+/**
  * `spa replay`: re-runs stored raw trajectories through annotate → filter → SFT rows into
  * another topic (ablations from one generation run), transactionally; summary on stdout.
  */
@@ -84,6 +103,11 @@ export function registerReplayCommand(program: Command): void {
   const command = program
     .command('replay')
     .description('re-run stored trajectories (spa.trajectories) through the operators into another topic')
+    .option(
+      '--run <id>',
+      "replay `spa run --run-id <id>`'s topics: --from-topic, --dlq-topic and --to-topic default to spa.<id>.trajectories, spa.<id>.dlq and spa.<id>.replay-<annotate>.sft",
+      runIdArgument,
+    )
     .option('--from-topic <topic>', 'topic of Trajectory records (default: spa.trajectories)')
     .option(
       '--from-offset <N|p:N,…>',
@@ -91,9 +115,9 @@ export function registerReplayCommand(program: Command): void {
       argument(parseFromOffset),
     )
     .option('--from-time <iso>', 'start at the first record at or after this time', argument(parseFromTime))
-    .requiredOption(
+    .option(
       '--to-topic <topic>',
-      "topic for the SftRows: a new one (created with spa.sft's config) or an empty one, unless --append",
+      "topic for the SftRows: a new one (created with spa.sft's config) or an empty one, unless --append (required without --run)",
     )
     .option(
       '--append',
@@ -122,14 +146,16 @@ export function registerReplayCommand(program: Command): void {
     .action(async (options: ReplayCliOptions) => {
       if (options.fromOffset && options.fromTime)
         throw new UsageError('give --from-offset or --from-time, not both');
+      // Before a broker is touched; with --run the default comes from the run (replayTopics).
+      if (options.toTopic === undefined && options.run === undefined)
+        throw new UsageError('spa replay needs --to-topic <topic> (or --run <id>)');
       const kafka = await connectSpaKafka({ clientId: 'spa-replay' });
       const progress = new Progress('replay');
       try {
+        const topics = await replayTopics(kafka, options);
         const summary = await replayOrUsageError(kafka, {
-          fromTopic: options.fromTopic ?? kafka.topics.trajectories,
-          toTopic: options.toTopic,
+          ...topics,
           append: options.append,
-          dlqTopic: options.dlqTopic ?? kafka.topics.dlq,
           start: options.fromOffset ?? options.fromTime ?? { kind: 'earliest' },
           follow: options.follow,
           annotation: options.annotate,

@@ -1,10 +1,20 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
-import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { parseTapFilter, tapTopic, type TapFilter } from '../../streams/kafka/tap.js';
 import { runWebTap } from '../../streams/web/run-web-tap.js';
 import { MAX_RECORDS, port, positiveInt } from '../options.js';
+import {
+  brokerTopics,
+  newestRun,
+  pickRun,
+  runIdArgument,
+  runIdsIn,
+  runTopic,
+  topicsOfRun,
+  type RunTopics,
+} from '../run-topics.js';
 
 interface TapCliOptions {
   follow: boolean;
@@ -16,6 +26,31 @@ interface TapCliOptions {
   web: boolean;
   port: number;
   topic: string[];
+  run?: string;
+  runsDir: string;
+}
+
+/**
+ * The run whose topics the tap shows: `--run`'s, or for a bare `--web` the newest run on the broker
+ * (said on stderr); undefined: no run, the names are taken as given (a bare `--web` shows spa.*).
+ */
+async function tappedRun(
+  kafka: SpaKafka,
+  options: TapCliOptions,
+  named: readonly string[],
+): Promise<RunTopics | undefined> {
+  if (options.run !== undefined) return pickRun(await brokerTopics(kafka), options.run, options.runsDir);
+  if (!options.web || named.length > 0) return undefined;
+  const topics = await brokerTopics(kafka);
+  const runId = newestRun(runIdsIn(topics), options.runsDir);
+  if (runId === undefined) {
+    console.error(
+      `[tap] no run's topics (spa.<run>.*) on the broker: showing ${Object.values(kafka.topics).join(', ')}`,
+    );
+    return undefined;
+  }
+  console.error(`[tap] showing run ${runId} (the newest; --run <id> picks another)`);
+  return { runId, topics: topicsOfRun(topics, runId) };
 }
 
 function collectFilter(text: string, previous: TapFilter[]): TapFilter[] {
@@ -36,7 +71,10 @@ export function registerTapCommand(program: Command): void {
   program
     .command('tap')
     .description('print records of a topic readably (ephemeral consumer, commits nothing)')
-    .argument('[topic]', 'topic name, e.g. spa.trajectories, spa.sft, spa.dlq (required without --web)')
+    .argument(
+      '[topic]',
+      'topic name, e.g. spa.trajectories, spa.sft, spa.dlq; with --run also a role: trajectories (required without --web)',
+    )
     .option('--follow', 'keep printing new records after the end (Ctrl-C stops)', false)
     .option('--only-new', 'skip the history: only records written after the tap starts', false)
     .option(
@@ -56,18 +94,34 @@ export function registerTapCommand(program: Command): void {
     .option('--port <n>', 'port of --web (0 = any free port)', port('--port'), 0)
     .option(
       '--topic <name>',
-      'with --web: a topic to show (repeatable; default: every SPA topic)',
+      "with --web: a topic to show (repeatable; default: every topic of the run, without --run the newest run's, else every SPA topic)",
       (t: string, p: string[]) => [...p, t],
       [],
     )
-    .action(async (topic: string | undefined, options: TapCliOptions, command: Command) => {
-      if (!options.web && topic === undefined) command.error('spa tap needs a <topic> (or --web)');
+    .option(
+      '--run <id>',
+      'the topics of `spa run --run-id <id>` (spa.<id>.*; `last`: the newest run); <topic> and --topic may then be roles (trajectories, sft, …)',
+      runIdArgument,
+    )
+    .option('--runs-dir <dir>', "spa run's run folders, to tell which run is the newest", 'runs')
+    .action(async (given: string | undefined, options: TapCliOptions, command: Command) => {
+      if (!options.web && given === undefined)
+        command.error(
+          `spa tap needs a <topic> (or --web)${options.run ? `, e.g. spa tap trajectories --run ${options.run}` : ''}`,
+        );
       const kafka = await connectSpaKafka({ clientId: 'spa-tap' });
       try {
+        const named = [...(given === undefined ? [] : [given]), ...options.topic];
+        const run = await tappedRun(kafka, options, named);
+        const topicOf = (name: string, flag: string) => (run ? runTopic(run, name, flag) : name);
+        const topic = given === undefined ? undefined : topicOf(given, '<topic>');
         if (options.web) {
-          const named = [...(topic === undefined ? [] : [topic]), ...options.topic];
+          const shown = [
+            ...(topic === undefined ? [] : [topic]),
+            ...options.topic.map((t) => topicOf(t, '--topic')),
+          ];
           return await runWebTap(kafka, {
-            topics: named.length > 0 ? named : Object.values(kafka.topics),
+            topics: shown.length > 0 ? shown : (run?.topics ?? Object.values(kafka.topics)),
             start: options.onlyNew ? 'latest' : 'earliest',
             port: options.port,
             filters: options.filter,

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { KafkaAdmin } from '../../infra/kafka/admin.js';
-import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { pickRun, runIdArgument, runTopicPrefix } from '../run-topics.js';
 
 /** One topic's size. */
 interface TopicRow {
@@ -25,12 +26,32 @@ interface LagRow {
   readonly lag: number;
 }
 
-async function topicRows(admin: KafkaAdmin, roles: ReadonlyMap<string, string>): Promise<TopicRow[]> {
-  const names = (await admin.listTopics()).filter((name) => !name.startsWith('__'));
-  // SPA's own topics first, in role order, then the rest (replay targets, tests) by name.
+/** The topics listed, by name, with their roles: every topic (SPA's own first), or one run's. */
+interface Listing {
+  readonly names: readonly string[];
+  readonly roles: ReadonlyMap<string, string>;
+}
+
+/**
+ * Without `run`: every topic but Kafka's own, SPA's default topics first in role order, then the
+ * rest (runs, replay targets, tests) by name. With it: that run's topics (cli/run-topics.ts), each
+ * with its name under the run's prefix as its role (trajectories, warmup.sft, …).
+ */
+async function listing(kafka: SpaKafka, admin: KafkaAdmin, run: string | undefined): Promise<Listing> {
+  const all = await admin.listTopics();
+  if (run !== undefined) {
+    const { runId, topics } = pickRun(all, run, 'runs');
+    const prefix = runTopicPrefix(runId);
+    return { names: topics, roles: new Map(topics.map((t) => [t, t.slice(prefix.length)])) };
+  }
+  const roles = new Map(Object.entries(kafka.topics).map(([role, name]) => [name, role]));
   const order = [...roles.keys()];
   const rank = (name: string): number => (order.includes(name) ? order.indexOf(name) : order.length);
-  names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+  const names = all.filter((name) => !name.startsWith('__'));
+  return { names: names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b)), roles };
+}
+
+async function topicRows(admin: KafkaAdmin, { names, roles }: Listing): Promise<TopicRow[]> {
   return Promise.all(
     names.map(async (topic): Promise<TopicRow> => {
       const offsets = await admin.topicOffsets(topic);
@@ -95,12 +116,16 @@ export function registerTopicsCommand(program: Command): void {
     .command('topics')
     .description('list topics with partitions and record counts, and consumer groups with their lag')
     .option('--json', 'print {topics, groups} as JSON instead of tables', false)
-    .action(async (options: { json: boolean }) => {
+    .option(
+      '--run <id>',
+      'only the topics of `spa run --run-id <id>` (spa.<id>.*; `last`: the newest run) and their groups',
+      runIdArgument,
+    )
+    .action(async (options: { json: boolean; run?: string }) => {
       const kafka = await connectSpaKafka({ clientId: 'spa-topics', readOnly: true });
       const admin = await kafka.transport.admin();
       try {
-        const roles = new Map(Object.entries(kafka.topics).map(([role, name]) => [name, role]));
-        const topics = await topicRows(admin, roles);
+        const topics = await topicRows(admin, await listing(kafka, admin, options.run));
         const lags = await lagRows(admin, topics);
         if (options.json) {
           const plain = topics.map(({ ranges: _ranges, ...rest }) => rest);

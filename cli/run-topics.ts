@@ -1,0 +1,137 @@
+/**
+ * Which topics belong to a run, and which run is the newest: what `spa tap`, `spa topics` and
+ * `spa replay` need for `--run <id>`. `spa run --run-id X` writes `spa.X.<role>` and its warm-up
+ * `spa.X.warmup.<role>` (cli/run/spa-loop.ts); `spa generate --topic-prefix spa.X.` writes the same.
+ */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { InvalidArgumentError } from 'commander';
+import { spaTopicNames, type TopicRole } from '../schemas/topics.js';
+import type { SpaKafka } from '../streams/kafka/spa-kafka.js';
+import { UsageError } from './options.js';
+
+/** `--run last`: the newest run ({@link newestRun}). */
+export const LAST_RUN = 'last';
+
+/** The roles in their usual order (spa.trajectories first). */
+const ROLES = Object.keys(spaTopicNames()) as TopicRole[];
+
+/** The prefix of run `runId`'s topics: `spa.<runId>.`. */
+export function runTopicPrefix(runId: string): string {
+  return `spa.${runId}.`;
+}
+
+/** Run `runId`'s main topics by role: `spa.<runId>.trajectories`, … */
+export function runTopicNames(runId: string): Record<TopicRole, string> {
+  return spaTopicNames({ prefix: runTopicPrefix(runId) });
+}
+
+/**
+ * The topic a `spa replay --run <id>` writes by default: one per annotation (and masking), under the
+ * run's prefix, so each ablation of the run gets its own topic and `spa topics --run` lists them.
+ */
+export function runReplayTopic(runId: string, annotation: string, masked: boolean): string {
+  return `${runTopicPrefix(runId)}replay-${annotation}${masked ? '-masked' : ''}.sft`;
+}
+
+/**
+ * The run ids whose topics are in `topics` (a broker's topic list): `X` for every `spa.X.<role>`.
+ * A nested prefix (`spa.X.warmup.sft`) belongs to run `X`, not to a run `X.warmup`; the default
+ * topics (`spa.trajectories`, …) belong to no run. Sorted.
+ */
+export function runIdsIn(topics: readonly string[]): string[] {
+  const candidates = new Set<string>();
+  for (const topic of topics) {
+    if (!topic.startsWith('spa.')) continue;
+    const role = ROLES.find((r) => topic.endsWith(`.${r}`));
+    const id = role === undefined ? '' : topic.slice('spa.'.length, -(role.length + 1));
+    if (id !== '') candidates.add(id);
+  }
+  const ids = [...candidates];
+  return ids.filter((id) => !ids.some((outer) => id.startsWith(`${outer}.`))).sort();
+}
+
+/** Run `runId`'s topics among `topics`: its main topics in role order, then the rest (warm-up, replays) by name. */
+export function topicsOfRun(topics: readonly string[], runId: string): string[] {
+  const prefix = runTopicPrefix(runId);
+  const main = Object.values(runTopicNames(runId));
+  const rank = (name: string): number => (main.includes(name) ? main.indexOf(name) : main.length);
+  return topics
+    .filter((name) => name.startsWith(prefix))
+    .sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/**
+ * The newest of `runIds`: the one whose run folder under `runsDir` changed last (`spa run` writes
+ * there as it goes; a resumed run counts as new); runs without a folder there (another
+ * `--runs-dir`, another machine) come after, newest id first (`run-<yyyymmddhhmmss>` ids sort by
+ * time). Undefined when there are none.
+ */
+export function newestRun(runIds: readonly string[], runsDir: string): string | undefined {
+  const changed = (id: string): number =>
+    statSync(join(runsDir, id), { throwIfNoEntry: false })?.mtimeMs ?? -1;
+  const ranked = runIds.map((id) => ({ id, at: changed(id) }));
+  ranked.sort((a, b) => b.at - a.at || b.id.localeCompare(a.id));
+  return ranked[0]?.id;
+}
+
+/** `--run <id>`'s parser: an id that can be part of a topic name (Kafka's [a-zA-Z0-9._-]), or `last`. */
+export function runIdArgument(text: string): string {
+  if (!/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$/.test(text))
+    throw new InvalidArgumentError(
+      "a run id is 1..200 letters, digits, '.', '_' and '-' (as in spa.<id>.trajectories), or last",
+    );
+  return text;
+}
+
+/** The broker's topic names. */
+export async function brokerTopics(kafka: SpaKafka): Promise<string[]> {
+  const admin = await kafka.transport.admin();
+  try {
+    return await admin.listTopics();
+  } finally {
+    await admin.close();
+  }
+}
+
+/** A run picked by `--run` (or as the newest), with its topics on the broker. */
+export interface RunTopics {
+  readonly runId: string;
+  /** Every topic of the run the broker holds ({@link topicsOfRun}). */
+  readonly topics: readonly string[];
+}
+
+/**
+ * The run `--run <requested>` names among the broker's `topics` (`last`: the newest); a usage
+ * error names the runs there are when the broker holds no topic of it.
+ */
+export function pickRun(topics: readonly string[], requested: string, runsDir: string): RunTopics {
+  const runs = runIdsIn(topics);
+  const known = `runs on the broker: ${runs.join(', ') || 'none'}`;
+  if (requested === LAST_RUN) {
+    const runId = newestRun(runs, runsDir);
+    if (runId === undefined) throw new UsageError(`--run last: no run's topics (spa.<run>.*) on the broker`);
+    return { runId, topics: topicsOfRun(topics, runId) };
+  }
+  const found = topicsOfRun(topics, requested);
+  if (found.length === 0)
+    throw new UsageError(
+      `--run ${requested}: no topics ${runTopicPrefix(requested)}* on the broker; ${known}`,
+    );
+  return { runId: requested, topics: found };
+}
+
+/**
+ * `name` as a topic of run `runId`: a full name under the run's prefix stays, anything else is read
+ * relative to it (`trajectories` → `spa.<runId>.trajectories`); a usage error names the run's
+ * topics when it is not one of them.
+ */
+export function runTopic(run: RunTopics, name: string, flag: string): string {
+  const prefix = runTopicPrefix(run.runId);
+  const topic = name.startsWith(prefix) ? name : `${prefix}${name}`;
+  if (run.topics.includes(topic)) return topic;
+  const relative = run.topics.map((t) => t.slice(prefix.length));
+  throw new UsageError(
+    `${flag} "${name}" is not a topic of run ${run.runId}; its topics: ${relative.join(', ')} (or their full names ${prefix}…)`,
+  );
+}
