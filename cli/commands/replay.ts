@@ -3,10 +3,13 @@ import { fromEvent, take } from 'rxjs';
 import { ANNOTATIONS, type Annotation } from '../../operators/annotate-ground-truth.js';
 import type { ReadStart } from '../../streams/kafka/consume-spa.js';
 import {
+  describeReplay,
+  REPLAY_MODES,
   REPLAY_TRAJECTORIES_PER_TRANSACTION,
   ReplayInputError,
   replayTrajectories,
   type ReplayCounts,
+  type ReplayMode,
   type ReplaySummary,
 } from '../../streams/kafka/replay.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
@@ -32,6 +35,7 @@ interface ReplayCliOptions {
   append: boolean;
   dlqTopic?: string;
   annotate: Annotation;
+  mode: ReplayMode;
   maskTransitions: boolean;
   filterEnvs: EnvName[];
   filterParserReasons: boolean;
@@ -132,6 +136,12 @@ export function registerReplayCommand(program: Command): void {
       'gt',
     )
     .option(
+      '--mode <mode>',
+      "which trajectories to take, by the prompt mode they were played in: wm (world-model prompts, a run's SFT data), base (PPO rollouts), all",
+      oneOf('--mode', REPLAY_MODES),
+      'wm',
+    )
+    .option(
       '--mask-transitions',
       'flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss',
       false,
@@ -159,6 +169,7 @@ export function registerReplayCommand(program: Command): void {
           start: options.fromOffset ?? options.fromTime ?? { kind: 'earliest' },
           follow: options.follow,
           annotation: options.annotate,
+          mode: options.mode,
           maskTransitions: options.maskTransitions,
           malformedFilter: malformedFilterOf(options),
           trajectoriesPerTransaction: options.perTransaction,
@@ -166,6 +177,7 @@ export function registerReplayCommand(program: Command): void {
           onCommitted: progressOf(progress),
         });
         progress.done();
+        console.error(`[replay] ${describeReplay(summary)}`);
         console.log(
           JSON.stringify({
             ...summary,

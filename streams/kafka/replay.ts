@@ -5,13 +5,16 @@
  * writes transactionally: each transaction holds whole trajectories' outputs, and a source
  * record is acked only after its outputs are committed. Every topic is checked before anything
  * is created or written, and a target that already holds records is refused unless appending
- * (a second replay into it would silently hold every row twice).
+ * (a second replay into it would silently hold every row twice). A run's trajectories topic holds
+ * both the world-model SFT data (mode wm) and the PPO rollouts (mode base): a replay takes one mode,
+ * by default wm, and says what it skipped.
  */
 import { bufferTime, concatMap, filter, lastValueFrom, map, NEVER, of, takeUntil } from 'rxjs';
 import type { Observable } from 'rxjs';
 import type { KafkaAdmin } from '../../infra/kafka/admin.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import type { PromptMode } from '../../envs/protocol/index.js';
 import type { Trajectory } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { spaTopics } from '../../schemas/topics.js';
@@ -36,6 +39,11 @@ export interface ReplayOptions extends SftDataOptions {
   readonly start: ReadStart;
   /** Keep replaying records written after the start (until `stop` emits). Default false. */
   readonly follow?: boolean;
+  /**
+   * Which trajectories to take, by the mode they were played in (Trajectory.mode): `wm` (world-model
+   * prompts: the SFT data), `base` (PPO rollouts, evaluation) or `all`. Default `wm`.
+   */
+  readonly mode?: ReplayMode;
   /** Required here: the replay's point is the annotation (docs/spa-data.md#ablations). */
   readonly annotation: Annotation;
   /** Trajectories per transaction at most. Default {@link REPLAY_TRAJECTORIES_PER_TRANSACTION}. */
@@ -55,10 +63,68 @@ export interface ReplayOptions extends SftDataOptions {
  */
 export const REPLAY_TRAJECTORIES_PER_TRANSACTION = 256;
 
+/**
+ * The trajectories a replay takes, by Trajectory.mode. No field names a run's stage; the mode is the
+ * nearest reliable one: `spa run` plays its SFT data in wm and its PPO rollouts in base
+ * (cli/run/spa-loop.ts), while policy names and versions overlap (a random or oracle generator and
+ * self-play v0 are version 0) and the stage in an episode id (`<run>-sft/…`, `<run>-rl/…`) is only
+ * `spa run`'s naming.
+ */
+export const REPLAY_MODES = ['wm', 'base', 'all'] as const;
+export type ReplayMode = (typeof REPLAY_MODES)[number];
+
+/** Whether a replay in `mode` takes `trajectory`. */
+export function takesTrajectory(mode: ReplayMode, trajectory: Pick<Trajectory, 'mode'>): boolean {
+  return mode === 'all' || trajectory.mode === mode;
+}
+
+/** Trajectories by the mode they were played in. */
+export type ModeCounts = Partial<Record<PromptMode, number>>;
+
+/** What trajectories of each mode are in a `spa run`: named when a replay skips them. */
+const MODE_STAGE: Readonly<Record<PromptMode, string>> = {
+  wm: 'world-model SFT data',
+  base: 'PPO rollouts',
+};
+
+const count = (n: number): string => n.toLocaleString('en-US');
+const sum = (counts: ModeCounts): number => Object.values(counts).reduce((a, b) => a + b, 0);
+const perMode = (counts: ModeCounts): string =>
+  Object.entries(counts)
+    .map(([mode, n]) => `${count(n)} ${mode}`)
+    .join(', ');
+
+/**
+ * The replay's one-line account of what it took and what it left out, e.g. `replayed 1,230
+ * trajectories (wm) into 4,100 SFT rows; skipped 240 base-mode trajectories (PPO rollouts; --mode
+ * all takes them)`.
+ */
+export function describeReplay(
+  summary: Pick<ReplaySummary, 'mode' | 'replayed' | 'skipped' | 'rows'>,
+): string {
+  const { mode, replayed, skipped, rows } = summary;
+  const which = mode === 'all' ? `all modes: ${perMode(replayed) || 'none'}` : mode;
+  const took = `replayed ${count(sum(replayed))} trajectories (${which}) into ${count(rows)} SFT rows`;
+  const left = Object.entries(skipped).map(
+    ([skippedMode, n]) =>
+      `skipped ${count(n)} ${skippedMode}-mode trajectories (${MODE_STAGE[skippedMode as PromptMode]}; --mode all takes them)`,
+  );
+  return [took, ...left].join('; ');
+}
+
+/** Adds one to `mode`'s count. */
+function countMode(counts: ModeCounts, mode: PromptMode): void {
+  counts[mode] = (counts[mode] ?? 0) + 1;
+}
+
 /** Running totals of a replay. */
 export interface ReplayCounts {
   /** Records read from the source topic. */
   read: number;
+  /** Trajectories taken (of the replay's mode) and run through the operators, by mode. */
+  replayed: ModeCounts;
+  /** Trajectories left out because they were played in another mode, by that mode. */
+  skipped: ModeCounts;
   /** SftRows written to the target topic. */
   rows: number;
   /** Dead letters written, by reason (decode failures and filter rejects). */
@@ -72,6 +138,7 @@ export interface ReplaySummary extends ReplayCounts {
   readonly to: string;
   readonly dlq: string;
   readonly annotation: Annotation;
+  readonly mode: ReplayMode;
   readonly groupId: string;
   readonly ranges: readonly PartitionRange[];
   readonly createdTarget: boolean;
@@ -90,19 +157,43 @@ function replayTrajectory(trajectory: Trajectory, options: SftDataOptions, now =
   return outputs;
 }
 
-/** The outputs of one consumed record: undecodable or un-annotatable records become dead letters. */
-function outputsOf(consumed: InFlightRecord['record'], options: ReplayOptions): Outbound[] {
+/**
+ * What became of one consumed record: a trajectory replayed into `outputs` (rows, dead letters),
+ * one skipped for its mode, or an undecodable record's dead letter.
+ */
+interface RecordOutcome {
+  readonly outputs: Outbound[];
+  readonly replayed?: PromptMode;
+  readonly skipped?: PromptMode;
+}
+
+/**
+ * The outputs of one consumed record: undecodable or un-annotatable records become dead letters,
+ * trajectories played in another mode than `mode` none.
+ */
+function outcomeOf(
+  consumed: InFlightRecord['record'],
+  mode: ReplayMode,
+  options: SftDataOptions,
+): RecordOutcome {
   const decoded = decodeKafkaRecord('Trajectory', consumed);
-  if (!decoded.ok) return [{ topic: 'dlq', key: decoded.rejected.key ?? '', record: decoded.rejected }];
+  if (!decoded.ok)
+    return { outputs: [{ topic: 'dlq', key: decoded.rejected.key ?? '', record: decoded.rejected }] };
+  if (!takesTrajectory(mode, decoded.record)) return { outputs: [], skipped: decoded.record.mode };
+  return { outputs: outputsOf(decoded.record, options), replayed: decoded.record.mode };
+}
+
+/** A trajectory's outputs; one that cannot be annotated becomes a dead letter. */
+function outputsOf(trajectory: Trajectory, options: SftDataOptions): Outbound[] {
   try {
-    return replayTrajectory(decoded.record, options);
+    return replayTrajectory(trajectory, options);
   } catch (error) {
     // annotateGroundTruth throws on a trajectory without a state per turn: dead-letter it, carry on.
     const detail = error instanceof Error ? error.message : String(error);
-    const key = decoded.record.trajectory_id;
+    const key = trajectory.trajectory_id;
     const rejection = { key, source: 'annotateGroundTruth', reason: 'annotation-failed' as const };
     return [
-      { topic: 'dlq', key, record: toRejected({ ...rejection, detail, value: decoded.record }, Date.now()) },
+      { topic: 'dlq', key, record: toRejected({ ...rejection, detail, value: trajectory }, Date.now()) },
     ];
   }
 }
@@ -201,12 +292,13 @@ export async function replayTrajectories(
     rollouts: options.toTopic,
     dlq: options.dlqTopic,
   };
-  const totals: ReplayCounts = { read: 0, rows: 0, rejected: {}, transactions: 0 };
+  const mode = options.mode ?? 'wm';
+  const totals: ReplayCounts = { read: 0, replayed: {}, skipped: {}, rows: 0, rejected: {}, transactions: 0 };
   try {
     await lastValueFrom(
       read.records.pipe(
         takeUntil(options.stop ?? NEVER),
-        map((inFlight) => ({ inFlight, outputs: outputsOf(inFlight.record, options) })),
+        map((inFlight) => ({ inFlight, ...outcomeOf(inFlight.record, mode, options) })),
         // Bounded by `perTransaction` entries; a trickle while following is flushed every TRANSACTION_MS.
         bufferTime(TRANSACTION_MS, null, perTransaction),
         filter((chunk) => chunk.length > 0),
@@ -215,9 +307,11 @@ export async function replayTrajectories(
             outputs.map((o) => toKafkaRecord(o, topicOf[o.topic], traceparentOf(inFlight.record))),
           );
           if (records.length > 0) await sink.transaction((tx) => tx.send(records));
-          for (const { inFlight, outputs } of chunk) {
+          for (const { inFlight, outputs, replayed, skipped } of chunk) {
             inFlight.ack();
             totals.read += 1;
+            if (replayed) countMode(totals.replayed, replayed);
+            if (skipped) countMode(totals.skipped, skipped);
             for (const o of outputs) {
               if (o.topic === 'sft') totals.rows += 1;
               else if (o.topic === 'dlq')
@@ -240,6 +334,7 @@ export async function replayTrajectories(
     to: options.toTopic,
     dlq: options.dlqTopic,
     annotation: options.annotation,
+    mode,
     groupId: read.groupId,
     ranges: read.ranges,
     createdTarget: !targetExists,
