@@ -211,9 +211,10 @@ function drawStats(stats) {
       '',
       el('td', '', e.env),
       el('td', '', e.episodes),
+      el('td', '', pct(e.successRate)),
+      el('td', '', `${e.fullGroups} of ${e.k}`),
       el('td', '', pct(e.pass1)),
       el('td', '', `${pct(e.passK)} (k=${e.k})`),
-      el('td', '', e.fullGroups),
     ),
   );
   document.querySelector('#envs tbody').replaceChildren(...rows);

@@ -8,7 +8,8 @@
  * by every port of a host) and a 303 to the same address without the token, so the token leaves
  * the address bar and history; later requests show the cookie. Both are compared in constant
  * time; without either every route answers 401, so another local user who finds the port cannot
- * read the topics. A Host header other than this server's loopback name and port gets 403 (a
+ * read the topics — but the icon, which shows nothing of them: a browser fetches it on its own
+ * (without the cookie at times), and a 401 there would be an error in the page's console. A Host header other than this server's loopback name and port gets 403 (a
  * page on another site that rebinds its DNS name to 127.0.0.1 sends its own name). Every
  * response carries a CSP (`default-src 'self'`: the page has no inline script or style, and no
  * frames may hold it), `nosniff` and `Referrer-Policy: no-referrer`.
@@ -48,7 +49,11 @@ const ASSETS: Readonly<Record<string, { file: string; type: string }>> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
   '/app.js': { file: 'app.js', type: 'text/javascript; charset=utf-8' },
   '/app.css': { file: 'app.css', type: 'text/css; charset=utf-8' },
+  '/favicon.svg': { file: 'favicon.svg', type: 'image/svg+xml' },
 };
+
+/** Served without the token (see the module comment). */
+const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/favicon.svg']);
 
 /** Options of {@link startTapServer}. */
 export interface TapServerOptions {
@@ -189,7 +194,8 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
     }
     const url = new URL(request.url ?? '/', 'http://127.0.0.1');
     const given = url.searchParams.get('token') ?? cookieValue(request.headers.cookie, cookieName);
-    if (!tokenMatches(given, token)) {
+    const allowed = tokenMatches(given, token);
+    if (!allowed && !PUBLIC_PATHS.has(url.pathname)) {
       reply(response, 401, 'missing or wrong token: open the URL `spa tap --web` printed at start');
       return;
     }
@@ -197,7 +203,8 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
       response.writeHead(405, { ...SECURITY_HEADERS, allow: 'GET' }).end();
       return;
     }
-    if (url.searchParams.has('token')) return tradeTokenForCookie(url, response);
+    // `allowed` with a token in the address: the right one, traded for the cookie.
+    if (allowed && url.searchParams.has('token')) return tradeTokenForCookie(url, response);
     if (url.pathname === '/events') return openEvents(request, response);
     serveAsset(url.pathname, response).catch((error: unknown) => {
       reply(response, 500, (error as Error).message);

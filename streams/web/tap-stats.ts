@@ -1,6 +1,7 @@
 /**
- * Running numbers for the web tap: per-env success rate and Pass@k over the trajectories seen
- * (grouped by `group_id`, docs/spa-eval.md#pass-at-k), records per second, and consumer lag over time.
+ * Running numbers for the web tap: per-env success rate over the trajectories seen, Pass@1 and
+ * Pass@k over the same full groups (grouped by `group_id`, docs/spa-eval.md#pass-at-k), records per
+ * second, and consumer lag over time.
  * Memory is bounded: open groups are capped per env (the oldest are folded into a histogram
  * that keeps their contribution), envs are capped at {@link MAX_ENVS} (`env` is any string a
  * record carries; the rest share one row), and the time series slide over the last
@@ -22,11 +23,17 @@ interface EnvStats {
   readonly env: string;
   readonly episodes: number;
   readonly successes: number;
-  /** Mean success over all episodes (SPA's Pass@1). */
-  readonly pass1: number;
-  /** Group size used for Pass@k: the largest group seen; groups still filling are left out. */
+  /** Mean success over all episodes, groups still filling (or smaller) included. */
+  readonly successRate: number;
+  /**
+   * Group size of Pass@k: the largest group seen. Pass@1 and Pass@k are over the full groups (k
+   * episodes) only, so they describe the same episodes and Pass@1 ≤ Pass@k; a tapped topic may
+   * mix group sizes (a run's SFT data, rollouts, warm-up), which the success rate counts too.
+   */
   readonly k: number;
-  /** Fraction of full groups (k episodes) with at least one success; null before any is full. */
+  /** Mean success over the full groups' episodes (SPA's Pass@1); null before any group is full. */
+  readonly pass1: number | null;
+  /** Fraction of full groups with at least one success; null before any group is full. */
   readonly passK: number | null;
   readonly fullGroups: number;
 }
@@ -86,17 +93,16 @@ class EnvOutcomes {
     const k = groups.reduce((max, [g]) => Math.max(max, g.n), 0);
     const full = groups.filter(([g]) => g.n === k);
     const fullGroups = full.reduce((sum, [, count]) => sum + count, 0);
-    const passK =
-      fullGroups === 0
-        ? null
-        : full.reduce((sum, [g, count]) => sum + count * passAtK(k, g.c, k), 0) / fullGroups;
+    const overFull = (score: (g: GroupCount) => number): number | null =>
+      fullGroups === 0 ? null : full.reduce((sum, [g, count]) => sum + count * score(g), 0) / fullGroups;
     return {
       env,
       episodes: this.episodes,
       successes: this.successes,
-      pass1: this.episodes === 0 ? 0 : this.successes / this.episodes,
+      successRate: this.episodes === 0 ? 0 : this.successes / this.episodes,
       k,
-      passK,
+      pass1: overFull((g) => g.c / k),
+      passK: overFull((g) => passAtK(k, g.c, k)),
       fullGroups,
     };
   }

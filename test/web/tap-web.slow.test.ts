@@ -161,8 +161,14 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
 
   it('shows boards, beliefs beside the truth, parse outcomes, rejects and stats in Chromium', async () => {
     const violations: string[] = [];
+    const errors: string[] = [];
     page.on('console', (message) => {
       if (/Content.Security.Policy/i.test(message.text())) violations.push(message.text());
+      if (message.type() === 'error') errors.push(`${message.text()} ${message.location().url}`);
+    });
+    // Every request the page makes, the icon the browser fetches on its own too (issue 36: a 401).
+    page.on('response', (response) => {
+      if (response.status() >= 400) errors.push(`${response.status()} ${response.url()}`);
     });
     await page.goto(pageUrl);
     // The token left the address for a cookie the page cannot read (HttpOnly).
@@ -203,8 +209,14 @@ describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
     const table = await page.locator('#envs').textContent();
     for (const env of ['sokoban', 'frozenlake', 'sudoku']) expect(table).toContain(env);
     expect(table).toContain('(k=2)');
+    // Pass@1 and Pass@k of the same full groups: never Pass@1 above Pass@k (issue 36).
+    for (const row of await page.locator('#envs tbody tr').all()) {
+      const [pass1, passK] = (await row.locator('td').allTextContents()).slice(4).map(parseFloat);
+      expect(pass1).toBeLessThanOrEqual(passK!);
+    }
     await expect.poll(() => page.locator('#throughput polyline').count(), { timeout: 15_000 }).toBe(1);
     expect(violations).toEqual([]); // CSP (default-src 'self') blocked nothing the page needs
+    expect(errors).toEqual([]); // no 401 (or 404) in the console, the icon's included
   });
 
   it('streams records produced while the page is open', async () => {
