@@ -79,7 +79,7 @@ export function takesTrajectory(mode: ReplayMode, trajectory: Pick<Trajectory, '
 }
 
 /** Trajectories by the mode they were played in. */
-export type ModeCounts = Partial<Record<PromptMode, number>>;
+type ModeCounts = Partial<Record<PromptMode, number>>;
 
 /** What trajectories of each mode are in a `spa run`: named when a replay skips them. */
 const MODE_STAGE: Readonly<Record<PromptMode, string>> = {
