@@ -1,12 +1,15 @@
 /**
  * Which topics belong to a run, and which run is the newest: what `spa tap`, `spa topics` and
- * `spa replay` need for `--run <id>`. `spa run --run-id X` writes `spa.X.<role>` and its warm-up
+ * `spa replay` need for `--run <id>`; and whether topics hold another run's records, before
+ * `spa generate` writes into them. `spa run --run-id X` writes `spa.X.<role>` and its warm-up
  * `spa.X.warmup.<role>` (cli/run/spa-loop.ts); `spa generate --topic-prefix spa.X.` writes the same.
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
+import { lastValueFrom, reduce } from 'rxjs';
 import { spaTopicNames, type TopicRole } from '../schemas/topics.js';
+import { readTopic } from '../streams/kafka/consume-spa.js';
 import type { SpaKafka } from '../streams/kafka/spa-kafka.js';
 import { UsageError } from './options.js';
 
@@ -134,4 +137,67 @@ export function runTopic(run: RunTopics, name: string, flag: string): string {
   throw new UsageError(
     `${flag} "${name}" is not a topic of run ${run.runId}; its topics: ${relative.join(', ')} (or their full names ${prefix}…)`,
   );
+}
+
+/**
+ * `--out kafka` without `--append`: `topics` must hold no committed record of another run (a
+ * finished `spa run`'s, an earlier `spa generate`'s, whose default --run-id is new each time),
+ * which this run's records would join without a word. This run's own records are a resume (the
+ * same flags and --run-id), which goes on. Every record's key starts with its run id
+ * (`<run-id>/…`); only topics with offsets are read.
+ */
+export async function refuseOtherRunsTopics(
+  kafka: SpaKafka,
+  runId: string,
+  topics: readonly string[],
+): Promise<void> {
+  for (const topic of await topicsWithOffsets(kafka, topics)) {
+    const others = await otherRunsRecords(kafka, topic, runId);
+    if (others.count === 0) continue;
+    const runs = [...others.runIds].slice(0, 3).join(', ') + (others.runIds.size > 3 ? ', …' : '');
+    throw new UsageError(
+      `--out kafka: topic ${topic} already holds ${others.count} records of other runs (${runs}), this one's would be mixed in: ` +
+        `give --append to add to them on purpose, a --topic-prefix of its own, or the --run-id of the run to resume`,
+    );
+  }
+}
+
+/** Those of `topics` that hold offsets (records, aborted ones and transaction markers included). */
+async function topicsWithOffsets(kafka: SpaKafka, topics: readonly string[]): Promise<string[]> {
+  const admin = await kafka.transport.admin();
+  try {
+    const held: string[] = [];
+    for (const topic of topics)
+      if ((await admin.topicOffsets(topic)).some((p) => p.high > p.low)) held.push(topic);
+    return held;
+  } finally {
+    await admin.close();
+  }
+}
+
+/** The committed records of `topic` whose key is not under `runId`, and up to 4 of their run ids. Keys only. */
+async function otherRunsRecords(
+  kafka: SpaKafka,
+  topic: string,
+  runId: string,
+): Promise<{ count: number; runIds: Set<string> }> {
+  const read = await readTopic(kafka, { topic, start: { kind: 'earliest' }, purpose: 'spa-generate-check' });
+  const others = await lastValueFrom(
+    read.records.pipe(
+      reduce(
+        (found, { record, ack }) => {
+          const key = record.key?.toString('utf8') ?? '';
+          if (!key.startsWith(`${runId}/`)) {
+            found.count += 1;
+            if (found.runIds.size < 4) found.runIds.add(key.split('/')[0] || '(no key)');
+          }
+          ack();
+          return found;
+        },
+        { count: 0, runIds: new Set<string>() },
+      ),
+    ),
+  );
+  await read.closed;
+  return others;
 }

@@ -34,6 +34,7 @@ import {
 } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
 import { trajectoryProgress } from '../progress.js';
+import { refuseOtherRunsTopics } from '../run-topics.js';
 
 /** `spa generate`'s flags as commander parses them. */
 interface GenerateFlags {
@@ -63,6 +64,7 @@ interface GenerateFlags {
   runId: string;
   shard?: Shard;
   topicPrefix: string;
+  append: boolean;
   out: string;
   device: 'cpu' | 'cuda';
   metricsPort?: number;
@@ -171,6 +173,11 @@ export function registerGenerateCommand(program: Command): void {
       '--out kafka: topic names are <prefix>trajectories, <prefix>sft, …',
       'spa.',
     )
+    .option(
+      '--append',
+      "--out kafka: write into topics that hold other runs' records (a finished spa run's, an earlier generate's); without it such a run stops, exit 2. Not needed to resume the same --run-id",
+      false,
+    )
     .requiredOption(
       '--out <file.jsonl|kafka>',
       'a JSONL file (rejects to <file>.rejected.jsonl, raw trajectories to <file>.trajectories.jsonl) or kafka (KAFKA_BROKERS, else the local broker; a restart with the same flags and --run-id plays only what the killed attempt did not commit)',
@@ -228,11 +235,7 @@ async function generate(options: GenerateFlags): Promise<void> {
   checkPolicyFlags(options);
   const paths = options.out === 'kafka' ? {} : jsonlPathsBeside(options.out, options.target);
   for (const path of Object.values(paths)) checkOutputFile('--out', path);
-  // Kafka is needed for `--out kafka` and for `--policy latest` (it follows spa.policy).
-  const kafka =
-    options.out === 'kafka' || options.policy === 'latest'
-      ? await connectSpaKafka({ clientId: 'spa-generate', topics: { prefix: options.topicPrefix } })
-      : undefined;
+  const kafka = await generatorKafka(options);
   const policy = await generatorPolicy(options, mode, kafka);
   try {
     const progress = trajectoryProgress('generate', config);
@@ -291,6 +294,26 @@ async function generate(options: GenerateFlags): Promise<void> {
   } finally {
     await policy.close();
     await kafka?.close();
+  }
+}
+
+/**
+ * Kafka, needed for `--out kafka` and for `--policy latest` (it follows spa.policy). With `--out
+ * kafka` and without `--append`, its topics must hold no other run's records (cli/run-topics.ts).
+ */
+async function generatorKafka(options: GenerateFlags): Promise<SpaKafka | undefined> {
+  if (options.out !== 'kafka' && options.policy !== 'latest') return undefined;
+  const kafka = await connectSpaKafka({ clientId: 'spa-generate', topics: { prefix: options.topicPrefix } });
+  if (options.out !== 'kafka' || options.append) return kafka;
+  try {
+    await refuseOtherRunsTopics(kafka, options.runId, [
+      kafka.topics.trajectories,
+      kafka.topics[options.target],
+    ]);
+    return kafka;
+  } catch (error) {
+    await kafka.close();
+    throw error;
   }
 }
 

@@ -82,6 +82,8 @@ function sumReports(reports: readonly Partial<ShardsReport>[]): ShardsReport {
 /**
  * The `spa generate` flags that play `episodes` for `target` into the run's `topics` (named
  * `<prefix><role>`), as the loop plays them in its own process; the policy's flags come on top.
+ * `--append`: a stage adds to topics an earlier stage of the run filled (the loop checks its own
+ * topics: runSpaLoop refuses a new run's used ones and purges an interrupted stage's).
  */
 export function generateFlags(
   episodes: EpisodeConfig,
@@ -96,6 +98,6 @@ export function generateFlags(
     ...['--run-id', episodes.runId, '--seed-base', String(episodes.seedBase)],
     ...['--groups', String(episodes.groups), '--group-size', String(episodes.groupSize)],
     ...['--batches', String(episodes.batches), '--puzzles', episodes.puzzles],
-    ...['--out', 'kafka', '--topic-prefix', prefix],
+    ...['--out', 'kafka', '--topic-prefix', prefix, '--append'],
   ];
 }
