@@ -1,5 +1,6 @@
-import { resolve } from 'node:path';
-import type { Command } from 'commander';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
 import { withConfigFile } from '../config/command-config.js';
 import {
   LOOP_CONFIGS,
@@ -18,6 +19,9 @@ import { pairedDifference } from '../../streams/eval/pass-at-k.js';
 import { oneOf, port, UsageError } from '../options.js';
 import { checkOutputDirectory } from '../output-paths.js';
 import { checkLoopLimits } from '../run/loop-limits.js';
+import { checkModel } from '../run/model-folder.js';
+import { resumeCommand } from '../run/typed-command.js';
+import { LAST_RUN, runIdArgument } from '../run-topics.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
 interface RunOptions {
@@ -54,7 +58,11 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
     );
   addLoopFieldOptions(command)
     .option('--runs-dir <dir>', 'where run folders go', 'runs')
-    .option('--run-id <id>', 'run id (default: run-<timestamp>)')
+    .option(
+      '--run-id <id>',
+      'run id (default: run-<timestamp>); a finished run id reprints its summary',
+      newRunId,
+    )
     .option(
       '--metrics-port <port>',
       'serve spa_* metrics at http://127.0.0.1:<port>/metrics',
@@ -71,6 +79,15 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
       return runLoop(config, options);
     });
   withConfigFile(command);
+}
+
+/** `--run-id`'s parser: a topic-name part (spa.<id>.*) other than `last`, which `--run` of tap/replay/topics reads as the newest run. */
+function newRunId(text: string): string {
+  if (text === LAST_RUN)
+    throw new InvalidArgumentError(
+      `"${LAST_RUN}" means the newest run to spa tap/replay/topics --run; choose another id`,
+    );
+  return runIdArgument(text);
 }
 
 /** Built-in config < `--full` < config file and flags (already merged by commander). */
@@ -114,11 +131,21 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
   // The trainer processes inherit the environment: their step spans go to the same receiver.
   if (options.otlpEndpoint) process.env['OTEL_EXPORTER_OTLP_ENDPOINT'] = options.otlpEndpoint;
   const runId = options.runId ?? `run-${new Date().toISOString().replace(/[-:T]/g, '').slice(0, 14)}`;
+  const finished = finishedRun(options.runsDir, runId);
+  if (finished) {
+    process.stderr.write(
+      `[spa run] run ${runId} finished earlier; its summary follows (a new run needs another --run-id, or none)\n`,
+    );
+    printSummary(finished);
+    console.log(finished.runDir);
+    return;
+  }
+  // A model folder is read first by a trainer, minutes in: check it before the broker and the run folder.
+  checkModel(config.model);
   // Ctrl-C: every finished stage is on disk, so the same command with this run id resumes.
   process.once('SIGINT', () => {
-    const args = process.argv.slice(2).filter((a, i, all) => a !== '--run-id' && all[i - 1] !== '--run-id');
     process.stderr.write(
-      `\n[spa run] interrupted; resume with: spa ${[...args, '--run-id', runId].join(' ')}\n`,
+      `\n[spa run] interrupted; resume with: ${resumeCommand(process.argv.slice(2), runId)}\n`,
     );
     process.exit(130);
   });
@@ -130,7 +157,23 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
   console.log(summary.runDir);
 }
 
+/** The summary of run `runId` under `runsDir` when it finished: summary.json is its last write. */
+function finishedRun(runsDir: string, runId: string): LoopSummary | undefined {
+  const file = join(resolve(runsDir), runId, 'summary.json');
+  if (!existsSync(file)) return undefined;
+  const summary = JSON.parse(readFileSync(file, 'utf8')) as Omit<LoopSummary, 'attempts'> & {
+    attempts?: number;
+  };
+  // a summary from before runs counted their attempts: one attempt
+  return { ...summary, attempts: summary.attempts ?? 1 };
+}
+
 function printSummary(summary: LoopSummary): void {
+  console.log(summaryLines(summary).join('\n'));
+}
+
+/** The summary table `spa run` prints at the end (and again for a finished run id). */
+export function summaryLines(summary: LoopSummary): string[] {
   const pct = (x: number) => (100 * x).toFixed(1).padStart(6);
   const se = (x: number) => (100 * x).toFixed(1).padEnd(4);
   const passes = summary.config.evalPasses > 1 ? ` × ${summary.config.evalPasses} passes` : '';
@@ -153,12 +196,18 @@ function printSummary(summary: LoopSummary): void {
     ...stageGainLines(summary.evaluations),
     `  reproduce    ${summary.evaluations.at(-1)?.command ?? ''}`,
     '',
-    `  seconds      ${Object.entries(summary.seconds)
-      .map(([stage, s]) => `${stage} ${s.toFixed(0)}`)
-      .join(', ')}`,
+    `  seconds      ${secondsLine(summary)}`,
     `  summary      ${summary.runDir}/summary.json`,
-  ].filter((line) => line !== undefined);
-  console.log(lines.join('\n'));
+  ];
+  return lines.filter((line) => line !== undefined);
+}
+
+/** Each stage's seconds and the total, over every attempt of the run. */
+function secondsLine({ seconds, attempts }: LoopSummary): string {
+  const stages = Object.entries(seconds).map(([stage, s]) => `${stage} ${s.toFixed(0)}`);
+  const total = Object.values(seconds).reduce((sum, s) => sum + s, 0);
+  const over = attempts > 1 ? ` over ${attempts} attempts` : '';
+  return `${stages.join(', ')}; ${total.toFixed(0)} in all${over}`;
 }
 
 /** The table's name for an evaluation: the floor, then each policy by version and stage. */

@@ -17,6 +17,9 @@ import { generateFlags, generateInShards } from './generator-shards.js';
 import { generateSftData, offsetsUnder, type DataStagePlayers, type DataStageSummary } from './sft-data.js';
 import { readPpoProgress, readSftMetrics, readTrainerJson, type SftMetricsFile } from './trainer-files.js';
 import { runTrainerModule, trainerPython } from './trainer-process.js';
+import { typedCommand } from './typed-command.js';
+import { AttemptClock } from './stage-seconds.js';
+import { busyMachineCheck } from './busy-machine.js';
 
 export interface LoopSummary {
   readonly runId: string;
@@ -35,7 +38,10 @@ export interface LoopSummary {
    */
   readonly generatorVersions: Readonly<Record<string, number>>;
   readonly evaluations: readonly LoopEvaluation[];
+  /** Seconds by stage, summed over every attempt of the run (a resumed run's earlier ones too). */
   readonly seconds: Readonly<Record<string, number>>;
+  /** The run's attempts: 1, or more after an interruption and resumes. */
+  readonly attempts: number;
 }
 
 const log = (line: string) => process.stderr.write(`[spa run] ${line}\n`);
@@ -59,12 +65,14 @@ const RESUMABLE_STAGES: ReadonlySet<string> = new Set([
 type Timed = <T>(stage: string, work: (attempt: { redo: boolean }) => Promise<T>) => Promise<T>;
 
 /**
- * Runs each stage with a log line and its seconds in `seconds`. A resumable stage that finished
- * in an earlier, interrupted attempt of this run is not redone: its outputs are committed
- * (topics, checkpoints, artifacts) and its result is on disk (the run folder's stages/<stage>.json).
+ * Runs each stage with a log line, its seconds on `clock` and a look at the machine's load first.
+ * A resumable stage that finished in an earlier, interrupted attempt of this run is not redone: its
+ * outputs are committed (topics, checkpoints, artifacts) and its result is on disk (the run
+ * folder's stages/<stage>.json).
  */
-function stageTimer(runDir: string, seconds: Record<string, number>): Timed {
+function stageTimer(runDir: string, clock: AttemptClock, checkLoad: () => void): Timed {
   return async (stage, work) => {
+    checkLoad();
     const resumable = RESUMABLE_STAGES.has(stage);
     const marker = join(runDir, 'stages', `${stage.replace(/[^\w.-]+/g, '-')}.json`);
     if (resumable && existsSync(marker)) {
@@ -77,14 +85,14 @@ function stageTimer(runDir: string, seconds: Record<string, number>): Timed {
       mkdirSync(dirname(marker), { recursive: true });
       writeFileSync(startedMarker, `${new Date().toISOString()}\n`);
     }
-    const started = Date.now();
+    clock.start(stage);
     log(`── ${stage}${redo ? ' (again: an earlier attempt was cut off)' : ''}`);
     try {
       const result = await work({ redo });
       if (resumable) writeFileSync(marker, JSON.stringify({ result }, null, 2) + '\n');
       return result;
     } finally {
-      seconds[stage] = (Date.now() - started) / 1000;
+      clock.stop(stage);
     }
   };
 }
@@ -116,12 +124,30 @@ export async function runSpaLoop(
   options: { runsDir: string; runId: string },
 ): Promise<LoopSummary> {
   const runDir = resolve(options.runsDir, options.runId);
-  // No stage of this run has started in this folder: a new run, whose topics must be empty.
+  // No stage of this run has started in this folder: a new run, whose topics must be empty. The
+  // folder is made by the first stage that writes, so a start that fails (no broker) leaves none.
   const fresh = !existsSync(join(runDir, 'stages'));
-  mkdirSync(runDir, { recursive: true });
-  const seconds: Record<string, number> = {};
-  const timed = stageTimer(runDir, seconds);
+  const clock = new AttemptClock(runDir);
+  const checkLoad = busyMachineCheck(log);
+  checkLoad();
+  const timed = stageTimer(runDir, clock, checkLoad);
+  // Ctrl-C exits at once (cli/commands/run.ts): the seconds so far go to the next attempt.
+  const saveSeconds = () => clock.save();
+  process.on('exit', saveSeconds);
+  try {
+    return await runStages(config, options, { runDir, fresh, clock, timed });
+  } finally {
+    process.off('exit', saveSeconds);
+  }
+}
 
+/** {@link runSpaLoop}'s stages, from the broker connection to the summary. */
+async function runStages(
+  config: LoopConfig,
+  options: { runsDir: string; runId: string },
+  run: { runDir: string; fresh: boolean; clock: AttemptClock; timed: Timed },
+): Promise<LoopSummary> {
+  const { runDir, fresh, clock, timed } = run;
   const python = trainerPython();
   const kafka = await timed('kafka', () =>
     connectSpaKafka({ clientId: 'spa-run', topics: { prefix: `spa.${options.runId}.` } }),
@@ -150,7 +176,7 @@ export async function runSpaLoop(
       selfPlay,
       generatorVersions,
       evaluations,
-      seconds,
+      ...clock.total(),
     };
     writeFileSync(join(runDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
     return summary;
@@ -479,7 +505,7 @@ async function selfPlayAndPpo(
   if (done >= config.ppoSteps)
     throw new Error(
       `PPO finished all ${config.ppoSteps} steps in an earlier attempt of this run; its policies are in ` +
-        `${join(runDir, 'policies')}: evaluate them with spa eval --policy onnx:<folder>, or start a new --run-id`,
+        `${join(runDir, 'policies')}: evaluate them with ${typedCommand(['eval', '--policy'])} onnx:<folder>, or start a new --run-id`,
     );
   const latest = await resolvePolicy('latest', {
     mode: 'base',
@@ -694,7 +720,7 @@ async function evaluate(
         onEpisode: () => progress.add('episodes'),
       });
       progress.done();
-      return { ...result, command: `spa eval ${args.map(shellWord).join(' ')}`, stage };
+      return { ...result, command: typedCommand(['eval', ...args]), stage };
     } finally {
       await policy.close();
     }
@@ -745,11 +771,6 @@ export async function evaluateDistinct(
     results.push(result);
   }
   return results;
-}
-
-/** A word as a POSIX shell reads it back (quoted only when needed). */
-function shellWord(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 /** The trainer picks CUDA whenever it sees a GPU; `--device cpu` hides GPUs from it. */

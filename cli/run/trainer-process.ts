@@ -54,11 +54,11 @@ export function runTrainerModule(
   });
   running.add(child);
   child.on('exit', () => running.delete(child));
-  const tail: string[] = [];
+  // The output is echoed as it comes: a failure names only its last line (a traceback's error).
+  let last = '';
   for (const stream of [child.stdout, child.stderr]) {
     createInterface({ input: stream }).on('line', (line) => {
-      tail.push(line);
-      if (tail.length > 40) tail.shift();
+      if (line.trim() !== '') last = line.trim();
       // The trainer prefixes its own lines (`[sft] …`); add the label only where it differs.
       const prefix = `[${options.label}]`;
       process.stderr.write(line.startsWith(prefix) ? `${line}\n` : `${prefix} ${line}\n`);
@@ -66,12 +66,13 @@ export function runTrainerModule(
   }
   const done = new Promise<void>((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', (code, signal) => {
+    // `close`, not `exit`: the output's last lines have been read by then
+    child.on('close', (code, signal) => {
       if (code === 0) resolve();
       else
         reject(
           new Error(
-            `python -m ${module} exited with ${signal ?? `code ${code}`}; last lines:\n${tail.join('\n')}`,
+            `python -m ${module} exited with ${signal ?? `code ${code}`}: ${last} (its output is above)`,
           ),
         );
     });

@@ -88,7 +88,7 @@ export async function waitForReachableBroker(
     if (Date.now() >= deadline)
       throw new Error(
         `no Kafka broker answers at ${brokers.join(',')} after ${Math.round(timeoutMs / 1000)} s ` +
-          '(KAFKA_BROKERS); is it running and reachable? `spa doctor` checks the setup',
+          '(KAFKA_BROKERS); is it running and reachable? `npx spa doctor` checks the setup',
       );
     if (!told) onWaiting();
     told = true;

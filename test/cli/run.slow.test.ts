@@ -161,9 +161,9 @@ describe('spa run (the main job) at the default size, on the default client', ()
 
     // The recorded `spa eval` command reproduces the run's own final evaluation exactly.
     expect(final.command).toMatch(
-      /^spa eval --policy onnx:\S+ --env sokoban --puzzles 2 --k 4 .*--seed 11 .*--context-window 367$/,
+      /^npx spa eval --policy onnx:\S+ --env sokoban --puzzles 2 --k 4 .*--seed 11 .*--context-window 367$/,
     );
-    const again = await spa([...final.command.split(' ').slice(1), '--out', join(runDir, 'again.json')]);
+    const again = await spa([...final.command.split(' ').slice(2), '--out', join(runDir, 'again.json')]);
     expect(again.code, again.stderr.slice(-2000)).toBe(0);
     const report = JSON.parse(
       await readFile(join(runDir, 'again.json'), 'utf8'),
@@ -197,7 +197,7 @@ describe.each(kafkaClients)('spa run at a small size (%s)', (client) => {
     const args = ['run', '--config-file', file, '--runs-dir', runsDir, '--run-id', runId];
     // Interrupt once the data stage is done and SFT has started.
     const first = await stderrOf(args, client, /── sft\n/, 600_000, 'SIGINT');
-    expect(first.text).toContain('interrupted; resume with: spa run --config-file');
+    expect(first.text).toContain('interrupted; resume with: npx spa run --config-file');
     const second = await spa(args, client);
     expect(second.code, second.stderr.slice(-3000)).toBe(0);
     expect(second.stderr).toContain('── sft data: done in an earlier attempt, kept');

@@ -1,0 +1,71 @@
+/**
+ * Issue 36 item 7: `spa run` checks its inputs before anything starts (no broker, no run folder),
+ * prints a bad one's error once, and a start that fails leaves no run folder behind.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkModel } from '../../cli/run/model-folder.js';
+import { runSpa } from '../cli/spa-process.js';
+
+/** A port nothing listens on: bound once, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('spa run --model', () => {
+  it('a missing folder: exit 2 at once, one error line naming the flag, no broker, no run folder', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'spa-run-inputs-'));
+    const started = Date.now();
+    const args = ['run', '--model', '/tmp/no-such-model', '--runs-dir', runsDir, '--run-id', 'bad-model'];
+    const result = await runSpa(args, [`127.0.0.1:${await closedPort()}`]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        /^spa: --model \/tmp\/no-such-model: no such folder; expected tiny \| tiny-cells/,
+      ),
+    ]);
+    expect(readdirSync(runsDir)).toEqual([]);
+    // no broker was waited for (a dead one is given up on after 8 s)
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
+
+  it('takes a tiny model by name, a Hugging Face folder, a trainer checkpoint or run folder', () => {
+    const root = mkdtempSync(join(tmpdir(), 'spa-models-'));
+    const folder = (name: string, file?: string) => {
+      mkdirSync(join(root, name, file ? join(file, '..') : ''), { recursive: true });
+      if (file) writeFileSync(join(root, name, file), '{}');
+      return join(root, name);
+    };
+    expect(() => checkModel('tiny-cells')).not.toThrow();
+    expect(() => checkModel(folder('hf', 'config.json'))).not.toThrow();
+    expect(() => checkModel(folder('step', 'model/config.json'))).not.toThrow();
+    expect(() => checkModel(folder('out', 'checkpoints/latest'))).not.toThrow();
+    expect(() => checkModel(folder('empty'))).toThrow(/--model \S+empty: no config\.json in the folder/);
+    expect(() => checkModel(join(root, 'hf', 'config.json'))).toThrow(/: not a folder;/);
+    expect(() => checkModel('tiny-cell')).toThrow(
+      /no such folder; expected tiny \| tiny-cells \| tiny-local/,
+    );
+  });
+});
+
+describe('spa run on a dead broker', () => {
+  it('fails with exit 1 and leaves no run folder behind', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'spa-run-dead-'));
+    const result = await runSpa(
+      ['run', '--runs-dir', runsDir, '--run-id', 'dead'],
+      [`127.0.0.1:${await closedPort()}`],
+    );
+    expect(result.code, result.stderr).toBe(1);
+    expect(result.stderr).toMatch(
+      /no Kafka broker answers at 127\.0\.0\.1:\d+ after 8 s.*`npx spa doctor` checks/,
+    );
+    expect(readdirSync(runsDir)).toEqual([]);
+  }, 60_000);
+});
