@@ -107,7 +107,7 @@ export function registerTapCommand(program: Command): void {
     .action(async (given: string | undefined, options: TapCliOptions, command: Command) => {
       if (!options.web && given === undefined)
         command.error(
-          `spa tap needs a <topic> (or --web)${options.run ? `, e.g. spa tap trajectories --run ${options.run}` : ''}`,
+          `spa tap needs a <topic> (or --web)${options.run ? `, e.g. npx spa tap trajectories --run ${options.run}` : ''}`,
         );
       const kafka = await connectSpaKafka({ clientId: 'spa-tap' });
       try {

@@ -224,7 +224,7 @@ export function toWebRecord(decoded: DecodedAnyRecord): WebRecord {
     const card = fullCard(decoded, source);
     const bytes = Buffer.byteLength(JSON.stringify(card));
     if (bytes <= MAX_CARD_BYTES) return card;
-    const detail = `its card is ${kib(bytes)}, over the page's ${kib(MAX_CARD_BYTES)}: spa tap ${source.topic} shows it whole`;
+    const detail = `its card is ${kib(bytes)}, over the page's ${kib(MAX_CARD_BYTES)}: npx spa tap ${source.topic} shows it whole`;
     return { kind: 'Odd', source, recordKind, reason: 'card-too-large', detail };
   } catch (error) {
     const detail = String(error).slice(0, 500);
