@@ -55,6 +55,21 @@ describe('spa run --model', () => {
   });
 });
 
+describe('spa run --run-id', () => {
+  it('refuses an id that cannot name Kafka topics, or `last`, before anything starts', async () => {
+    const runsDir = mkdtempSync(join(tmpdir(), 'spa-run-inputs-'));
+    for (const [id, error] of [
+      ['my run', /--run-id <id>' argument 'my run' is invalid\. a run id is 1\.\.200 letters, digits/],
+      ['last', /"last" means the newest run to spa tap\/replay\/topics --run; choose another id/],
+    ] as const) {
+      const result = await runSpa(['run', '--runs-dir', runsDir, '--run-id', id], ['127.0.0.1:9']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(error);
+    }
+    expect(readdirSync(runsDir)).toEqual([]);
+  });
+});
+
 describe('spa run on a dead broker', () => {
   it('fails with exit 1 and leaves no run folder behind', async () => {
     const runsDir = mkdtempSync(join(tmpdir(), 'spa-run-dead-'));
