@@ -10,12 +10,12 @@ import { registerRunCommand } from './commands/run.js';
 import { registerTapCommand } from './commands/tap.js';
 import { registerTopicsCommand } from './commands/topics.js';
 import { describeRanges, USAGE_EXIT_CODE } from './options.js';
+import { typedCommand } from './run/typed-command.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
 export function buildProgram(): Command {
   const program = new Command('spa')
     .description('SPA self-play world-model finetuning as a stream pipeline (RxJS + Kafka + PyTorch)')
-    .showHelpAfterError()
     // commander ends a usage error (a flag or config field out of range, a missing option) with
     // code 1; spa's usage errors exit 2, as those its commands find before any work do.
     .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : USAGE_EXIT_CODE));
@@ -30,7 +30,18 @@ export function buildProgram(): Command {
   registerTopicsCommand(program);
   registerDoctorCommand(program);
   describeRanges(program);
+  pointAtHelp(program);
   return program;
+}
+
+/**
+ * Ends each command's usage errors with one line naming its `--help`, in place of the whole help
+ * (~110 lines for `spa run`) that would scroll the error and commander's did-you-mean away.
+ */
+function pointAtHelp(command: Command, path: readonly string[] = []): void {
+  const lists = command.commands.length > 0 ? 'commands' : 'options';
+  command.showHelpAfterError(`(run '${typedCommand([...path, '--help'])}' for the ${lists})`);
+  for (const subcommand of command.commands) pointAtHelp(subcommand, [...path, subcommand.name()]);
 }
 
 /**

@@ -47,6 +47,18 @@ export function configSchemaOf(command: Command): Spec<Record<string, unknown>> 
 }
 
 /**
+ * The `key: value` the help shows as an example, one the command accepts: its group size (`group-size`
+ * of generate, `sft-group-size` of run), 8 as in SPA; a command without one shows its first option.
+ */
+function exampleEntry(command: Command): string {
+  const groupSize = command.options.find((o) => keyOf(o).endsWith('group-size') && o.required);
+  if (groupSize) return `${keyOf(groupSize)}: 8`;
+  const first = command.options[0];
+  if (!first) throw new Error(`withConfigFile: ${command.name()} has no options to read from a file`);
+  return `${keyOf(first)}: ${first.isBoolean() ? 'true' : '<value>'}`;
+}
+
+/**
  * Adds `--config-file <path>` to `command`. Options required on the command line become
  * required "on the command line or in the file" (checked after the file is merged).
  */
@@ -55,7 +67,7 @@ export function withConfigFile(command: Command): Command {
   for (const option of mandatory) option.mandatory = false; // checked in the hook instead
   command.option(
     `--${CONFIG_OPTION} <path>`,
-    'YAML file of option values (keys are the long option names, e.g. group-size: 8); flags given on the command line win',
+    `YAML file of option values (keys are the long option names, e.g. ${exampleEntry(command)}); flags given on the command line win`,
   );
   command.hook('preAction', (self) => {
     const file = self.getOptionValue('configFile') as string | undefined;

@@ -51,10 +51,43 @@ export function scalar<T>(parse: (value: unknown) => T): Spec<T> {
 
 type AnySpec = Spec<unknown>;
 
-/** The closest known key to a misspelt one (case/dash/underscore-insensitive), if any. */
-function suggestion(key: string, known: readonly string[]): string | undefined {
-  const squash = (s: string): string => s.toLowerCase().replace(/[-_]/g, '');
-  return known.find((k) => squash(k) === squash(key));
+/**
+ * Edit distance with transpositions (optimal string alignment): the typos a user makes (a letter
+ * missing, extra, wrong or two swapped) cost 1 each. Hand-written, as commander's own
+ * `suggestSimilar` (which it uses for flags) is not exported and a dependency for 15 lines is not
+ * worth it.
+ */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1);
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** Most edits a suggestion may be away from the key (commander's flag suggestions allow 2 too). */
+const MAX_EDITS = 2;
+
+/**
+ * The known keys closest to a misspelt one (all tied at the fewest edits, at most
+ * {@link MAX_EDITS}, and fewer edits than half the key so a short key is not "close" to
+ * everything); case and `_` for `-` are no edits.
+ */
+export function closestKeys(key: string, known: readonly string[]): readonly string[] {
+  const plain = (s: string): string => s.toLowerCase().replaceAll('_', '-');
+  const typed = plain(key);
+  const scored = known
+    .map((k) => ({ k, edits: editDistance(typed, plain(k)) }))
+    .filter(({ k, edits }) => edits <= MAX_EDITS && edits < Math.max(typed.length, k.length) / 2);
+  const fewest = Math.min(...scored.map(({ edits }) => edits));
+  return scored.filter(({ edits }) => edits === fewest).map(({ k }) => k);
 }
 
 /** A mapping with known fields, each optional; unknown fields are problems (typos must not be ignored). */
@@ -71,8 +104,9 @@ export function object(fields: Readonly<Record<string, AnySpec>>): Spec<Record<s
       for (const [key, raw] of Object.entries(value)) {
         const spec = fields[key];
         if (!spec) {
-          const close = suggestion(key, known);
-          const hint = close ? `did you mean ${close}?` : `known fields: ${known.join(', ')}`;
+          // The fields are a command's ~50 options: a list of them all would bury the typo.
+          const close = closestKeys(key, known);
+          const hint = close.length > 0 ? `did you mean ${close.join(' or ')}?` : 'see --help for the fields';
           problems.push({ path: [...path, key], message: `unknown field; ${hint}` });
           continue;
         }

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { configSchemaOf, withConfigFile } from '../../cli/config/command-config.js';
 import { ConfigError, loadConfig, parseConfig } from '../../cli/config/load-config.js';
+import { closestKeys } from '../../cli/config/schema.js';
 import { nonNegativeInt, oneOf, positiveInt } from '../../cli/options.js';
 
 /** The config-file schema of a command like `spa generate` (its options' own parsers). */
@@ -44,9 +45,10 @@ describe('parseConfig', () => {
   });
 
   it('refuses unknown fields (with a suggestion), lists and mappings as values, and non-mappings', () => {
-    expect(problems('env: sokoban\nGroups: 2\nbatchez: 1\n')).toEqual([
+    expect(problems('env: sokoban\nGroups: 2\nbatchez: 1\nseed_bsae: 3\n')).toEqual([
       'Groups: unknown field; did you mean groups? (line 2)',
-      'batchez: unknown field; known fields: env, groups, seed-base, mask-transitions (line 3)',
+      'batchez: unknown field; see --help for the fields (line 3)',
+      'seed_bsae: unknown field; did you mean seed-base? (line 4)',
     ]);
     expect(problems('env: sokoban\ngroups: [1, 2]\n')).toEqual([
       'groups: must be a single value (text, a number or true/false), got a list (line 2)',
@@ -86,7 +88,32 @@ function fileWith(yamlText: string): string {
   return path;
 }
 
+describe('closestKeys', () => {
+  const known = ['sft-epochs', 'sft-lr', 'ppo-epochs', 'ppo-group-size', 'sft-group-size', 'env'];
+
+  it('suggests the keys at the fewest edits (a letter missing, extra, wrong or two swapped)', () => {
+    expect(closestKeys('sft-epoch', known)).toEqual(['sft-epochs']);
+    expect(closestKeys('sft-eopchs', known)).toEqual(['sft-epochs']); // a swap is one edit
+    expect(closestKeys('SFT_LR', known)).toEqual(['sft-lr']); // case and _ are no edits
+    expect(closestKeys('groupz', ['groups', 'group', 'group-size'])).toEqual(['groups', 'group']);
+  });
+
+  it('suggests nothing more than 2 edits away, nor for a short key most of which is wrong', () => {
+    expect(closestKeys('epochs', known)).toEqual([]);
+    expect(closestKeys('ab', ['env', 'ab-c'])).toEqual([]);
+    expect(closestKeys('en', known)).toEqual(['env']);
+  });
+});
+
 describe('--config-file', () => {
+  it("help's example is a key of the command: its group size, or its first option", () => {
+    const help = (command: Command): string | undefined =>
+      command.options.find((o) => o.long === '--config-file')?.description;
+    expect(help(demoCommand(() => undefined))).toContain('e.g. env: <value>');
+    const withGroups = new Command('g').option('--groups <n>').option('--group-size <n>');
+    expect(help(withConfigFile(withGroups))).toContain('e.g. group-size: 8');
+  });
+
   it('fills options from the file; the command line wins; a required option may come from the file', async () => {
     let options: Record<string, unknown> = {};
     const file = fileWith('env: sudoku\ngroups: 3\nmask-transitions: true\n');
