@@ -3,10 +3,10 @@
  * count every attempt; `spa run --help` states the real default model; the summary's labels do
  * not collide (the random floor is no policy version).
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync as makeTemp, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { summaryLines } from '../../cli/commands/run.js';
 import { loopConfig } from '../../cli/run/configs.js';
 import type { LoopEvaluation, LoopSummary } from '../../cli/run/spa-loop.js';
@@ -54,6 +54,16 @@ const summaryOf = (runDir: string): LoopSummary => ({
 
 afterEach(() => {
   vi.useRealTimers();
+});
+
+/** Temporary folders of this file, removed at the end. */
+const temps: string[] = [];
+const mkdtempSync = (prefix: string) => {
+  temps.push(makeTemp(prefix));
+  return temps.at(-1)!;
+};
+afterAll(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('a finished run id', () => {

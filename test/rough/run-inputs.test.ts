@@ -2,11 +2,11 @@
  * Issue 36 item 7: `spa run` checks its inputs before anything starts (no broker, no run folder),
  * prints a bad one's error once, and a start that fails leaves no run folder behind.
  */
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync as makeTemp, rmSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { checkModel } from '../../cli/run/model-folder.js';
 import { runSpa } from '../cli/spa-process.js';
 
@@ -18,6 +18,16 @@ async function closedPort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+/** Temporary folders of this file, removed at the end. */
+const temps: string[] = [];
+const mkdtempSync = (prefix: string) => {
+  temps.push(makeTemp(prefix));
+  return temps.at(-1)!;
+};
+afterAll(() => {
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('spa run --model', () => {
   it('a missing folder: exit 2 at once, one error line naming the flag, no broker, no run folder', async () => {
