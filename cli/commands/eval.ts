@@ -44,6 +44,11 @@ interface EvalOptions {
 /** Seconds `--policy latest` may wait for its first policy before saying what it waits for. */
 const WAITING_NOTICE_S = 5;
 
+/** `random` and `oracle` have no versions (theirs is 0, like self-play v0); a trained policy shows its own. */
+export function policyLabel(policy: string, version: number): string {
+  return (BUILTIN_POLICIES as readonly string[]).includes(policy) ? policy : `${policy} v${version}`;
+}
+
 /** `spa eval`: Pass@1 / Pass@k of a policy on the paper's validation puzzles (docs/spa-eval.md). */
 export function registerEvalCommand(program: Command): void {
   const command = program
@@ -154,7 +159,7 @@ export function registerEvalCommand(program: Command): void {
         const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100 * se).toFixed(1)}`;
         const passes = report.passes > 1 ? ` × ${report.passes} passes` : '';
         console.log(
-          `${env}  policy ${report.policy} v${report.policyVersion}  Pass@1 ${pct(report.pass1, report.pass1StdErr)}  ` +
+          `${env}  policy ${policyLabel(report.policy, report.policyVersion)}  Pass@1 ${pct(report.pass1, report.pass1StdErr)}  ` +
             `Pass@${report.k} ${pct(report.passK, report.passKStdErr)}  (${report.groups} puzzles × ${report.k}${passes}; ± standard error)`,
         );
         console.log(
