@@ -212,7 +212,7 @@ function drawStats(stats) {
       el('td', '', e.env),
       el('td', '', e.episodes),
       el('td', '', pct(e.successRate)),
-      el('td', '', `${e.fullGroups} of ${e.k}`),
+      el('td', '', e.fullGroups),
       el('td', '', pct(e.pass1)),
       el('td', '', `${pct(e.passK)} (k=${e.k})`),
     ),
