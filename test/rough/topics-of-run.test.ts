@@ -2,7 +2,7 @@
  * Issue 36 item 2: `spa tap`, `spa topics` and `spa replay` find a run's topics (`spa.<run>.*`, as
  * `spa run` names them) and the newest run through cli/run-topics.ts.
  */
-import { mkdirSync, mkdtempSync, utimesSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -79,6 +79,7 @@ describe('run topics', () => {
     }
     expect(newestRun(ids, runsDir)).toBe('run-20261127050000');
     expect(newestRun([], runsDir)).toBeUndefined();
+    rmSync(runsDir, { recursive: true });
   });
 
   it('picks a run by id or `last`; an unknown one is a usage error naming the runs there are', () => {

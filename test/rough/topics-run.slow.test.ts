@@ -5,7 +5,7 @@
  * topics stops and asks for `--append`, while resuming the same --run-id still works. Spawns the
  * CLI as a user runs it; one broker for the file.
  */
-import { mkdirSync, mkdtempSync, utimesSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,6 +65,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
+  if (runsDir) rmSync(runsDir, { recursive: true });
   await kafka?.transport.close();
   await stopTestBroker('rough-topics', ports);
 });
