@@ -158,17 +158,16 @@ function summarize(changes: readonly TopicChange[]): string {
 export async function applyTopics(
   admin: KafkaAdmin,
   definitions: readonly TopicDefinition[],
+  expectedBrokers = 1,
 ): Promise<TopicReport> {
-  // The brokers alive now: a topic created while one is down gets fewer copies (warned on the next apply).
-  const brokers = await admin.brokers();
-  const changes = planTopicChanges(
-    definitions,
-    await describeExisting(
-      admin,
-      definitions.map((d) => d.name),
-    ),
-    brokers.length,
+  const existing = await describeExisting(
+    admin,
+    definitions.map((d) => d.name),
   );
+  const missing = definitions.some((d) => !existing.has(d.name));
+  // The brokers alive now: a topic created while one is down gets fewer copies (warned on the next apply).
+  const brokers = missing ? await liveBrokers(admin, expectedBrokers) : (await admin.brokers()).length;
+  const changes = planTopicChanges(definitions, existing, brokers);
   const creates = changes.flatMap((c) => (c.kind === 'create' ? [c.topic] : []));
   if (creates.length > 0) {
     await admin.createTopics(
@@ -191,7 +190,28 @@ export async function applyTopics(
   return { changes, summary: summarize(changes) };
 }
 
-/** Connects to `brokers` (plus optional SASL/retry settings), applies, disconnects. */
+/** How long a create waits for the brokers it was given to all be live (see {@link liveBrokers}). */
+const BROKERS_SETTLE_MS = 10_000;
+
+/**
+ * The number of live brokers, waiting up to {@link BROKERS_SETTLE_MS} for `expected` of them: just
+ * after a cluster starts (or under load) one broker can be missing from the metadata for a
+ * moment, and a topic created then would get fewer replicas for good.
+ */
+async function liveBrokers(admin: KafkaAdmin, expected: number): Promise<number> {
+  const deadline = Date.now() + BROKERS_SETTLE_MS;
+  for (;;) {
+    const live = (await admin.brokers()).length;
+    if (live >= expected || Date.now() >= deadline) return live;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/**
+ * Connects to `brokers` (plus optional SASL/retry settings), applies, disconnects. Each bootstrap
+ * address is taken for a broker of the cluster: topics are created once that many are live, or
+ * after {@link BROKERS_SETTLE_MS} with those that are.
+ */
 export async function applyTopicsTo(
   brokers: readonly string[],
   definitions: readonly TopicDefinition[],
@@ -201,7 +221,7 @@ export async function applyTopicsTo(
     kafkaConnectionConfig({ clientId: 'spa-topics', ...connection, brokers }),
   );
   try {
-    return await applyTopics(admin, definitions);
+    return await applyTopics(admin, definitions, new Set(brokers).size);
   } finally {
     await admin.close();
   }
