@@ -92,5 +92,7 @@ describe('spa run on a dead broker', () => {
       /no Kafka broker answers at 127\.0\.0\.1:\d+ after 8 s.*`npx spa doctor` checks/,
     );
     expect(readdirSync(runsDir)).toEqual([]);
-  }, 60_000);
+    // 12 s alone; 58 s and once over 60 s inside a fresh clone's full `npm test` (cause not found
+    // yet: the same command run by hand there takes 13 s), so the limit leaves room.
+  }, 240_000);
 });
