@@ -32,11 +32,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Rng } from '../envs/rng.js';
-import { loadPolicyArtifact } from '../streams/policies/onnx/artifact.js';
+import { loadPolicyArtifact } from '../policies/onnx/artifact.js';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
-import { OnnxCausalLm } from '../streams/policies/onnx/causal-lm.js';
-import { generateBatch } from '../streams/policies/onnx/generate.js';
-import { PolicyTokenizer } from '../streams/policies/onnx/tokenizer.js';
+import { OnnxCausalLm } from '../policies/onnx/causal-lm.js';
+import { generateBatch } from '../policies/onnx/generate.js';
+import { PolicyTokenizer } from '../policies/onnx/tokenizer.js';
 import { callReference, referenceFixture, referenceServer, spaPrompts } from './python/generate-reference.js';
 import { loadAverage, median } from './stats.js';
 

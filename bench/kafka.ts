@@ -43,7 +43,7 @@ import { kafkaClientFromEnv, kafkaTransport, type KafkaClientName } from '../str
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
-import { builtinPolicy } from '../streams/policies/builtin.js';
+import { builtinPolicy } from '../policies/builtin.js';
 import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
 import { loadAverage, spread } from './stats.js';
 

@@ -24,7 +24,7 @@ import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../streams/demand-gate.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
-import { builtinPolicy } from '../streams/policies/builtin.js';
+import { builtinPolicy } from '../policies/builtin.js';
 import type { KafkaConnection } from '../streams/kafka/consume-spa.js';
 import { deleteTopics, withBenchKafka } from './kafka.js';
 import { loadAverage, median } from './stats.js';

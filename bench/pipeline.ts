@@ -16,7 +16,7 @@ import type { Outbound } from '../schemas/outbound.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { toJsonLine } from '../streams/files/jsonl-sink.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
-import { builtinPolicy } from '../streams/policies/builtin.js';
+import { builtinPolicy } from '../policies/builtin.js';
 
 /** How each outbound record is serialised. */
 export type Encoding = 'json' | 'avro';

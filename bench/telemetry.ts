@@ -47,9 +47,9 @@ import type { Outbound } from '../schemas/outbound.js';
 import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { episodes } from '../streams/episodes/episodes.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
-import { builtinPolicy } from '../streams/policies/builtin.js';
-import { onnxPolicy, type OnnxPolicy } from '../streams/policies/onnx/index.js';
-import type { Policy } from '../streams/policies/policy.js';
+import { builtinPolicy } from '../policies/builtin.js';
+import { onnxPolicy, type OnnxPolicy } from '../policies/onnx/index.js';
+import type { Policy } from '../policies/policy.js';
 import { toRejected } from '../streams/sft-outputs.js';
 import { episodeTraces } from '../streams/telemetry/episode-spans.js';
 import {

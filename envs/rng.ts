@@ -62,7 +62,7 @@ function scrambleSeed(seed: number): number {
 
 /**
  * The Rng of stream `stream` under `seed`: a policy with seed `seed` draws for one request from
- * its request's stream (streams/policies/policy.ts, `PolicyRequest.stream`), so what it draws for
+ * its request's stream (policies/policy.ts, `PolicyRequest.stream`), so what it draws for
  * one trajectory does not depend on what else it is asked in the same call.
  */
 export function streamRng(seed: number, stream: number): Rng {

@@ -1,4 +1,4 @@
-import type { PromptMode } from '../../envs/protocol/index.js';
+import type { PromptMode } from '../envs/protocol/index.js';
 import { oraclePolicy } from './oracle-policy.js';
 import type { Policy } from './policy.js';
 import { randomPolicy } from './random-policy.js';

@@ -1,9 +1,9 @@
-import { FrozenLakeEnv } from '../../envs/frozenlake/frozenlake-env.js';
-import { SokobanEnv } from '../../envs/sokoban/sokoban-env.js';
-import { solveSokoban } from '../../envs/sokoban/solver.js';
-import { solveUnique } from '../../envs/sudoku/solver.js';
-import { SudokuEnv } from '../../envs/sudoku/sudoku-env.js';
-import type { Environment } from '../../envs/types.js';
+import { FrozenLakeEnv } from '../envs/frozenlake/frozenlake-env.js';
+import { SokobanEnv } from '../envs/sokoban/sokoban-env.js';
+import { solveSokoban } from '../envs/sokoban/solver.js';
+import { solveUnique } from '../envs/sudoku/solver.js';
+import { SudokuEnv } from '../envs/sudoku/sudoku-env.js';
+import type { Environment } from '../envs/types.js';
 
 /**
  * A shortest plan (action strings) from the env's current state, or null when none is found.

@@ -1,5 +1,5 @@
-import type { ChatMessage } from '../../envs/protocol/conversation.js';
-import type { Environment, EnvName } from '../../envs/types.js';
+import type { ChatMessage } from '../envs/protocol/conversation.js';
+import type { Environment, EnvName } from '../envs/types.js';
 
 /** One slot's request to a policy for its next assistant turn. */
 export interface PolicyRequest {

@@ -1,5 +1,5 @@
-import type { PromptMode } from '../../envs/protocol/index.js';
-import { Rng, streamRng } from '../../envs/rng.js';
+import type { PromptMode } from '../envs/protocol/index.js';
+import { Rng, streamRng } from '../envs/rng.js';
 import type { Policy, PolicyRequest } from './policy.js';
 
 /** SPA's fixed thought for the random generator (`RandomActionWrapperWg`, docs/spa-data.md#ablations). */

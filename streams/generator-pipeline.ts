@@ -6,7 +6,7 @@ import type { DemandGate } from './demand-gate.js';
 import type { EpisodeConfig } from './episodes/episode-config.js';
 import { episodes, type EnvFactory } from './episodes/episodes.js';
 import { meteredPolicySource } from './policies/metered-policy.js';
-import type { PolicySource } from './policies/policy.js';
+import type { PolicySource } from '../policies/policy.js';
 import { toSftOutputs, type SftDataOptions } from './sft-outputs.js';
 import { meterOutbound } from './telemetry/meter-outbound.js';
 import { traceEpisodes } from './telemetry/trace-episodes.js';

@@ -9,7 +9,7 @@ import { committedTrajectoryIds } from './kafka/committed-trajectories.js';
 import { tracedSink } from './kafka/kafka-spans.js';
 import { publishOutbound } from './kafka/publish-outbound.js';
 import type { SpaKafka } from './kafka/spa-kafka.js';
-import type { PolicySource } from './policies/policy.js';
+import type { PolicySource } from '../policies/policy.js';
 import { outboundTraceparent } from './telemetry/episode-key.js';
 
 /** One generator run: what plays, and what the pipeline makes of it. */

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { ENV_NAMES, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
 import { evaluatePolicy } from '../../streams/eval/evaluate.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { BUILTIN_POLICIES } from '../../streams/policies/builtin.js';
+import { BUILTIN_POLICIES } from '../../policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy } from '../../streams/policies/resolve.js';
 import {
   addGenerationOptions,

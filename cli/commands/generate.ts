@@ -8,7 +8,7 @@ import { shardTransactionalId, UNSHARDED, type Shard } from '../../streams/episo
 import { jsonlPathsBeside } from '../../streams/files/jsonl-sink.js';
 import { generateToJsonl, generateToKafka, type GeneratorRun } from '../../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { POLICY_SPEC_HELP, resolvePolicy, type ResolvedPolicy } from '../../streams/policies/resolve.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import { withConfigFile } from '../config/command-config.js';

@@ -6,7 +6,7 @@ import { generateToKafka } from '../../streams/generator-sinks.js';
 import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { OutboundTopic } from '../../schemas/outbound.js';
-import type { PolicySource } from '../../streams/policies/policy.js';
+import type { PolicySource } from '../../policies/policy.js';
 import { trajectoryProgress } from '../progress.js';
 import { generateFlags, generateInShards } from './generator-shards.js';
 

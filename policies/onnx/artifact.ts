@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chatTemplateOf, type ChatTemplate } from '../../../envs/protocol/chat-template.js';
+import { chatTemplateOf, type ChatTemplate } from '../../envs/protocol/chat-template.js';
 
 /** The fields of `manifest.json` the ONNX policy relies on. */
 export interface PolicyManifest {

@@ -5,7 +5,7 @@
  * dropped from the batch: its cache rows are sliced out, and so are leading columns that every
  * remaining row has as padding — so a long finished prompt stops costing attention.
  */
-import type { Rng } from '../../../envs/rng.js';
+import type { Rng } from '../../envs/rng.js';
 import type { ForwardOutput, OnnxCausalLm } from './causal-lm.js';
 import type { KvCache } from './kv-cache.js';
 import { sampleToken, type SamplingSettings } from './sampler.js';

@@ -1,5 +1,5 @@
 /**
- * The LLM policy on onnxruntime-node (streams/policies/onnx/README.md). `onnxPolicy({folder})`
+ * The LLM policy on onnxruntime-node (policies/onnx/README.md). `onnxPolicy({folder})`
  * turns an exported policy artifact into a `Policy`.
  */
 export { onnxPolicy, type OnnxPolicy } from './onnx-policy.js';

@@ -6,7 +6,7 @@
  * `</answer>` with `stopAtAnswer`).
  */
 import { basename, resolve } from 'node:path';
-import { Rng, streamRng } from '../../../envs/rng.js';
+import { Rng, streamRng } from '../../envs/rng.js';
 import type { Policy, PolicyRequest } from '../policy.js';
 import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
 import { OnnxCausalLm, type CacheLayout, type ExecutionProvider } from './causal-lm.js';

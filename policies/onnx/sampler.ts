@@ -4,7 +4,7 @@
  * top_p 1, top_k −1). Hand-written because it is a dozen lines over a Float32Array and must
  * draw from our seeded `Rng` so runs are reproducible.
  */
-import type { Rng } from '../../../envs/rng.js';
+import type { Rng } from '../../envs/rng.js';
 
 /** Sampling settings (vLLM's `temperature`, `top_p`). */
 export interface SamplingSettings {

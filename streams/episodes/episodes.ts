@@ -11,7 +11,7 @@ import { streamOf } from '../../envs/rng.js';
 import type { Environment } from '../../envs/types.js';
 import type { StepRecord } from '../../schemas/step-record.js';
 import type { DemandGate } from '../demand-gate.js';
-import type { Policy, PolicySource } from '../policies/policy.js';
+import type { Policy, PolicySource } from '../../policies/policy.js';
 import { seedOf, type EpisodeConfig } from './episode-config.js';
 import { shardOfGroup } from './shard.js';
 import { timeSlices } from './time-slices.js';

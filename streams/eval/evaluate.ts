@@ -6,7 +6,7 @@ import type { Trajectory } from '../../schemas/index.js';
 import { episodeConfig } from '../episodes/episode-config.js';
 import { episodes } from '../episodes/episodes.js';
 import { meteredPolicySource } from '../policies/metered-policy.js';
-import type { PolicySource } from '../policies/policy.js';
+import type { PolicySource } from '../../policies/policy.js';
 import { passReport, type PassReport } from './pass-at-k.js';
 
 export interface EvaluationOptions {

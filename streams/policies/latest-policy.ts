@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { PolicyUpdate } from '../../schemas/index.js';
 import { decodeKafkaRecord } from '../kafka/spa-records.js';
 import type { KafkaTransport, RecordSource } from '../kafka/transport.js';
-import { checkSchedule, oldestAdmissibleVersion } from './admission.js';
-import type { Policy } from './policy.js';
+import { checkSchedule, oldestAdmissibleVersion } from '../../policies/admission.js';
+import type { Policy } from '../../policies/policy.js';
 
 export interface LatestPolicyOptions {
   readonly transport: KafkaTransport;

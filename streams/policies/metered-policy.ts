@@ -1,5 +1,5 @@
 import { spaMetrics } from '../telemetry/metrics.js';
-import type { Policy, PolicySource } from './policy.js';
+import type { Policy, PolicySource } from '../../policies/policy.js';
 
 /**
  * `policy` with every `act` timed into spa_wait_for_policy_seconds, and the tokens it decoded

@@ -1,9 +1,9 @@
 import type { PromptMode } from '../../envs/protocol/index.js';
 import type { SpaKafka } from '../kafka/spa-kafka.js';
-import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from './builtin.js';
+import { BUILTIN_POLICIES, builtinPolicy, type BuiltinPolicyName } from '../../policies/builtin.js';
 import { LatestPolicy } from './latest-policy.js';
-import { onnxPolicy } from './onnx/index.js';
-import type { PolicySource } from './policy.js';
+import { onnxPolicy } from '../../policies/onnx/index.js';
+import type { PolicySource } from '../../policies/policy.js';
 
 /** A resolved `--policy` value: the source for the episode loop and how to release it. */
 export interface ResolvedPolicy {

@@ -27,7 +27,7 @@ import {
 import { envFactory } from '../../envs/registry.js';
 import { episodeConfig, lastSeed } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa, spawnSpa, type SpaResult } from '../cli/spa-process.js';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'spa-flags-'));

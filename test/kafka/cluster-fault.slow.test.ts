@@ -20,8 +20,8 @@ import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import { generateToKafka, type GeneratorRun } from '../../streams/generator-sinks.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
-import type { Policy } from '../../streams/policies/policy.js';
-import { randomPolicy } from '../../streams/policies/random-policy.js';
+import type { Policy } from '../../policies/policy.js';
+import { randomPolicy } from '../../policies/random-policy.js';
 import { kafkaClients, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 

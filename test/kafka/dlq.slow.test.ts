@@ -16,7 +16,7 @@ import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 

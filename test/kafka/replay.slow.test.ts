@@ -16,7 +16,7 @@ import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa } from '../cli/spa-process.js';
 import { clientEnv, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';

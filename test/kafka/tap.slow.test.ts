@@ -18,7 +18,7 @@ import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { tapTopic, type TapOptions } from '../../streams/kafka/tap.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa, type SpaResult } from '../cli/spa-process.js';
 import { clientEnv, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 

@@ -22,7 +22,7 @@ import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport, RecordSink } from '../../streams/kafka/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
-import { onnxPolicy } from '../../streams/policies/onnx/index.js';
+import { onnxPolicy } from '../../policies/onnx/index.js';
 import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 
 const ports = { port: 19480, controllerPort: 19481 };

@@ -6,11 +6,11 @@ import { fileURLToPath } from 'node:url';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { lastPositionLogits } from '../../streams/policies/onnx/last-logits-graph.js';
-import { EditableModel } from '../../streams/policies/onnx/onnx-graph.js';
+import { lastPositionLogits } from '../../policies/onnx/last-logits-graph.js';
+import { EditableModel } from '../../policies/onnx/onnx-graph.js';
 
 const ModelProto = protobuf
-  .loadSync(fileURLToPath(new URL('../../streams/policies/onnx/onnx.proto', import.meta.url)))
+  .loadSync(fileURLToPath(new URL('../../policies/onnx/onnx.proto', import.meta.url)))
   .lookupType('onnx.ModelProto');
 
 const FLOAT = 1;

@@ -14,10 +14,10 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spaPrompts } from '../../bench/python/generate-reference.js';
 import { venvHasModule } from '../../bench/python/venv.js';
-import { OnnxCausalLm } from '../../streams/policies/onnx/causal-lm.js';
-import type { Generation } from '../../streams/policies/onnx/generate.js';
-import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
-import type { OnnxPolicyOptions } from '../../streams/policies/onnx/onnx-policy.js';
+import { OnnxCausalLm } from '../../policies/onnx/causal-lm.js';
+import type { Generation } from '../../policies/onnx/generate.js';
+import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../policies/onnx/index.js';
+import type { OnnxPolicyOptions } from '../../policies/onnx/onnx-policy.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const WINDOW = 48;

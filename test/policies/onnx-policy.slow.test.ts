@@ -15,9 +15,9 @@ import {
 } from '../../bench/python/generate-reference.js';
 import { Rng } from '../../envs/rng.js';
 import { spaEnv } from '../../envs/registry.js';
-import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../streams/policies/onnx/index.js';
-import { OnnxCausalLm } from '../../streams/policies/onnx/causal-lm.js';
-import type { PolicyRequest } from '../../streams/policies/policy.js';
+import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../policies/onnx/index.js';
+import { OnnxCausalLm } from '../../policies/onnx/causal-lm.js';
+import type { PolicyRequest } from '../../policies/policy.js';
 
 let fixture: ReferenceFixture;
 let greedy: OnnxPolicy;

@@ -9,16 +9,16 @@ import { join } from 'node:path';
 import { Tensor } from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../envs/rng.js';
-import { loadPolicyArtifact, parseManifest } from '../../streams/policies/onnx/artifact.js';
-import { KvCache } from '../../streams/policies/onnx/kv-cache.js';
+import { loadPolicyArtifact, parseManifest } from '../../policies/onnx/artifact.js';
+import { KvCache } from '../../policies/onnx/kv-cache.js';
 import {
   argmax,
   checkSampling,
   nucleus,
   sampleToken,
   softmaxWeights,
-} from '../../streams/policies/onnx/sampler.js';
-import { ANSWER_END, StopDetector } from '../../streams/policies/onnx/stop-detector.js';
+} from '../../policies/onnx/sampler.js';
+import { ANSWER_END, StopDetector } from '../../policies/onnx/stop-detector.js';
 
 /** Empirical frequencies of `draws` samples from one logits row. */
 function frequencies(logits: number[], temperature: number, topP: number, draws: number): number[] {

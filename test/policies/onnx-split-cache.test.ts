@@ -6,12 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { KvCache } from '../../streams/policies/onnx/kv-cache.js';
-import { EditableModel } from '../../streams/policies/onnx/onnx-graph.js';
-import { recentName, splitCache } from '../../streams/policies/onnx/split-cache-graph.js';
+import { KvCache } from '../../policies/onnx/kv-cache.js';
+import { EditableModel } from '../../policies/onnx/onnx-graph.js';
+import { recentName, splitCache } from '../../policies/onnx/split-cache-graph.js';
 
 const ModelProto = protobuf
-  .loadSync(fileURLToPath(new URL('../../streams/policies/onnx/onnx.proto', import.meta.url)))
+  .loadSync(fileURLToPath(new URL('../../policies/onnx/onnx.proto', import.meta.url)))
   .lookupType('onnx.ModelProto');
 
 const FLOAT = 1;

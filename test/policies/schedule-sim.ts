@@ -11,7 +11,7 @@ import { fingerprintHex, spaSchemas, type PolicyUpdate } from '../../schemas/ind
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
 import type { BatchHandler, KafkaTransport, RecordSource } from '../../streams/kafka/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
-import type { Policy } from '../../streams/policies/policy.js';
+import type { Policy } from '../../policies/policy.js';
 
 /** Whether PPO step `step` (1-based) of `steps` exports: every `exportEvery` steps and the last. */
 export function ppoExportDue(step: number, steps: number, exportEvery: number): boolean {

@@ -13,7 +13,7 @@ import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa } from '../cli/spa-process.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';

@@ -4,7 +4,7 @@ import { envFactory } from '../../envs/registry.js';
 import { DemandGate } from '../../streams/demand-gate.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { randomPolicy } from '../../streams/policies/random-policy.js';
+import { randomPolicy } from '../../policies/random-policy.js';
 
 describe('DemandGate', () => {
   it('ready() waits while more than `limit` records are in flight', async () => {

@@ -6,7 +6,7 @@ import type { Rollout, SftRow, Trajectory } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { builtinPolicy, type BuiltinPolicyName } from '../../streams/policies/builtin.js';
+import { builtinPolicy, type BuiltinPolicyName } from '../../policies/builtin.js';
 
 async function generate(
   env: EnvName,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy } from '../../streams/eval/evaluate.js';
 import { pairedDifference, passAtK, passReport } from '../../streams/eval/pass-at-k.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 
 describe('passAtK (unbiased estimator)', () => {
   it('matches 1 − C(n−c,k)/C(n,k) on small cases', () => {

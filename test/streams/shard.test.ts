@@ -13,9 +13,9 @@ import {
   type Shard,
 } from '../../streams/episodes/shard.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
-import { oraclePolicy } from '../../streams/policies/oracle-policy.js';
-import type { Policy } from '../../streams/policies/policy.js';
+import { builtinPolicy } from '../../policies/builtin.js';
+import { oraclePolicy } from '../../policies/oracle-policy.js';
+import type { Policy } from '../../policies/policy.js';
 
 const shardsOf = (count: number): Shard[] => Array.from({ length: count }, (_, index) => ({ index, count }));
 

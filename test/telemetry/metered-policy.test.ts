@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { meteredPolicy, meteredPolicySource } from '../../streams/policies/metered-policy.js';
-import type { Policy } from '../../streams/policies/policy.js';
+import type { Policy } from '../../policies/policy.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 
 let running: InMemoryTelemetry | undefined;

@@ -8,7 +8,7 @@ import type { Outbound } from '../../schemas/outbound.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { episodeKeyOf, outboundTraceparent } from '../../streams/telemetry/episode-key.js';
 import {
   EpisodeTraceRegistry,

@@ -19,7 +19,7 @@ import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.
 import { tracedBatchHandler, tracedSink } from '../../streams/kafka/kafka-spans.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { ConsumedRecord, KafkaTransport } from '../../streams/kafka/transport.js';
-import { builtinPolicy } from '../../streams/policies/builtin.js';
+import { builtinPolicy } from '../../policies/builtin.js';
 import { outboundTraceparent } from '../../streams/telemetry/episode-key.js';
 import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';

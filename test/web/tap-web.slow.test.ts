@@ -19,9 +19,9 @@ import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
-import { oraclePolicy } from '../../streams/policies/oracle-policy.js';
-import type { Policy } from '../../streams/policies/policy.js';
-import { randomPolicy } from '../../streams/policies/random-policy.js';
+import { oraclePolicy } from '../../policies/oracle-policy.js';
+import type { Policy } from '../../policies/policy.js';
+import { randomPolicy } from '../../policies/random-policy.js';
 import {
   clientEnv,
   kafkaClients,
