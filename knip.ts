@@ -15,7 +15,7 @@ const config: KnipConfig = {
     'scripts/*.{ts,mjs}', // setup, learning-check, ppo-check
     'test/**/*.test.ts',
     'test/fixtures/avro/write-golden.ts', // run by hand when a schema version is added (schemas/README.md)
-    'web/app.js', // served by streams/web/tap-server.ts, loaded by the browser
+    'web/app.js', // served by web/server/tap-server.ts, loaded by the browser
   ],
   project: ['**/*.{ts,mjs,cjs,js}'],
   // Programs the code runs that are not npm packages: Maven builds the broker's jars when it is

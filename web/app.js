@@ -1,7 +1,7 @@
 /* global document, window, EventSource */
 // The `spa tap --web` page: listens to /events (Server-Sent Events) and draws each record as a
 // card, newest first. The server already split boards into cells and marked the cells where the
-// model's belief differs from the true state (streams/web/web-record.ts); this file only draws.
+// model's belief differs from the true state (web/server/web-record.ts); this file only draws.
 // Plain DOM, no framework and no build step: the page is small. Its session is a cookie the
 // server set when the page was first opened, sent with every request (the token is not in the
 // address). A record that cannot be drawn becomes a card saying why; the feed goes on.
@@ -164,7 +164,7 @@ function card(record) {
   try {
     parts = body(record);
   } catch (error) {
-    // The server's cards are drawable (streams/web/web-record.ts); this keeps one that is not
+    // The server's cards are drawable (web/server/web-record.ts); this keeps one that is not
     // from ending the feed, and says so.
     parts = [el('div', 'bad', `cannot draw this ${record.kind} card: ${error}`)];
   }

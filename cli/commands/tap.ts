@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { parseTapFilter, tapTopic, type TapFilter } from '../../streams/kafka/tap.js';
-import { runWebTap } from '../../streams/web/run-web-tap.js';
+import { runWebTap } from '../../web/server/run-web-tap.js';
 import { MAX_RECORDS, port, positiveInt } from '../options.js';
 import {
   brokerTopics,

@@ -11,7 +11,7 @@ import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/k
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaClientName } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
-import { startWebTap } from '../../streams/web/web-tap.js';
+import { startWebTap } from '../../web/server/web-tap.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';
 import { spawnSpa, type SpaProcess } from '../cli/spa-process.js';

@@ -12,8 +12,8 @@ import { spaSchemas, type SpaRecordName } from '../../schemas/index.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
 import type { ConsumedRecord } from '../../streams/kafka/transport.js';
-import { TapStats } from '../../streams/web/tap-stats.js';
-import { MAX_CARD_BYTES, toWebRecord, type WebRecord } from '../../streams/web/web-record.js';
+import { TapStats } from '../../web/server/tap-stats.js';
+import { MAX_CARD_BYTES, toWebRecord, type WebRecord } from '../../web/server/web-record.js';
 import { EVIL_PAYLOAD, evilRejected } from './web-tap-records.js';
 
 const RECORDS: readonly SpaRecordName[] = ['Trajectory', 'SftRow', 'Rollout', 'Rejected', 'PolicyUpdate'];

@@ -11,7 +11,7 @@ import {
   MAX_EVENT_STREAMS,
   startTapServer,
   type TapServer,
-} from '../../streams/web/tap-server.js';
+} from '../../web/server/tap-server.js';
 import { rawGet, readEvents, signIn } from '../web/tap-http.js';
 
 let server: TapServer | undefined;

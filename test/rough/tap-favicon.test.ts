@@ -4,7 +4,7 @@
  * The icon (and only it) is served without the token, and it hands out no cookie.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTapServer, type TapServer } from '../../streams/web/tap-server.js';
+import { startTapServer, type TapServer } from '../../web/server/tap-server.js';
 import { signIn } from '../web/tap-http.js';
 
 let server: TapServer | undefined;

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { passReport } from '../../streams/eval/pass-at-k.js';
-import { TapStats } from '../../streams/web/tap-stats.js';
+import { TapStats } from '../../web/server/tap-stats.js';
 
 describe('web tap: Pass@1 and Pass@k of the same episodes', () => {
   it('a run topic mixing group sizes: Pass@1 is not above Pass@k', () => {

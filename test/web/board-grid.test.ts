@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ENV_NAMES, spaEnv } from '../../envs/registry.js';
-import { boardGrid, differingCells, firstSpan } from '../../streams/web/board-grid.js';
+import { boardGrid, differingCells, firstSpan } from '../../web/server/board-grid.js';
 
 // docs/spa-testvectors.md#sokoban-episode: the model's wrong prediction and the true state after Left, Up.
 const predicted = '######\n#O####\n#X_###\n#_P###\n#___##\n######';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startTapServer, type TapServer } from '../../streams/web/tap-server.js';
+import { startTapServer, type TapServer } from '../../web/server/tap-server.js';
 import { readEvents, signIn } from './tap-http.js';
 
 let server: TapServer | undefined;

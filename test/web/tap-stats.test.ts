@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { passReport } from '../../streams/eval/pass-at-k.js';
-import { MAX_ENVS, OTHER_ENVS, SERIES_SECONDS, TapStats } from '../../streams/web/tap-stats.js';
+import { MAX_ENVS, OTHER_ENVS, SERIES_SECONDS, TapStats } from '../../web/server/tap-stats.js';
 
 describe('TapStats', () => {
   it('gives per-env Pass@1 and Pass@k over full groups only', () => {

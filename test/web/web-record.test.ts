@@ -4,7 +4,7 @@ import type { Outbound } from '../../schemas/outbound.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { toRejected } from '../../streams/sft-outputs.js';
-import { toWebRecord, type WebRecord } from '../../streams/web/web-record.js';
+import { toWebRecord, type WebRecord } from '../../web/server/web-record.js';
 
 // docs/spa-testvectors.md#sokoban-episode, turn 1: a right observation and a wrong prediction (player at
 // (3,2)).

@@ -10,7 +10,7 @@
  * page, the server's backlog and every open stream hold cards of bounded size.
  */
 import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
-import type { DecodedAnyRecord } from '../kafka/consume-spa-decode.js';
+import type { DecodedAnyRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { boardGrid, differingCells, firstSpan, type BoardGrid } from './board-grid.js';
 import { readDeadLetterPayload, type RejectedRow } from './dead-letter-payload.js';
 

@@ -7,7 +7,7 @@
  * record carries; the rest share one row), and the time series slide over the last
  * {@link SERIES_SECONDS}.
  */
-import { passAtK } from '../eval/pass-at-k.js';
+import { passAtK } from '../../streams/eval/pass-at-k.js';
 
 /** Seconds of throughput and lag history kept (a sliding window). */
 export const SERIES_SECONDS = 120;

@@ -1,6 +1,6 @@
 /**
  * The web tap's HTTP server (node:http, 127.0.0.1 only): the page (`/`, `/app.js`,
- * `/app.css` from the top-level `web/` folder) and a Server-Sent Events stream (`/events`) of
+ * `/app.css` from `web/`, the folder above this one) and a Server-Sent Events stream (`/events`) of
  * records and stats.
  *
  * Access: the printed URL carries a random 128-bit token. The first request with a right
@@ -43,7 +43,7 @@ const SECURITY_HEADERS = {
 } as const;
 
 /** The page's files. */
-const webAssetsDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'web');
+const webAssetsDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 const ASSETS: Readonly<Record<string, { file: string; type: string }>> = {
   '/': { file: 'index.html', type: 'text/html; charset=utf-8' },

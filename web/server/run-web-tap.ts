@@ -3,8 +3,8 @@
  * included) and runs until Ctrl-C / SIGTERM or until a topic read fails.
  */
 import { firstValueFrom, fromEvent, merge, take } from 'rxjs';
-import type { KafkaConnection } from '../kafka/consume-spa.js';
-import type { TapFilter } from '../kafka/tap.js';
+import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
+import type { TapFilter } from '../../streams/kafka/tap.js';
 import { startWebTap } from './web-tap.js';
 
 /** Options of {@link runWebTap}. */

@@ -9,9 +9,9 @@
  */
 import { filter, map, merge, type Subscription } from 'rxjs';
 import type { KafkaAdmin } from '../../infra/kafka/admin.js';
-import { decodeAnySpaRecord } from '../kafka/consume-spa-decode.js';
-import { readTopic, type KafkaConnection, type TopicRead } from '../kafka/consume-spa.js';
-import { matchesTapFilters, type TapFilter } from '../kafka/tap.js';
+import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
+import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/kafka/consume-spa.js';
+import { matchesTapFilters, type TapFilter } from '../../streams/kafka/tap.js';
 import { startTapServer } from './tap-server.js';
 import { TapStats } from './tap-stats.js';
 import { toWebRecord } from './web-record.js';
