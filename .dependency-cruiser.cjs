@@ -1,7 +1,7 @@
 /**
  * Import rules of the TypeScript layers (README.md#architecture), checked by `npm run lint:deps`.
  *
- *   envs ◄─ schemas ◄─┬─ operators ◄─┬─ streams ◄─ cli        (bench, scripts, test: anything)
+ *   envs ◄─ schemas ◄─┬─ operators ◄─┬─ streams ◄─ loop ◄─ cli        (bench, scripts, test: anything)
  *                     └─ infra ◄─────┘
  *
  * Inside streams/ the subfolders are ordered too (each may import only those before it):
@@ -15,7 +15,8 @@ const layers = {
   operators: ['envs', 'schemas'],
   infra: ['envs', 'schemas'],
   streams: ['envs', 'schemas', 'operators', 'infra'],
-  cli: ['envs', 'schemas', 'operators', 'infra', 'streams'],
+  loop: ['envs', 'schemas', 'operators', 'streams', 'policies'],
+  cli: ['envs', 'schemas', 'operators', 'infra', 'streams', 'loop'],
 };
 const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
 
@@ -81,7 +82,7 @@ module.exports = {
     },
   ],
   options: {
-    includeOnly: '^(envs|schemas|operators|streams|infra|cli|bench|scripts|test)/',
+    includeOnly: '^(envs|schemas|operators|streams|infra|loop|cli|bench|scripts|test)/',
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     doNotFollow: { path: 'node_modules' },

@@ -10,7 +10,7 @@ import { registerRunCommand } from './commands/run.js';
 import { registerTapCommand } from './commands/tap.js';
 import { registerTopicsCommand } from './commands/topics.js';
 import { describeRanges, USAGE_EXIT_CODE } from './options.js';
-import { typedCommand } from './run/typed-command.js';
+import { typedCommand } from '../loop/typed-command.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
 export function buildProgram(): Command {

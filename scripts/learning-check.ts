@@ -25,7 +25,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
-import { runTrainerModule, trainerPython } from '../cli/run/trainer-process.js';
+import { runTrainerModule, trainerPython } from '../loop/trainer-process.js';
 import { DIRECTIONS, isBox } from '../envs/sokoban/room.js';
 import { SokobanEnv } from '../envs/sokoban/sokoban-env.js';
 import { SPA_SOKOBAN } from '../envs/sokoban/variants.js';

@@ -22,8 +22,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { alignedContextWindow, loopConfig } from '../cli/run/configs.js';
-import type { LoopSummary } from '../cli/run/spa-loop.js';
+import { alignedContextWindow, loopConfig } from '../loop/configs.js';
+import type { LoopSummary } from '../loop/spa-loop.js';
 import type { EvaluationResult } from '../streams/eval/evaluate.js';
 import { pairedDifference } from '../streams/eval/pass-at-k.js';
 import { runArms, type ArmPlan } from './run-arms.js';

@@ -20,7 +20,7 @@ import {
   UsageError,
 } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
-import { Progress } from '../progress.js';
+import { Progress } from '../../loop/progress.js';
 
 interface EvalOptions {
   policy: string;

@@ -18,7 +18,7 @@ import {
 } from '../../streams/files/trainer-datasets.js';
 import { numberInRange, oneOf, seedNumber, UsageError } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
-import { Progress } from '../progress.js';
+import { Progress } from '../../loop/progress.js';
 
 /** Output formats of `spa export`. */
 const EXPORT_FORMATS = ['spa-jsonl', 'parquet', 'verl', 'trl'] as const;

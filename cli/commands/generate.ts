@@ -33,7 +33,7 @@ import {
   UsageError,
 } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
-import { trajectoryProgress } from '../progress.js';
+import { trajectoryProgress } from '../../loop/progress.js';
 import { refuseOtherRunsTopics } from '../run-topics.js';
 
 /** `spa generate`'s flags as commander parses them. */

@@ -23,7 +23,7 @@ import {
   UsageError,
 } from '../options.js';
 import type { EnvName } from '../../envs/types.js';
-import { Progress } from '../progress.js';
+import { Progress } from '../../loop/progress.js';
 import { brokerTopics, pickRun, runIdArgument, runReplayTopic, runTopicNames } from '../run-topics.js';
 
 interface ReplayCliOptions {

@@ -9,10 +9,10 @@ import {
   alignedContextWindow,
   loopConfig,
   type LoopConfig,
-} from '../run/configs.js';
+} from '../../loop/configs.js';
 import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
-import type { DataStageSummary } from '../run/sft-data.js';
-import { runSpaLoop, type LoopEvaluation, type LoopSummary } from '../run/spa-loop.js';
+import type { DataStageSummary } from '../../loop/sft-data.js';
+import { runSpaLoop, type LoopEvaluation, type LoopSummary } from '../../loop/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { pairedDifference } from '../../streams/eval/pass-at-k.js';
@@ -20,7 +20,7 @@ import { oneOf, port, UsageError } from '../options.js';
 import { checkOutputDirectory } from '../output-paths.js';
 import { checkLoopLimits } from '../run/loop-limits.js';
 import { checkModel } from '../run/model-folder.js';
-import { resumeCommand } from '../run/typed-command.js';
+import { resumeCommand } from '../../loop/typed-command.js';
 import { LAST_RUN, runIdArgument } from '../run-topics.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */

@@ -30,7 +30,7 @@ import {
   probability,
 } from '../options.js';
 import { ANNOTATIONS } from '../../operators/annotate-ground-truth.js';
-import { TINY_MODELS, WARMUP_MODES, loopConfig, type LoopConfig } from './configs.js';
+import { TINY_MODELS, WARMUP_MODES, loopConfig, type LoopConfig } from '../../loop/configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
 interface ValueField<T> {

@@ -7,8 +7,8 @@
  */
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { checkEpisodeLimits, checkEvalLimits } from '../options.js';
-import type { LoopConfig } from './configs.js';
-import { PPO_SEED_BASE } from './spa-loop.js';
+import type { LoopConfig } from '../../loop/configs.js';
+import { PPO_SEED_BASE } from '../../loop/spa-loop.js';
 
 /** Throws a UsageError naming the fields when a stage of `config` would leave its limits. */
 export function checkLoopLimits(config: LoopConfig): void {

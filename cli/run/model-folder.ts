@@ -5,7 +5,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { UsageError } from '../options.js';
-import { TINY_MODELS } from './configs.js';
+import { TINY_MODELS } from '../../loop/configs.js';
 
 /**
  * Throws a {@link UsageError} unless `model` is a tiny model's name or a folder the trainer loads

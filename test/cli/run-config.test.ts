@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { registerRunCommand } from '../../cli/commands/run.js';
-import { LOOP_CONFIGS, SPA_FULL_SIZE, type LoopConfig } from '../../cli/run/configs.js';
+import { LOOP_CONFIGS, SPA_FULL_SIZE, type LoopConfig } from '../../loop/configs.js';
 import { LOOP_FIELDS } from '../../cli/run/loop-fields.js';
 
 /** Parses `spa run <args>`; resolves with the config the loop would run, or rejects with the error text. */

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readPpoProgress, readSftMetrics } from '../../cli/run/trainer-files.js';
+import { readPpoProgress, readSftMetrics } from '../../loop/trainer-files.js';
 
 describe('files the trainers leave in their --out folder', () => {
   let dir: string;

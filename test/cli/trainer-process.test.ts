@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { trainerArgs } from '../../cli/run/trainer-process.js';
+import { trainerArgs } from '../../loop/trainer-process.js';
 
 describe('trainerArgs', () => {
   it('runs the module in one process by default and with --trainer-procs 1', () => {

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { trainerPython } from '../../cli/run/trainer-process.js';
+import { trainerPython } from '../../loop/trainer-process.js';
 import type { DoctorCheck } from '../../cli/commands/doctor.js';
 import { spaSchemas, type SftRow } from '../../schemas/index.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';

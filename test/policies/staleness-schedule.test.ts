@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LOOP_CONFIGS, SPA_FULL_SIZE } from '../../cli/run/configs.js';
+import { LOOP_CONFIGS, SPA_FULL_SIZE } from '../../loop/configs.js';
 import { checkSchedule, oldestAdmissibleVersion } from '../../policies/admission.js';
 import { ppoExportDue, simulateSchedule, type SimSchedule, type SimTiming } from './schedule-sim.js';
 

@@ -3,7 +3,7 @@
  * becomes busy between stages, and why the trainers' speed swings; its own load is not "busy".
  */
 import { describe, expect, it } from 'vitest';
-import { busyMachineCheck, busyWarning, type LoadReadings } from '../../cli/run/busy-machine.js';
+import { busyMachineCheck, busyWarning, type LoadReadings } from '../../loop/busy-machine.js';
 
 describe('the busy-machine warning', () => {
   it('warns when the load is above the cores, naming both, and why tok/s swings', () => {

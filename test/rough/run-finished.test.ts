@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { summaryLines } from '../../cli/commands/run.js';
-import { loopConfig } from '../../cli/run/configs.js';
-import type { LoopEvaluation, LoopSummary } from '../../cli/run/spa-loop.js';
-import { AttemptClock, readStageSeconds } from '../../cli/run/stage-seconds.js';
+import { loopConfig } from '../../loop/configs.js';
+import type { LoopEvaluation, LoopSummary } from '../../loop/spa-loop.js';
+import { AttemptClock, readStageSeconds } from '../../loop/stage-seconds.js';
 import { passReport } from '../../streams/eval/pass-at-k.js';
 import { runSpa } from '../cli/spa-process.js';
 

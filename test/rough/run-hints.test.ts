@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { resumeCommand, typedCommand } from '../../cli/run/typed-command.js';
+import { resumeCommand, typedCommand } from '../../loop/typed-command.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 

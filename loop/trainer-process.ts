@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The trainer venv's Python, provisioned on demand (idempotent, fast when up to date). */
 export function trainerPython(): string {

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { OutboundTopic } from '../../schemas/outbound.js';
-import type { TopicRole } from '../../schemas/topics.js';
-import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
+import type { OutboundTopic } from '../schemas/outbound.js';
+import type { TopicRole } from '../schemas/topics.js';
+import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
 
 /** The `spa` entry point the children run (bin/spa.mjs of this checkout). */
-const SPA_BIN = fileURLToPath(new URL('../../bin/spa.mjs', import.meta.url));
+const SPA_BIN = fileURLToPath(new URL('../bin/spa.mjs', import.meta.url));
 
 /** What one `spa generate --out kafka` prints as its last stdout line, summed over shards. */
 export interface ShardsReport {

@@ -1,6 +1,6 @@
-import type { PromptMode } from '../../envs/protocol/index.js';
-import type { EnvName } from '../../envs/types.js';
-import type { Annotation } from '../../operators/annotate-ground-truth.js';
+import type { PromptMode } from '../envs/protocol/index.js';
+import type { EnvName } from '../envs/types.js';
+import type { Annotation } from '../operators/annotate-ground-truth.js';
 
 /**
  * The loop's knobs; SPA's full sizes are in the comments (docs/spa-data.md, docs/spa-sft.md,

@@ -1,13 +1,13 @@
-import { envFactory } from '../../envs/registry.js';
-import type { Annotation } from '../../operators/annotate-ground-truth.js';
-import type { MalformedFilter } from '../../operators/filter-malformed.js';
-import type { EpisodeConfig } from '../../streams/episodes/episode-config.js';
-import { generateToKafka } from '../../streams/generator-sinks.js';
-import { retryWhileRetriable } from '../../streams/kafka/retriable.js';
-import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
-import type { OutboundTopic } from '../../schemas/outbound.js';
-import type { PolicySource } from '../../policies/policy.js';
-import { trajectoryProgress } from '../progress.js';
+import { envFactory } from '../envs/registry.js';
+import type { Annotation } from '../operators/annotate-ground-truth.js';
+import type { MalformedFilter } from '../operators/filter-malformed.js';
+import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
+import { generateToKafka } from '../streams/generator-sinks.js';
+import { retryWhileRetriable } from '../streams/kafka/retriable.js';
+import type { SpaKafka } from '../streams/kafka/spa-kafka.js';
+import type { OutboundTopic } from '../schemas/outbound.js';
+import type { PolicySource } from '../policies/policy.js';
+import { trajectoryProgress } from './progress.js';
 import { generateFlags, generateInShards } from './generator-shards.js';
 
 /** What one data stage produced, as `summary.json` records it per stage. */
