@@ -1,27 +1,33 @@
 /**
  * Import rules of the TypeScript layers (README.md#architecture), checked by `npm run lint:deps`.
  *
- *   envs ◄─ schemas ◄─┬─ operators ◄─┬─ streams ◄─ loop ◄─ cli        (bench, scripts, test: anything)
- *                     └─ infra ◄─────┘
+ *                     ┌─ policies ◄──┐            ┌─ web ◄──┐
+ *   envs ◄─ schemas ◄─┼─ operators ◄─┼─ streams ◄─┤         ├─ cli   (bench, scripts, test: anything)
+ *                     └─ infra ◄─────┘            └─ loop ◄─┘
+ *
+ * `a ◄─ b`: b may import a; `layers` below is the exact table (cli imports policies/ too). The
+ * LLM runtime's libraries stay in policies/onnx/ (rule onnx-libraries-stay-in-policies-onnx).
  *
  * Inside streams/ the subfolders are ordered too (each may import only those before it):
- * telemetry, kafka, policies, episodes, eval, files, web. Type-only imports count.
+ * telemetry, kafka, policies, episodes, eval, files. Type-only imports count.
  */
 
 /** What each layer may import besides itself; bench/, scripts/ and test/ may import anything. */
 const layers = {
   envs: [],
   schemas: ['envs'],
+  policies: ['envs', 'schemas'],
   operators: ['envs', 'schemas'],
   infra: ['envs', 'schemas'],
-  streams: ['envs', 'schemas', 'operators', 'infra'],
+  streams: ['envs', 'schemas', 'policies', 'operators', 'infra'],
+  web: ['envs', 'schemas', 'policies', 'operators', 'infra', 'streams'],
   loop: ['envs', 'schemas', 'operators', 'streams', 'policies'],
-  cli: ['envs', 'schemas', 'operators', 'infra', 'streams', 'loop'],
+  cli: ['envs', 'schemas', 'policies', 'operators', 'infra', 'streams', 'web', 'loop'],
 };
 const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
 
 /** streams/ subfolders, lowest first. */
-const streamsOrder = ['telemetry', 'kafka', 'policies', 'episodes', 'eval', 'files', 'web'];
+const streamsOrder = ['telemetry', 'kafka', 'policies', 'episodes', 'eval', 'files'];
 
 /** The generator's compositions at the root of streams/; nothing inside a subfolder imports them. */
 const streamsCompositions = ['generator-pipeline', 'generator-sinks'];
@@ -80,9 +86,19 @@ module.exports = {
       from: { path: '^streams/[^/]+/' },
       to: { path: `^streams/(${streamsCompositions.join('|')})\\.ts$` },
     },
+    {
+      name: 'onnx-libraries-stay-in-policies-onnx',
+      comment:
+        'onnxruntime-node, protobufjs and @huggingface/tokenizers (the LLM runtime) are imported only in policies/onnx/; bench/ and test/ may measure and check it directly.',
+      severity: 'error',
+      from: { pathNot: '^(policies/onnx|bench|test)/' },
+      to: { path: '^node_modules/(onnxruntime-node|protobufjs|@huggingface/tokenizers)/' },
+    },
   ],
   options: {
-    includeOnly: '^(envs|schemas|operators|streams|infra|loop|cli|bench|scripts|test)/',
+    // node_modules: as leaves (doNotFollow), for the rules that keep a library in its folder.
+    includeOnly:
+      '^(envs|schemas|policies|operators|streams|infra|web|node_modules|loop|cli|bench|scripts|test)/',
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     doNotFollow: { path: 'node_modules' },

@@ -14,6 +14,7 @@ import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/connect-failure.js';
 import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
 import { openKafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
+import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */
 export interface DoctorCheck {
@@ -185,8 +186,7 @@ async function checkTrainer(): Promise<DoctorCheck> {
 
 async function checkOnnxRuntime(): Promise<DoctorCheck> {
   try {
-    const ort = await import('onnxruntime-node');
-    if (typeof ort.InferenceSession?.create !== 'function') throw new Error('no InferenceSession');
+    await loadOnnxRuntime();
     return ok('onnxruntime-node', 'native binding loads');
   } catch (error) {
     return bad(
