@@ -220,8 +220,7 @@ export function kafkaConfigFromEnv(
 }
 
 /**
- * Node's TLS options for a config (both clients take them: kafkajs' `ssl`, platformatic's `tls`):
- * the PEM files' contents, read when a client is made. Undefined without TLS; `{}` (Node's trust
+ * Node's TLS options for a config (kafkajs' `ssl`): the PEM files' contents, read when a client is made. Undefined without TLS; `{}` (Node's trust
  * store, no client certificate) when TLS has no files.
  */
 export function tlsConnectionOptions(config: KafkaConnectionConfig): ConnectionOptions | undefined {

@@ -1,8 +1,8 @@
 /**
- * The two connection failures no retry cures, told apart from an unreachable broker for both
- * clients' error rewriting (kafkajs-client.ts, platformatic-client.ts) and for `spa doctor`:
- * refused SASL credentials, and TLS (Node puts OpenSSL's verdict in the error's `code`, which
- * both libraries keep somewhere in their error chain).
+ * The two connection failures no retry cures, told apart from an unreachable broker for the
+ * client's error rewriting (kafkajs-client.ts) and for `spa doctor`: refused SASL credentials,
+ * and TLS (Node puts OpenSSL's verdict in the error's `code`, which a client keeps somewhere in
+ * its error chain).
  */
 import type { KafkaConnectionConfig } from './client-config.js';
 
@@ -16,7 +16,7 @@ export class KafkaTlsFailure extends Error {
   override readonly name = 'KafkaTlsFailure';
 }
 
-/** The message both clients give a refused login: the user, mechanism and brokers. */
+/** The message for a refused login: the user, mechanism and brokers. */
 export function credentialsRefused(
   sasl: NonNullable<KafkaConnectionConfig['sasl']>,
   config: KafkaConnectionConfig,

@@ -3,7 +3,7 @@ import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../../infra/kafk
 import { waitForReachableBroker } from '../../infra/kafka/probe.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics, type SpaTopicOptions, type TopicRole } from '../../schemas/topics.js';
-import { kafkaClientFromEnv, kafkaTransport } from './kafka-client.js';
+import { kafkaTransport } from './kafka-client.js';
 import type { KafkaTransport } from './transport.js';
 
 /** Everything a command needs to talk to SPA's topics. */
@@ -27,8 +27,6 @@ export interface ConnectOptions {
  * infra/kafka (started if it is not running); the topic definitions are applied idempotently.
  */
 export async function connectSpaKafka(options: ConnectOptions = {}): Promise<SpaKafka> {
-  // kafkajs unless SPA_KAFKA_CLIENT names another client (kafka-client.ts); a bad name fails first.
-  const client = kafkaClientFromEnv();
   const broker = options.readOnly ? await existingBroker(options.broker) : await ensureBroker(options.broker);
   if (broker.external) {
     // A dead KAFKA_BROKERS fails here in seconds instead of after kafkajs' whole retry budget.
@@ -44,6 +42,6 @@ export async function connectSpaKafka(options: ConnectOptions = {}): Promise<Spa
     clientId: options.clientId ?? 'spa',
   });
   if (!options.readOnly) await applyTopicsTo(config.brokers, spaTopics(options.topics), config);
-  const transport = kafkaTransport(config, client);
+  const transport = kafkaTransport(config);
   return { config, transport, topics: spaTopicNames(options.topics), close: () => transport.close() };
 }

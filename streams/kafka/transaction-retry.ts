@@ -1,5 +1,5 @@
 /**
- * The retry contract both sinks give `RecordSink.transaction` (transport.ts), in one place: an
+ * The retry contract a sink gives `RecordSink.transaction` (transport.ts), in one place: an
  * aborted transaction left nothing visible, so a retriable broker error (a coordinator moving, a
  * broker restarting) is handled by running the whole attempt again — with the client's backoff,
  * for at least its retry count and {@link TRANSACTION_RETRY_BUDGET_MS} — and a commit whose outcome
@@ -48,8 +48,8 @@ export async function retryTransaction<T>(
 }
 
 /**
- * Runs calls one at a time in the order they were made (blocks the callers, buffers nothing): both
- * sinks chain their transactions through one, since transactions on one producer must not interleave.
+ * Runs calls one at a time in the order they were made (blocks the callers, buffers nothing): a
+ * sink chains its transactions through one, since transactions on one producer must not interleave.
  */
 export function serialized(): <T>(work: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();

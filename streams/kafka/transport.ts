@@ -148,9 +148,9 @@ export interface SourceOptions {
   readonly onAssigned?: (partitions: readonly TopicPartition[]) => void;
   /**
    * Told when the source loses the broker (`lost`; it goes on retrying) and when it is consuming
-   * again (`regained`). platformatic says `lost` as soon as a connection drops; kafkajs, which
-   * reports no dropped connection, once its retries are spent and its consumer restarts (~25 s
-   * with the default retries), so an outage it rides out within its retries goes unreported.
+   * again (`regained`). kafkajs reports no dropped connection, so its adapter says `lost` once
+   * kafkajs' retries are spent and its consumer restarts (~25 s with the default retries): an
+   * outage it rides out within its retries goes unreported.
    */
   readonly onConnection?: (state: 'lost' | 'regained') => void;
 }

@@ -8,14 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
-import {
-  clientEnv,
-  kafkaClients,
-  startTestBroker,
-  stopTestBroker,
-  testConnection,
-} from '../kafka/harness.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
 import { runSpa } from './spa-process.js';
 
@@ -33,8 +27,7 @@ afterAll(async () => {
   if (runsDir) await rm(runsDir, { recursive: true, force: true });
 });
 
-const spa = (args: readonly string[], client: KafkaClientName) =>
-  runSpa(args, broker.brokers, clientEnv(client));
+const spa = (args: readonly string[]) => runSpa(args, broker.brokers);
 
 /** The ids `groups` × `groupSize` per batch of run `runId` are played under. */
 function ids(runId: string, batches: number, groups: number, groupSize: number): string[] {
@@ -51,17 +44,16 @@ interface Summary {
   generatorVersions: Record<string, number>;
 }
 
-// One broker for both clients; each run has its own id, so its own topics (`spa.<run>.*`).
-describe.each(kafkaClients)('spa run --generators 2 (%s)', (client) => {
+describe('spa run --generators 2', () => {
   it('plays the SFT data and the PPO self-play in two spa generate --shard processes, each trajectory once', async () => {
-    const file = join(runsDir, `small-${client}.yaml`);
+    const file = join(runsDir, 'small.yaml');
     await writeFile(
       file,
       ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
         .concat(['ppo-steps: 2', 'ppo-groups: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1'])
         .join('\n'),
     );
-    const runId = `gens-${client}`;
+    const runId = 'gens';
     const args = [
       'run',
       '--config-file',
@@ -73,7 +65,7 @@ describe.each(kafkaClients)('spa run --generators 2 (%s)', (client) => {
       '--run-id',
       runId,
     ];
-    const result = await spa(args, client);
+    const result = await spa(args);
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
     expect(result.stderr).toContain('[sft data (oracle)] 2 generator processes (spa generate --shard)');
     expect(result.stderr).toContain('[spa run] self-play: 2 generator processes (spa generate --shard)');
@@ -86,7 +78,7 @@ describe.each(kafkaClients)('spa run --generators 2 (%s)', (client) => {
     expect(Object.values(summary.generatorVersions).reduce((a, b) => a + b, 0)).toBe(4);
 
     const connection = testConnection(broker.brokers);
-    const kafka = { transport: kafkaTransport(connection, client), config: connection };
+    const kafka = { transport: kafkaTransport(connection), config: connection };
     try {
       const trajectories = await readAllRecords(kafka, `spa.${runId}.trajectories`, 'Trajectory', 16);
       expect(trajectories.map((t) => t.trajectory_id).sort()).toEqual(

@@ -2,9 +2,8 @@
  * The README's first command end to end: `spa run` (= `npm start`) on a real broker — format
  * warm-up → self-play SFT data from v0 → SFT of the tiny model → ONNX export → self-play with `--policy latest` while PPO publishes
  * new versions → Pass@1 / Pass@k. Only the evaluation is cut (2 puzzles), so the loop under test
- * is the default one. That full-size run (~9 min) runs once, on the default client (or whichever
- * SPA_KAFKA_CLIENT names); the small-size whole loops after it (resume, export cadence,
- * `spa eval --policy latest --run`) run on each client (`describe.each(kafkaClients)`).
+ * is the default one. After that full-size run (~9 min), small-size whole loops: resume, export
+ * cadence, `spa eval --policy latest --run`.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -12,14 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
-import {
-  clientEnv,
-  kafkaClients,
-  startTestBroker,
-  stopTestBroker,
-  testConnection,
-} from '../kafka/harness.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
 import { runSpa, spawnSpa } from './spa-process.js';
 
@@ -37,9 +30,8 @@ afterAll(async () => {
   if (runsDir) await rm(runsDir, { recursive: true, force: true });
 });
 
-/** Runs `spa <args>` on `client`; without one, on this process's SPA_KAFKA_CLIENT (default kafkajs). */
-const spa = (args: readonly string[], client?: KafkaClientName) =>
-  runSpa(args, broker.brokers, client ? clientEnv(client) : {});
+/** Runs `spa <args>` against the test broker. */
+const spa = (args: readonly string[]) => runSpa(args, broker.brokers);
 
 interface Summary {
   runDir: string;
@@ -66,18 +58,17 @@ interface Summary {
 }
 
 /**
- * Starts the CLI on `client` and, once its stderr matches `pattern`, sends `signal`; resolves with
+ * Starts the CLI and, once its stderr matches `pattern`, sends `signal`; resolves with
  * its stderr and the seconds until the match when it has exited; rejects after `ms`.
  */
 function stderrOf(
   args: readonly string[],
-  client: KafkaClientName,
   pattern: RegExp,
   ms: number,
   signal: NodeJS.Signals = 'SIGKILL',
 ): Promise<{ text: string; seconds: number }> {
   const started = Date.now();
-  const { child } = spawnSpa(args, broker.brokers, clientEnv(client));
+  const { child } = spawnSpa(args, broker.brokers);
   let text = '';
   let matched = 0;
   return new Promise((resolve, reject) => {
@@ -100,7 +91,7 @@ function stderrOf(
   });
 }
 
-describe('spa run (the main job) at the default size, on the default client', () => {
+describe('spa run (the main job) at the default size', () => {
   it('runs the loop, swaps policy versions and prints Pass@1 / Pass@k', async () => {
     const result = await spa(['run', '--eval-puzzles', '2', '--runs-dir', runsDir, '--run-id', 'ci']);
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
@@ -185,25 +176,25 @@ async function smallConfig(name: string, extra: readonly string[]): Promise<stri
   return file;
 }
 
-// The whole loop at a small size on each client: one broker, a run id (so topics `spa.<run>.*`) per
-// client. Together they take the client through the main job's path: the data stage's transactions,
+// The whole loop at a small size: one broker, a run id (so topics `spa.<run>.*`) per test. Together
+// they take the Kafka client through the main job's path: the data stage's transactions,
 // PPO's rollouts from `--policy latest`, the generator following the policy topic to new versions,
 // the run's evaluation and `spa eval --policy latest --run <id>`.
-describe.each(kafkaClients)('spa run at a small size (%s)', (client) => {
+describe('spa run at a small size', () => {
   it('resumes an interrupted run without generating its SFT data twice; its generator swaps to versions PPO publishes', async () => {
-    const runId = `resume-${client}`;
+    const runId = 'resume';
     // The main job's schedule (export every step, staleness ≤ 1) on 3 steps: batch 2 needs v2 or newer.
     const file = await smallConfig(runId, ['ppo-steps: 3']);
     const args = ['run', '--config-file', file, '--runs-dir', runsDir, '--run-id', runId];
     // Interrupt once the data stage is done and SFT has started.
-    const first = await stderrOf(args, client, /── sft\n/, 600_000, 'SIGINT');
+    const first = await stderrOf(args, /── sft\n/, 600_000, 'SIGINT');
     expect(first.text).toContain('interrupted; resume with: npx spa run --config-file');
-    const second = await spa(args, client);
+    const second = await spa(args);
     expect(second.code, second.stderr.slice(-3000)).toBe(0);
     expect(second.stderr).toContain('── sft data: done in an earlier attempt, kept');
     const summary = JSON.parse(await readFile(join(runsDir, runId, 'summary.json'), 'utf8')) as Summary;
     const connection = testConnection(broker.brokers);
-    const kafka = { transport: kafkaTransport(connection, client), config: connection };
+    const kafka = { transport: kafkaTransport(connection), config: connection };
     try {
       const rows = await readAllRecords(
         kafka,
@@ -228,13 +219,19 @@ describe.each(kafkaClients)('spa run at a small size (%s)', (client) => {
 
   it('finishes with an export cadence longer than the staleness bound (sizes from --config-file)', async () => {
     // Small sizes from a file; the schedule from flags: a batch may wait for a version 3 steps away.
-    const runId = `cadence-${client}`;
+    const runId = 'cadence';
     const file = await smallConfig(runId, []);
     const args = ['--ppo-steps', '6', '--export-every', '3', '--max-staleness', '1'];
-    const result = await spa(
-      ['run', '--config-file', file, ...args, '--runs-dir', runsDir, '--run-id', runId],
-      client,
-    );
+    const result = await spa([
+      'run',
+      '--config-file',
+      file,
+      ...args,
+      '--runs-dir',
+      runsDir,
+      '--run-id',
+      runId,
+    ]);
     expect(result.code, result.stderr.slice(-3000)).toBe(0);
     const runDir = join(runsDir, runId);
     const summary = JSON.parse(await readFile(join(runDir, 'summary.json'), 'utf8')) as Summary & {
@@ -254,20 +251,28 @@ describe.each(kafkaClients)('spa run at a small size (%s)', (client) => {
 
   it("spa eval --policy latest --run <id> follows that run's policy topic; an empty topic is named within seconds", async () => {
     // Follows the policies the cadence run above published; without them it would wait its whole timeout.
-    const runId = `cadence-${client}`;
+    const runId = 'cadence';
     expect(existsSync(join(runsDir, runId, 'summary.json')), 'the cadence test above did not finish').toBe(
       true,
     );
-    const latest = await spa(
-      ['eval', '--policy', 'latest', '--run', runId, '--env', 'sokoban', '--puzzles', '1', '--k', '1'],
-      client,
-    );
+    const latest = await spa([
+      'eval',
+      '--policy',
+      'latest',
+      '--run',
+      runId,
+      '--env',
+      'sokoban',
+      '--puzzles',
+      '1',
+      '--k',
+      '1',
+    ]);
     expect(latest.code, latest.stderr.slice(-2000)).toBe(0);
     expect(latest.stdout).toMatch(/policy onnx:v000003 v3 /);
-    const nobody = `nobody-${client}`;
+    const nobody = 'nobody';
     const waiting = await stderrOf(
       ['eval', '--policy', 'latest', '--run', nobody, '--env', 'sokoban', '--puzzles', '1', '--k', '1'],
-      client,
       new RegExp(`waiting for a policy on spa\\.${nobody}\\.policy`),
       30_000,
     );
@@ -275,14 +280,11 @@ describe.each(kafkaClients)('spa run at a small size (%s)', (client) => {
 
     // A new run folder whose run id's topics hold an earlier run's records is refused at once:
     // it would train on that run's rollouts and follow its policies.
-    const reused = await spa(
-      ['run', '--runs-dir', join(runsDir, `elsewhere-${client}`), '--run-id', runId],
-      client,
-    );
+    const reused = await spa(['run', '--runs-dir', join(runsDir, 'elsewhere'), '--run-id', runId]);
     expect(reused.code).not.toBe(0);
     expect(reused.stderr).toMatch(
       new RegExp(
-        `run id "${runId}" is new in .*elsewhere-${client}.*already hold records .*spa\\.${runId}\\.rollouts \\(\\d+ offsets\\)`,
+        `run id "${runId}" is new in .*elsewhere.*already hold records .*spa\\.${runId}\\.rollouts \\(\\d+ offsets\\)`,
       ),
     );
   }, 120_000);

@@ -28,7 +28,7 @@ beforeAll(async () => {
   brokers = (await startTestBroker('hostile-replay', ports)).brokers;
   const config = testConnection(brokers);
   await applyTopicsTo(brokers, spaTopics({ prefix: 'spa.hostile.' }));
-  kafka = { transport: kafkaTransport(config, 'kafkajs'), config };
+  kafka = { transport: kafkaTransport(config), config };
   const episodes = episodeConfig({
     env: 'sokoban',
     groups: 3,

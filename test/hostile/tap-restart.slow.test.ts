@@ -2,20 +2,18 @@
  * Issue 33 item 3: a tap following a topic (readTopic, as `spa tap --follow` and `spa tap --web`
  * read) keeps its place when the broker restarts — every record shown exactly once, from the
  * history (`earliest`) or from now on (`latest`, `--only-new`) — says so in its log, and stops
- * within 2 s while the broker is down, in-process and as the `spa tap` command. Both Kafka
- * clients through one broker restart.
+ * within 2 s while the broker is down, in-process and as the `spa tap` command.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/kafka/consume-spa.js';
 import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
-import type { KafkaClientName } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { startWebTap } from '../../web/server/web-tap.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';
 import { spawnSpa, type SpaProcess } from '../cli/spa-process.js';
-import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 
 const ports = { port: 19710, controllerPort: 19711 };
 const name = 'hostile-restart';
@@ -93,7 +91,7 @@ async function settled(seen: readonly string[], count: number, quietMs = 3000, t
 
 const batch = (label: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${label}-${i}`);
 
-/** What one client's taps did across the restart. */
+/** What the taps did across the restart. */
 interface Outcome {
   readonly earliest: Followed;
   readonly latest: Followed;
@@ -103,8 +101,8 @@ interface Outcome {
 }
 
 /** `spa tap` as a user runs it, ready once it serves (--web) or has printed (--follow). */
-async function cliTap(args: readonly string[], brokers: readonly string[], client: KafkaClientName) {
-  const tap = spawnSpa(args, brokers, { SPA_KAFKA_CLIENT: client });
+async function cliTap(args: readonly string[], brokers: readonly string[]) {
+  const tap = spawnSpa(args, brokers);
   let output = '';
   tap.child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   tap.child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -125,20 +123,20 @@ async function exitTimed(tap: SpaProcess, signal: NodeJS.Signals): Promise<numbe
 }
 
 /** Before the restart: records, then taps from the history and of new records, then more records. */
-async function tapsBeforeRestart(client: KafkaClientName, kafka: KafkaConnection) {
+async function tapsBeforeRestart(kafka: KafkaConnection) {
   const { brokers } = kafka.config;
-  const topic = `tap-restart-${client}`;
+  const topic = 'tap-restart';
   const admin = await kafka.transport.admin();
   try {
     await admin.createTopics([{ name: topic, partitions: 2, replicationFactor: 1, configs: {} }]);
   } finally {
     await admin.close();
   }
-  const history = batch(`${client}-history`, 12);
+  const history = batch('history', 12);
   await produce(kafka.transport, topic, history);
   const earliest = await follow(kafka, topic, 'earliest');
   const latest = await follow(kafka, topic, 'latest');
-  const before = batch(`${client}-before`, 12);
+  const before = batch('before', 12);
   await produce(kafka.transport, topic, before);
   await settled(earliest.seen, history.length + before.length, 500);
   await settled(latest.seen, before.length, 500);
@@ -146,8 +144,8 @@ async function tapsBeforeRestart(client: KafkaClientName, kafka: KafkaConnection
   const doomed = await follow(kafka, topic, 'earliest');
   const web = await startWebTap(kafka, { topics: [topic], start: 'latest', port: 0, token: 't' });
   const [cliWeb, cliFollow] = await Promise.all([
-    cliTap(['tap', '--web', '--topic', topic], brokers, client),
-    cliTap(['tap', topic, '--follow'], brokers, client),
+    cliTap(['tap', '--web', '--topic', topic], brokers),
+    cliTap(['tap', topic, '--follow'], brokers),
   ]);
   return { topic, history, before, earliest, latest, doomed, web, cliWeb, cliFollow };
 }
@@ -158,80 +156,64 @@ async function stopTimed(stop: () => Promise<unknown>): Promise<number> {
   return Date.now() - started;
 }
 
-const transports = new Map<KafkaClientName, KafkaTransport>();
-const outcomes = new Map<KafkaClientName, Outcome>();
+let transport: KafkaTransport;
+let outcome: Outcome;
 
-// One broker restart for both clients: each client's taps run side by side through it.
+// One broker restart under the taps.
 beforeAll(async () => {
   const config = testConnection((await startTestBroker(name, ports)).brokers);
   // SPA's topics up front: the `spa tap` processes below apply them at connect, all at once.
   await applyTopicsTo(config.brokers, spaTopics());
-  const connections = kafkaClients.map((client) => {
-    const transport = kafkaTransport(config, client);
-    transports.set(client, transport);
-    return { client, kafka: { transport, config } };
-  });
-  const runs = await Promise.all(
-    connections.map(async ({ client, kafka }) => ({
-      client,
-      kafka,
-      ...(await tapsBeforeRestart(client, kafka)),
-    })),
-  );
+  transport = kafkaTransport(config);
+  const run = await tapsBeforeRestart({ transport, config });
   const down = Date.now();
   await stopBroker(instance);
   // One at a time, so each is timed alone: SIGTERM ends `spa tap --web`, Ctrl-C `spa tap --follow`.
-  const stopMs = [];
-  for (const run of runs)
-    stopMs.push({
-      read: await stopTimed(run.doomed.stop),
-      web: await stopTimed(run.web.stop),
-      cliWeb: await exitTimed(run.cliWeb, 'SIGTERM'),
-      cliFollow: await exitTimed(run.cliFollow, 'SIGINT'),
-    });
+  const stopMs = {
+    read: await stopTimed(run.doomed.stop),
+    web: await stopTimed(run.web.stop),
+    cliWeb: await exitTimed(run.cliWeb, 'SIGTERM'),
+    cliFollow: await exitTimed(run.cliFollow, 'SIGINT'),
+  };
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, OUTAGE_MS - (Date.now() - down))));
   // Kept data: the topics, their records and the groups survive, as a real restart's would.
   await startBroker({ ...instance, fresh: false, startTimeoutMs: 180_000, log: () => {} });
-  for (const [i, run] of runs.entries()) {
-    // Written while the taps reconnect: a reset to `latest` skipped these.
-    const after = batch(`${run.client}-after`, 12);
-    await produce(run.kafka.transport, run.topic, after);
-    const expected = {
-      earliest: [...run.history, ...run.before, ...after],
-      latest: [...run.before, ...after],
-    };
-    await Promise.all([
-      settled(run.earliest.seen, expected.earliest.length),
-      settled(run.latest.seen, expected.latest.length),
-    ]);
-    await Promise.all([run.earliest.stop(), run.latest.stop()]);
-    outcomes.set(run.client, { earliest: run.earliest, latest: run.latest, expected, stopMs: stopMs[i]! });
-  }
+  // Written while the taps reconnect: a reset to `latest` skipped these.
+  const after = batch('after', 12);
+  await produce(transport, run.topic, after);
+  const expected = {
+    earliest: [...run.history, ...run.before, ...after],
+    latest: [...run.before, ...after],
+  };
+  await Promise.all([
+    settled(run.earliest.seen, expected.earliest.length),
+    settled(run.latest.seen, expected.latest.length),
+  ]);
+  await Promise.all([run.earliest.stop(), run.latest.stop()]);
+  outcome = { earliest: run.earliest, latest: run.latest, expected, stopMs };
 }, 600_000);
 
 afterAll(async () => {
-  await Promise.all([...transports.values()].map((t) => t.close()));
+  await transport?.close();
   await stopTestBroker(name, ports);
 }, 120_000);
 
-describe.each(kafkaClients)('%s', (client) => {
-  const outcome = (): Outcome => outcomes.get(client)!;
-
+describe('taps across a broker restart', () => {
   it('a tap from the history (earliest) shows each record once across a broker restart', () => {
-    expect(outcome().earliest.seen.toSorted()).toEqual(outcome().expected.earliest.sort());
+    expect(outcome.earliest.seen.toSorted()).toEqual(outcome.expected.earliest.sort());
   });
 
   it('a tap of new records (latest) shows each once, those written while it reconnected included', () => {
-    expect(outcome().latest.seen.toSorted()).toEqual(outcome().expected.latest.sort());
+    expect(outcome.latest.seen.toSorted()).toEqual(outcome.expected.latest.sort());
   });
 
   it('says in its log that the connection was lost, and where it resumes once it is back', () => {
-    for (const tap of [outcome().earliest, outcome().latest]) {
+    for (const tap of [outcome.earliest, outcome.latest]) {
       const log = tap.logged.join('\n');
-      expect(log).toContain(`tap-restart-${client}: broker connection lost; reconnecting`);
+      expect(log).toContain('tap-restart: broker connection lost; reconnecting');
       expect(log).toMatch(
         new RegExp(
-          `^tap-restart-${client}: broker connection lost/regained, resuming at partition 0 offset \\d+, partition 1 offset \\d+$`,
+          `^tap-restart: broker connection lost/regained, resuming at partition 0 offset \\d+, partition 1 offset \\d+$`,
           'm',
         ),
       );
@@ -239,12 +221,12 @@ describe.each(kafkaClients)('%s', (client) => {
   });
 
   it('stops within 2 s while the broker is down (a followed read, the web tap)', () => {
-    expect(outcome().stopMs.read).toBeLessThan(2000);
-    expect(outcome().stopMs.web).toBeLessThan(2000);
+    expect(outcome.stopMs.read).toBeLessThan(2000);
+    expect(outcome.stopMs.web).toBeLessThan(2000);
   });
 
   it('`spa tap --web` exits within 2 s of SIGTERM and `spa tap --follow` of Ctrl-C while the broker is down', () => {
-    expect(outcome().stopMs.cliWeb).toBeLessThan(2000);
-    expect(outcome().stopMs.cliFollow).toBeLessThan(2000);
+    expect(outcome.stopMs.cliWeb).toBeLessThan(2000);
+    expect(outcome.stopMs.cliFollow).toBeLessThan(2000);
   });
 });

@@ -22,7 +22,7 @@ import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import type { Policy } from '../../policies/policy.js';
 import { randomPolicy } from '../../policies/random-policy.js';
-import { kafkaClients, testConnection } from './harness.js';
+import { testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const { ConfigResourceTypes } = kafkajs;
@@ -147,16 +147,15 @@ describe('a local 3-broker cluster', () => {
   });
 });
 
-// The same cluster for both clients: each run kills its own transaction coordinator (restarted
-// before the run ends) and writes topics of its own, `spa.<client>.*`.
-describe.each(kafkaClients)('a generator on a local 3-broker cluster (%s)', (client) => {
-  const transactionalId = `spa-generate-${config.runId}-${client}`;
+// The run kills its transaction coordinator (restarted before the run ends).
+describe('a generator on a local 3-broker cluster', () => {
+  const transactionalId = `spa-generate-${config.runId}`;
   let kafka: SpaKafka;
 
   beforeAll(async () => {
-    const prefix = `spa.${client}.`;
+    const prefix = 'spa.';
     await applyTopicsTo(brokers, spaTopics({ prefix }));
-    const transport = kafkaTransport(connection, client);
+    const transport = kafkaTransport(connection);
     kafka = {
       config: connection,
       transport,
@@ -208,7 +207,7 @@ describe.each(kafkaClients)('a generator on a local 3-broker cluster (%s)', (cli
     };
     const counts = await generateToKafka(kafka, transactionalId, run);
     mark('generation finished');
-    console.info(`[cluster-fault ${client}] ${timeline.join('; ')}`);
+    console.info(`[cluster-fault] ${timeline.join('; ')}`);
     expect(victim).toBeDefined();
     expect(batch).toBe(config.batches);
     expect(counts.trajectories).toBe(total);

@@ -9,7 +9,6 @@ import {
   tlsConnectionOptions,
 } from '../../infra/kafka/client-config.js';
 import { describeKafkaError } from '../../infra/kafka/kafkajs-client.js';
-import { describePlatformaticError, platformaticBaseOptions } from '../../infra/kafka/platformatic-client.js';
 
 describe('Kafka connection config', () => {
   it('defaults to the local broker and reads KAFKA_BROKERS and SASL from the environment', () => {
@@ -85,7 +84,7 @@ describe('TLS settings (KAFKA_SSL_*, named after librdkafka ssl.*.location)', ()
     expect(kafkaConfigFromEnv({ KAFKA_SSL_CA_LOCATION: '' }).ssl).toBe(false);
   });
 
-  it('hands both clients the files contents as Node TLS options', () => {
+  it('hands the client the files contents as Node TLS options', () => {
     const config = kafkaConfigFromEnv({
       KAFKA_SSL_CA_LOCATION: ca,
       KAFKA_SSL_CERTIFICATE_LOCATION: cert,
@@ -97,7 +96,6 @@ describe('TLS settings (KAFKA_SSL_*, named after librdkafka ssl.*.location)', ()
       key: Buffer.from('-----BEGIN PRIVATE KEY-----\na2V5\n-----END PRIVATE KEY-----\n'),
     };
     expect(tlsConnectionOptions(config)).toEqual(expected);
-    expect(platformaticBaseOptions(config).tls).toEqual(expected);
     expect(tlsConnectionOptions(kafkaConnectionConfig({ ssl: true }))).toEqual({});
     expect(tlsConnectionOptions(kafkaConnectionConfig({}))).toBeUndefined();
   });
@@ -132,43 +130,35 @@ describe('TLS settings (KAFKA_SSL_*, named after librdkafka ssl.*.location)', ()
   });
 });
 
-describe('a TLS failure says so (both clients)', () => {
+describe('a TLS failure says so', () => {
   const config = kafkaConnectionConfig({ brokers: ['127.0.0.1:19723'], ssl: true });
-  /** Node's error as the libraries wrap it: kafkajs keeps `originalError`, platformatic `errors`/`cause`. */
+  /** Node's error as kafkajs wraps it, in `originalError`. */
   const nodeError = (code: string, message: string) => Object.assign(new Error(message), { code });
   const kafkajsError = (inner: Error) =>
     Object.assign(new Error(inner.message), { name: 'KafkaJSNumberOfRetriesExceeded', originalError: inner });
-  const platformaticError = (inner: Error) =>
-    Object.assign(new Error('metadata failed 2 times.'), { errors: [new Error('net', { cause: inner })] });
+  const explain = (e: Error) => describeKafkaError(kafkajsError(e), 'connecting', config);
 
-  it.each([
-    ['kafkajs', (e: Error) => describeKafkaError(kafkajsError(e), 'connecting', config)],
-    ['platformatic', (e: Error) => describePlatformaticError(platformaticError(e), 'connecting', config)],
-  ])(
-    '%s: an untrusted certificate names KAFKA_SSL_CA_LOCATION; a plaintext listener names TLS',
-    (_, describe) => {
-      expect(
-        describe(nodeError('UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'unable to verify the first certificate'))
-          .message,
-      ).toBe(
-        'the TLS certificate of Kafka at 127.0.0.1:19723 is not signed by a CA Node trusts; set ' +
-          'KAFKA_SSL_CA_LOCATION to the PEM file of the CA that signed it (UNABLE_TO_VERIFY_LEAF_SIGNATURE: ' +
-          'unable to verify the first certificate) while connecting',
-      );
-      expect(
-        describe(
-          nodeError(
-            'ECONNRESET',
-            'Client network socket disconnected before secure TLS connection was established',
-          ),
-        ).message,
-      ).toMatch(
-        /^the TLS handshake with Kafka at 127\.0\.0\.1:19723 failed \(ECONNRESET: .*is it a TLS listener\?/,
-      );
-      expect(
-        describe(nodeError('ERR_TLS_CERT_ALTNAME_INVALID', "IP: 10.0.0.1 is not in the cert's list")).message,
-      ).toMatch(/does not name that host/);
-      expect(describe(nodeError('ECONNREFUSED', 'connect ECONNREFUSED')).message).not.toMatch(/TLS/);
-    },
-  );
+  it('an untrusted certificate names KAFKA_SSL_CA_LOCATION; a plaintext listener names TLS', () => {
+    expect(
+      explain(nodeError('UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'unable to verify the first certificate')).message,
+    ).toBe(
+      'the TLS certificate of Kafka at 127.0.0.1:19723 is not signed by a CA Node trusts; set ' +
+        'KAFKA_SSL_CA_LOCATION to the PEM file of the CA that signed it (UNABLE_TO_VERIFY_LEAF_SIGNATURE: ' +
+        'unable to verify the first certificate) while connecting',
+    );
+    expect(
+      explain(
+        nodeError(
+          'ECONNRESET',
+          'Client network socket disconnected before secure TLS connection was established',
+        ),
+      ).message,
+    ).toMatch(
+      /^the TLS handshake with Kafka at 127\.0\.0\.1:19723 failed \(ECONNRESET: .*is it a TLS listener\?/,
+    );
+    expect(
+      explain(nodeError('ERR_TLS_CERT_ALTNAME_INVALID', "IP: 10.0.0.1 is not in the cert's list")).message,
+    ).toMatch(/does not name that host/);
+    expect(explain(nodeError('ECONNREFUSED', 'connect ECONNREFUSED')).message).not.toMatch(/TLS/);
+  });
 });

@@ -17,7 +17,7 @@ import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { builtinPolicy } from '../../policies/builtin.js';
-import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19420, controllerPort: 19421 };
@@ -55,11 +55,10 @@ afterAll(async () => {
   await stopTestBroker('dlq', ports);
 });
 
-// One broker for both clients; each has topics of its own (`spa.<client>.*`, `dlq.*.<client>`).
-describe.each(kafkaClients)('undecodable records on a topic (%s)', (client) => {
-  const topics = spaTopicNames({ prefix: `spa.${client}.` });
-  const source = `dlq.source.${client}`;
-  const rowsTopic = `dlq.rows.${client}`;
+describe('undecodable records on a topic', () => {
+  const topics = spaTopicNames({ prefix: 'spa.' });
+  const source = 'dlq.source';
+  const rowsTopic = 'dlq.rows';
   let kafka: KafkaConnection;
 
   const readAll = <N extends SpaRecordName>(topic: string, name: N, count = 0) =>
@@ -68,10 +67,10 @@ describe.each(kafkaClients)('undecodable records on a topic (%s)', (client) => {
   beforeAll(async () => {
     const config = testConnection(brokers);
     await applyTopicsTo(brokers, [
-      ...spaTopics({ prefix: `spa.${client}.` }),
+      ...spaTopics({ prefix: 'spa.' }),
       { role: 'trajectories', name: source, partitions: 1, replicationFactor: 1, configs: {} },
     ]);
-    kafka = { transport: kafkaTransport(config, client), config };
+    kafka = { transport: kafkaTransport(config), config };
   });
 
   afterAll(async () => {

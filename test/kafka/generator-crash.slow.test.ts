@@ -8,10 +8,10 @@ import { killBroker, startBroker } from '../../infra/kafka/broker.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { committedTrajectoryIds } from '../../streams/kafka/committed-trajectories.js';
-import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { freezeMidRun, spawnGenerator, type GeneratorProcess } from './generator-process.js';
-import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19410, controllerPort: 19411 };
@@ -28,13 +28,13 @@ afterAll(async () => {
   await stopTestBroker('gencrash', ports);
 });
 
-/** Each client's run writes topics of its own: `spa.<client>.*`. */
-const prefixOf = (client: KafkaClientName): string => `spa.${client}.`;
+/** The run's topics: `spa.*`. */
+const prefix = 'spa.';
 
-/** `spa generate` of `run` to the client's trajectories topic, as a child process on `client`. */
-function generate(client: KafkaClientName): GeneratorProcess {
+/** `spa generate` of `run` to the trajectories topic, as a child process. */
+function generate(): GeneratorProcess {
   const args = ['--env', 'sokoban', '--policy', 'random', '--out', 'kafka', '--run-id', run.runId];
-  args.push('--topic-prefix', prefixOf(client));
+  args.push('--topic-prefix', prefix);
   args.push(
     '--groups',
     String(run.groups),
@@ -43,7 +43,7 @@ function generate(client: KafkaClientName): GeneratorProcess {
     '--batches',
     String(run.batches),
   );
-  return spawnGenerator(args, brokers, client);
+  return spawnGenerator(args, brokers);
 }
 
 function expectedIds(): string[] {
@@ -54,14 +54,14 @@ function expectedIds(): string[] {
   return ids;
 }
 
-// One broker for both clients, killed and restarted once under each.
-describe.each(kafkaClients)('spa generate --out kafka across a kill -9 of the broker (%s)', (client) => {
-  const topic = spaTopicNames({ prefix: prefixOf(client) }).trajectories;
+// One broker, killed and restarted once under the generator.
+describe('spa generate --out kafka across a kill -9 of the broker', () => {
+  const topic = spaTopicNames({ prefix }).trajectories;
   let transport: KafkaTransport;
 
   beforeAll(async () => {
-    await applyTopicsTo(brokers, spaTopics({ prefix: prefixOf(client) }));
-    transport = kafkaTransport(testConnection(brokers), client);
+    await applyTopicsTo(brokers, spaTopics({ prefix }));
+    transport = kafkaTransport(testConnection(brokers));
   });
 
   afterAll(async () => {
@@ -75,7 +75,7 @@ describe.each(kafkaClients)('spa generate --out kafka across a kill -9 of the br
   }
 
   it('commits every trajectory exactly once after the broker is SIGKILLed mid-run and restarted', async () => {
-    const generator = generate(client);
+    const generator = generate();
     // Frozen with part of the run committed, so the kill lands mid-run on any machine.
     const committedAtKill = await freezeMidRun(generator, committedNow, total);
     await killBroker(instance);
@@ -86,7 +86,7 @@ describe.each(kafkaClients)('spa generate --out kafka across a kill -9 of the br
     const downMs = Date.now() - killedTime;
     const result = await generator.exited;
     console.info(
-      `[generator-crash ${client}] broker killed with ${committedAtKill}/${total} trajectories committed; broker down ${downMs} ms; generator finished ${Date.now() - killedTime} ms after the kill`,
+      `[generator-crash] broker killed with ${committedAtKill}/${total} trajectories committed; broker down ${downMs} ms; generator finished ${Date.now() - killedTime} ms after the kill`,
     );
     expect(result.code, result.stderr.slice(-2000)).toBe(0);
     expect(committedAtKill).toBeLessThan(total); // the kill really came mid-run

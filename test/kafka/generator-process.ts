@@ -1,6 +1,4 @@
-import type { KafkaClientName } from '../../streams/kafka/kafka-client.js';
 import { spawnSpa, type SpaResult } from '../cli/spa-process.js';
-import { clientEnv } from './harness.js';
 
 /** A `spa generate` child process the test can freeze, thaw and kill. */
 export interface GeneratorProcess {
@@ -10,13 +8,9 @@ export interface GeneratorProcess {
   readonly exited: Promise<SpaResult>;
 }
 
-/** Runs `spa generate <args>` against `brokers` on `client` as a child process, as a user runs it. */
-export function spawnGenerator(
-  args: readonly string[],
-  brokers: readonly string[],
-  client: KafkaClientName,
-): GeneratorProcess {
-  const { child, ended } = spawnSpa(['generate', ...args], brokers, clientEnv(client));
+/** Runs `spa generate <args>` against `brokers` as a child process, as a user runs it. */
+export function spawnGenerator(args: readonly string[], brokers: readonly string[]): GeneratorProcess {
+  const { child, ended } = spawnSpa(['generate', ...args], brokers);
   return {
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),

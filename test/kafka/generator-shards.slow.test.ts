@@ -12,10 +12,10 @@ import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { plannedTrajectoryIds } from '../../streams/episodes/episodes.js';
 import { groupsOfShard, type Shard } from '../../streams/episodes/shard.js';
 import { committedTrajectoryIds } from '../../streams/kafka/committed-trajectories.js';
-import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport } from '../../streams/kafka/transport.js';
 import { freezeMidRun, spawnGenerator, type GeneratorProcess } from './generator-process.js';
-import { kafkaClients, testConnection } from './harness.js';
+import { testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 /** A Kafka the suite runs against: its bootstrap brokers and how to stop it. */
@@ -39,32 +39,22 @@ async function startKafka(): Promise<TestKafka> {
 const run = { runId: 'shards-run', env: 'sokoban', groups: 16, groupSize: 8, batches: 10 } as const;
 const totalGroups = run.groups * run.batches;
 const total = totalGroups * run.groupSize;
-/**
- * Topic prefixes: the unsharded reference (kafkajs, the default client), and per client the two
- * shards and the two shards with a kill.
- */
-const prefixes = (client: KafkaClientName) =>
-  ({ sharded: `spa.sharded-${client}.`, killed: `spa.killed-${client}.` }) as const;
+/** Topic prefixes: the unsharded reference, the two shards, and the two shards with a kill. */
 const wholePrefix = 'spa.whole.';
+const shardedPrefix = 'spa.sharded.';
+const killedPrefix = 'spa.killed.';
 
 let kafka: TestKafka;
-/** The reader of every client's topics (kafkajs); each client's own reads are in its describe. */
+/** The reader of every topic. */
 let transport: KafkaTransport;
 
-/**
- * `spa generate` of `run` into the topics of `prefix` (one shard of it, if given), as a child
- * process on `client`.
- */
-function spaGenerate(
-  prefix: string,
-  shard: Shard | undefined,
-  client: KafkaClientName = 'kafkajs',
-): GeneratorProcess {
+/** `spa generate` of `run` into the topics of `prefix` (one shard of it, if given), as a child process. */
+function spaGenerate(prefix: string, shard: Shard | undefined): GeneratorProcess {
   const args = ['--env', run.env, '--policy', 'random', '--out', 'kafka', '--topic-prefix', prefix];
   args.push('--run-id', run.runId, '--groups', String(run.groups), '--group-size', String(run.groupSize));
   args.push('--batches', String(run.batches));
   if (shard) args.push('--shard', `${shard.index}/${shard.count}`);
-  return spawnGenerator(args, kafka.brokers, client);
+  return spawnGenerator(args, kafka.brokers);
 }
 
 /** What `spa generate --out kafka` prints last: its counts and how many an earlier attempt had committed. */
@@ -99,8 +89,8 @@ interface Counts {
  * topic; each read waits (up to 15 s) for the `expected` count, as commit markers land a moment
  * after a commit returns.
  */
-async function committedRecords(prefix: string, expected: Counts, reader: KafkaTransport = transport) {
-  const connection = { transport: reader, config: testConnection(kafka.brokers) };
+async function committedRecords(prefix: string, expected: Counts) {
+  const connection = { transport, config: testConnection(kafka.brokers) };
   const topics = spaTopicNames({ prefix });
   const trajectories = await readAllRecords(
     connection,
@@ -127,9 +117,9 @@ const referenceCounts = (): Counts => ({
 
 beforeAll(async () => {
   kafka = await startKafka();
-  const all = [wholePrefix, ...kafkaClients.flatMap((client) => Object.values(prefixes(client)))];
-  for (const prefix of all) await applyTopicsTo(kafka.brokers, spaTopics({ prefix }));
-  transport = kafkaTransport(testConnection(kafka.brokers), 'kafkajs');
+  for (const prefix of [wholePrefix, shardedPrefix, killedPrefix])
+    await applyTopicsTo(kafka.brokers, spaTopics({ prefix }));
+  transport = kafkaTransport(testConnection(kafka.brokers));
   // The reference: one unsharded generator with the same flags.
   const whole = await succeeded(spaGenerate(wholePrefix, undefined));
   expect(whole.counts.trajectories).toBe(total);
@@ -143,21 +133,9 @@ afterAll(async () => {
   await kafka?.stop();
 });
 
-describe.each(kafkaClients)('spa generate --shard i/n (%s)', (client) => {
-  const { sharded: shardedPrefix, killed: killedPrefix } = prefixes(client);
-  /** This client's reader, for what its generators committed. */
-  let reader: KafkaTransport;
-
-  beforeAll(() => {
-    reader = kafkaTransport(testConnection(kafka.brokers), client);
-  });
-
-  afterAll(async () => {
-    await reader?.close();
-  });
-
+describe('spa generate --shard i/n', () => {
   it('two shards commit the same trajectories and rows as one unsharded generator', async () => {
-    const shards = [0, 1].map((index) => spaGenerate(shardedPrefix, { index, count: 2 }, client));
+    const shards = [0, 1].map((index) => spaGenerate(shardedPrefix, { index, count: 2 }));
     const results = await Promise.all(shards.map(succeeded));
     expect(results.map((r) => r.counts.trajectories)).toEqual([
       groupsOfShard(totalGroups, { index: 0, count: 2 }) * run.groupSize,
@@ -165,7 +143,7 @@ describe.each(kafkaClients)('spa generate --shard i/n (%s)', (client) => {
     ]);
     expect(new Set(results.map((r) => r.transactionalId)).size).toBe(2);
 
-    const sharded = await committedRecords(shardedPrefix, referenceCounts(), reader);
+    const sharded = await committedRecords(shardedPrefix, referenceCounts());
     expect(sharded.trajectoryIds).toHaveLength(total);
     expect(new Set(sharded.trajectoryIds)).toEqual(new Set(reference.trajectoryIds));
     // The same records, not only the same ids (per-trajectory random streams, envs/rng.ts).
@@ -177,10 +155,10 @@ describe.each(kafkaClients)('spa generate --shard i/n (%s)', (client) => {
   it('a shard SIGKILLed mid-run and restarted with the same flags leaves every group exactly once', async () => {
     const killed: Shard = { index: 1, count: 2 };
     const shardTotal = groupsOfShard(totalGroups, killed) * run.groupSize;
-    const other = spaGenerate(killedPrefix, { index: 0, count: 2 }, client);
-    const victim = spaGenerate(killedPrefix, killed, client);
+    const other = spaGenerate(killedPrefix, { index: 0, count: 2 });
+    const victim = spaGenerate(killedPrefix, killed);
     // Frozen with part of the shard committed, so the kill cuts it mid-run on any machine.
-    const connection = { transport: reader, config: testConnection(kafka.brokers) };
+    const connection = { transport, config: testConnection(kafka.brokers) };
     const topic = spaTopicNames({ prefix: killedPrefix }).trajectories;
     const shardIds = new Set(plannedTrajectoryIds(episodeConfig({ ...run, shard: killed })));
     const committedOfShard = async () =>
@@ -191,10 +169,10 @@ describe.each(kafkaClients)('spa generate --shard i/n (%s)', (client) => {
     const death = await victim.exited;
     expect(death.signal).toBe('SIGKILL');
 
-    const restarted = await succeeded(spaGenerate(killedPrefix, killed, client));
+    const restarted = await succeeded(spaGenerate(killedPrefix, killed));
     const first = await succeeded(other);
     console.info(
-      `[generator-shards ${client}] shard 1/2 killed with ${killedAt}/${shardTotal} trajectories committed; ` +
+      `[generator-shards] shard 1/2 killed with ${killedAt}/${shardTotal} trajectories committed; ` +
         `the restart found ${restarted.resumed} committed and played ${restarted.counts.trajectories}`,
     );
     // The kill really came mid-run: part of the shard was committed, part was not.
@@ -203,7 +181,7 @@ describe.each(kafkaClients)('spa generate --shard i/n (%s)', (client) => {
     expect(restarted.resumed + restarted.counts.trajectories).toBe(shardTotal);
     expect(first.counts.trajectories).toBe(total - shardTotal);
 
-    const after = await committedRecords(killedPrefix, referenceCounts(), reader);
+    const after = await committedRecords(killedPrefix, referenceCounts());
     expect(after.trajectoryIds).toHaveLength(total); // nothing doubled…
     expect(new Set(after.trajectoryIds)).toEqual(new Set(reference.trajectoryIds)); // …nothing lost
     expect(after.trajectories).toEqual(reference.trajectories);

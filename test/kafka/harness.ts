@@ -6,16 +6,6 @@ import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
 import type { BrokerStartOptions, RunningBroker } from '../../infra/kafka/broker.js';
 import { kafkaConnectionConfig } from '../../infra/kafka/client-config.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import type { KafkaClientName } from '../../streams/kafka/kafka-client.js';
-
-/**
- * Every client the transport has an adapter for (streams/kafka/kafka-client.ts): the slow Kafka
- * suites run their cases against each (`describe.each(kafkaClients)`).
- */
-export const kafkaClients: readonly KafkaClientName[] = ['kafkajs', 'platformatic'];
-
-/** The environment a `spa` child process needs to use `client` (SPA_KAFKA_CLIENT). */
-export const clientEnv = (client: KafkaClientName): NodeJS.ProcessEnv => ({ SPA_KAFKA_CLIENT: client });
 
 /** Starts a fresh instance `test-<name>` (wiping its data) with a generous timeout for a busy CI box. */
 export function startTestBroker(name: string, options: BrokerStartOptions): Promise<RunningBroker> {

@@ -18,7 +18,7 @@ import { parseFromOffset, parseFromTime } from '../../streams/kafka/replay-start
 import { replayTrajectories } from '../../streams/kafka/replay.js';
 import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa } from '../cli/spa-process.js';
-import { clientEnv, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readAllRecords } from './read-records.js';
 
 const ports = { port: 19430, controllerPort: 19431 };
@@ -55,11 +55,10 @@ describe('replay start positions', () => {
   });
 });
 
-// One broker for both clients; each has topics of its own (`spa.<client>.*`, `ablation.<client>.*`).
-describe.each(kafkaClients)('spa replay (%s)', (client) => {
-  const prefix = `spa.${client}.`;
+describe('spa replay', () => {
+  const prefix = 'spa.';
   const topics = spaTopicNames({ prefix });
-  const ablation = (name: string): string => `ablation.${client}.${name}`;
+  const ablation = (name: string): string => `ablation.${name}`;
   let kafka: KafkaConnection;
   let generated: { trajectories: number; sft: number };
 
@@ -69,7 +68,7 @@ describe.each(kafkaClients)('spa replay (%s)', (client) => {
   beforeAll(async () => {
     const config = testConnection(brokers);
     await applyTopicsTo(brokers, spaTopics({ prefix }));
-    kafka = { transport: kafkaTransport(config, client), config };
+    kafka = { transport: kafkaTransport(config), config };
     // The random policy writes empty observation/prediction spans: its "self-belief" is visibly
     // different from the true states, so the two ablations cannot be confused.
     const episodes = episodeConfig({
@@ -77,7 +76,7 @@ describe.each(kafkaClients)('spa replay (%s)', (client) => {
       groups: 6,
       groupSize: 4,
       batches: 1,
-      runId: `replay-${client}`,
+      runId: 'replay',
       mode: 'wm',
     });
     const outputs = generatorPipeline(
@@ -86,7 +85,7 @@ describe.each(kafkaClients)('spa replay (%s)', (client) => {
       builtinPolicy('random', { mode: 'wm', seed: 7 }),
       { target: 'sft' },
     );
-    const sink = await kafka.transport.sink({ transactionalId: `replay-test-generator-${client}` });
+    const sink = await kafka.transport.sink({ transactionalId: 'replay-test-generator' });
     generated = await publishOutbound(outputs, sink, { topics, transactionRecords: 16 });
     await sink.close();
   });
@@ -142,7 +141,7 @@ describe.each(kafkaClients)('spa replay (%s)', (client) => {
   it('runs as `spa replay`: creates the target, stops at the end offsets, summary on stdout', async () => {
     const args = ['replay', '--from-topic', topics.trajectories, '--dlq-topic', topics.dlq];
     args.push('--to-topic', ablation('cli'), '--annotate', 'random-coords');
-    const { code, stdout, stderr } = await runSpa(args, brokers, clientEnv(client));
+    const { code, stdout, stderr } = await runSpa(args, brokers);
     expect(code, stderr).toBe(0);
     expect(stderr).toContain(`created topic ${ablation('cli')} with spa.sft's config`);
     const summary = JSON.parse(stdout.trim()) as { read: number; rows: number; annotation: string };

@@ -20,20 +20,20 @@ import { decodeKafkaRecord, toKafkaRecord } from '../../streams/kafka/spa-record
 import { tapTopic, type TapOptions } from '../../streams/kafka/tap.js';
 import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa, type SpaResult } from '../cli/spa-process.js';
-import { clientEnv, kafkaClients, startTestBroker, stopTestBroker, testConnection } from './harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const ports = { port: 19450, controllerPort: 19451 };
 
-// A fresh broker for each client in turn (same ports, one after the other): `spa topics` reports
-// every topic and group on the broker, and SPA's default topic names are what it tells apart.
-describe.each(kafkaClients)('%s', (client) => {
+// A fresh broker: `spa topics` reports every topic and group on the broker, and SPA's default
+// topic names are what it tells apart.
+describe('spa tap and spa topics', () => {
   const topics = spaTopicNames();
   let brokers: readonly string[];
   let kafka: KafkaConnection;
   let admin: Admin;
   let trajectories: Trajectory[];
 
-  const cli = (...args: string[]): Promise<SpaResult> => runSpa(args, brokers, clientEnv(client));
+  const cli = (...args: string[]): Promise<SpaResult> => runSpa(args, brokers);
 
   /** Taps `topic` in-process and returns what it printed, waiting out the post-commit marker lag. */
   async function tapped(options: Partial<TapOptions> & { topic: string }, atLeast = 1): Promise<string[]> {
@@ -57,7 +57,7 @@ describe.each(kafkaClients)('%s', (client) => {
     brokers = (await startTestBroker('tap', ports)).brokers;
     const config = testConnection(brokers);
     await applyTopicsTo(brokers, spaTopics());
-    kafka = { transport: kafkaTransport(config, client), config };
+    kafka = { transport: kafkaTransport(config), config };
     admin = await connectKafkajsAdmin(config);
     const episodes = episodeConfig({
       env: 'sokoban',

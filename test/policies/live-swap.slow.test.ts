@@ -23,7 +23,7 @@ import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import type { KafkaTransport, RecordSink } from '../../streams/kafka/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
 import { onnxPolicy } from '../../policies/onnx/index.js';
-import { kafkaClients, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 
 const ports = { port: 19480, controllerPort: 19481 };
 let broker: RunningBroker;
@@ -50,9 +50,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-// One broker for both clients; each follows a policy topic of its own (`swap.<client>.policy`).
-describe.each(kafkaClients)('--policy latest (%s)', (client) => {
-  const prefix = `swap.${client}.`;
+describe('--policy latest', () => {
+  const prefix = 'swap.';
   const topics = spaTopicNames({ prefix });
   let transport: KafkaTransport;
   let sink: RecordSink;
@@ -60,7 +59,7 @@ describe.each(kafkaClients)('--policy latest (%s)', (client) => {
   beforeAll(async () => {
     const connection = testConnection(broker.brokers);
     await applyTopicsTo(broker.brokers, spaTopics({ prefix }), connection);
-    transport = kafkaTransport(connection, client);
+    transport = kafkaTransport(connection);
     sink = await transport.sink();
   });
 

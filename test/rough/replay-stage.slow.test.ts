@@ -51,7 +51,7 @@ beforeAll(async () => {
   brokers = (await startTestBroker('rough-replay', ports)).brokers;
   const config = testConnection(brokers);
   await applyTopicsTo(brokers, spaTopics({ prefix }));
-  kafka = { transport: kafkaTransport(config, 'kafkajs'), config };
+  kafka = { transport: kafkaTransport(config), config };
   const wm = await play('wm', wmRun, 3);
   expect(wm.trajectories).toBe(wmTrajectories);
   wmRows = wm.sft;

@@ -47,7 +47,7 @@ function report(stdout: string): { counts: { trajectories: number; sft: number }
 beforeAll(async () => {
   brokers = (await startTestBroker('rough-topics', ports)).brokers;
   const config = testConnection(brokers);
-  kafka = { transport: kafkaTransport(config, 'kafkajs'), config };
+  kafka = { transport: kafkaTransport(config), config };
   for (const run of [runs.a, runs.b]) {
     const made = await generate(run, '--run-id', sftRunId(run));
     expect(made.code, made.stderr).toBe(0);

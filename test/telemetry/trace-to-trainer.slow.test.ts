@@ -25,13 +25,7 @@ import { meterOutbound } from '../../streams/telemetry/meter-outbound.js';
 import { startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';
 import { traceEpisodes } from '../../streams/telemetry/trace-episodes.js';
 import { traceStage } from '../../streams/telemetry/trace-stage.js';
-import {
-  eventually,
-  kafkaClients,
-  startTestBroker,
-  stopTestBroker,
-  testConnection,
-} from '../kafka/harness.js';
+import { eventually, startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { startOtlpReceiver, type OtlpReceiver } from './harness.js';
 
 const run = promisify(execFile);
@@ -80,14 +74,13 @@ async function generate(): Promise<Extract<Outbound, { topic: 'trajectories' }>[
   );
 }
 
-// One broker, telemetry and receiver for both clients; each has a topic of its own and looks
-// only at the spans received since its case began.
-describe.each(kafkaClients)('one trace from the generator through Kafka into the trainer (%s)', (client) => {
-  const topic = `otel.trajectories.${client}`;
+// One broker, telemetry and receiver; each case looks only at the spans received since it began.
+describe('one trace from the generator through Kafka into the trainer', () => {
+  const topic = 'otel.trajectories';
   let transport: KafkaTransport;
 
   beforeAll(async () => {
-    transport = kafkaTransport(testConnection(brokers), client);
+    transport = kafkaTransport(testConnection(brokers));
     const admin = await transport.admin();
     await admin.createTopics([{ name: topic, partitions: 2, replicationFactor: 1, configs: {} }]);
     await waitForLeaders(admin, [topic]);
@@ -116,13 +109,13 @@ describe.each(kafkaClients)('one trace from the generator through Kafka into the
     );
     const consumed: ConsumedRecord[] = [];
     const source = await transport.source({
-      groupId: `otel-trainer-${client}`,
+      groupId: 'otel-trainer',
       topics: [topic],
       start: { kind: 'earliest' },
     });
     await source.run(
       tracedBatchHandler(async (batch) => void consumed.push(...batch.records), {
-        groupId: `otel-trainer-${client}`,
+        groupId: 'otel-trainer',
       }),
     );
     await eventually(

@@ -17,26 +17,18 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkaTransport, type KafkaClientName } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { oraclePolicy } from '../../policies/oracle-policy.js';
 import type { Policy } from '../../policies/policy.js';
 import { randomPolicy } from '../../policies/random-policy.js';
-import {
-  clientEnv,
-  kafkaClients,
-  startTestBroker,
-  stopTestBroker,
-  testConnection,
-} from '../kafka/harness.js';
+import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { evilDeadLetter } from '../hostile/web-tap-records.js';
 import { launchChromium } from './chromium.js';
 
 const ports = { port: 19470, controllerPort: 19471 };
 const topics = spaTopicNames();
-/** The screenshot of `client`'s page (the default client's keeps the old name). */
-const screenshotOf = (client: KafkaClientName): string =>
-  client === 'kafkajs' ? 'test-results/tap-web.png' : `test-results/tap-web-${client}.png`;
+const screenshot = 'test-results/tap-web.png';
 let brokers: readonly string[];
 let kafka: KafkaConnection;
 let admin: Admin;
@@ -83,10 +75,10 @@ async function produce(env: EnvName, policy: Policy, runId: string, groups = 2):
   }
 }
 
-/** Starts `spa tap --web` on `client` and resolves with the URL it prints. */
-function startTap(client: KafkaClientName): Promise<string> {
+/** Starts `spa tap --web` and resolves with the URL it prints. */
+function startTap(): Promise<string> {
   const child = spawn(process.execPath, ['bin/spa.mjs', 'tap', '--web', '--port', '0'], {
-    env: { ...process.env, ...clientEnv(client), KAFKA_BROKERS: brokers.join(',') },
+    env: { ...process.env, KAFKA_BROKERS: brokers.join(',') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   tapProcess = child;
@@ -112,23 +104,20 @@ afterAll(async () => {
   await browser?.close();
 });
 
-// A fresh broker for each client in turn (same ports, one after the other): the tap reads SPA's
-// default topics, and its page counts what it sees.
-describe.each(kafkaClients)('spa tap --web (%s)', (client) => {
-  const screenshot = screenshotOf(client);
-
+// A fresh broker: the tap reads SPA's default topics, and its page counts what it sees.
+describe('spa tap --web', () => {
   beforeAll(async () => {
     brokers = (await startTestBroker('web', ports)).brokers;
     const config = testConnection(brokers);
     await applyTopicsTo(brokers, spaTopics());
-    kafka = { transport: kafkaTransport(config, client), config };
+    kafka = { transport: kafkaTransport(config), config };
     admin = await connectKafkajsAdmin(config);
     // History written before the tap starts.
     await produce('sokoban', staticBeliefPolicy(), 'hist-sokoban');
     await produce('frozenlake', oraclePolicy({ mode: 'wm' }), 'hist-frozenlake');
     await produce('sudoku', randomPolicy({ mode: 'wm', seed: 7 }), 'hist-sudoku');
     await produce('frozenlake', malformedPolicy, 'hist-malformed', 1);
-    pageUrl = await startTap(client);
+    pageUrl = await startTap();
     page = await browser!.newPage();
   }, 900_000);
 
