@@ -1,145 +1,103 @@
-import { envFactory } from '../envs/registry.js';
-import type { Annotation } from '../operators/annotate-ground-truth.js';
-import type { MalformedFilter } from '../operators/filter-malformed.js';
+/**
+ * Stage 1, the world-model SFT data on the run's `sft` topic (docs/spa-loop.md): with `self-play`
+ * (SPA) the model being trained, warmed up and exported as policy v0, plays the world-model
+ * prompts; with `oracle` / `random` a built-in policy does. Either way `generators` processes play
+ * them (generator-shards.ts): annotate with ground-truth states → filter → spa.<run>.sft.
+ */
+import { basename } from 'node:path';
 import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
-import { generateToKafka } from '../streams/generator-sinks.js';
-import { retryWhileRetriable } from '../streams/kafka/retriable.js';
-import type { SpaKafka } from '../streams/kafka/spa-kafka.js';
-import type { OutboundTopic } from '../schemas/outbound.js';
-import type { PolicySource } from '../policies/policy.js';
-import { trajectoryProgress } from './progress.js';
+import { episodeConfig } from '../streams/episodes/episode-config.js';
+import { readManifest } from '../policies/onnx/index.js';
+import type { LoopContext } from './context.js';
+import { dataStageSummary, purgeDataTopics, type DataStageSummary } from './data-stage.js';
+import { exportPolicy } from './export-policy.js';
+import { onnxPolicyFlags } from './generation.js';
 import { generateFlags, generateInShards } from './generator-shards.js';
+import { log } from './log.js';
+import type { SftMetricsFile } from './trainer-files.js';
+import { formatWarmup } from './warmup.js';
 
-/** What one data stage produced, as `summary.json` records it per stage. */
-export interface DataStageSummary {
-  readonly stage: string;
-  /** The policy that played the episodes: its name and version (null for built-in policies). */
-  readonly policy: { readonly name: string; readonly version: number | null };
-  readonly trajectories: number;
-  /** SFT rows accepted by the malformed filter and published. */
-  readonly rowsAccepted: number;
-  /** Rejected records (to the run's DLQ) by reason code. */
-  readonly rejectsByReason: Readonly<Record<string, number>>;
-  readonly topics: { readonly sft: string; readonly dlq: string };
+/** Stage 1's result: its data stages, the warm-up's metrics and the model world-model SFT starts from. */
+export interface SftData {
+  readonly dataStages: DataStageSummary[];
+  readonly warmup: SftMetricsFile | null;
+  readonly sftStartModel: string;
+}
+
+/** Who plays a data stage: the `spa generate` flags of its policy and how the summary names it. */
+interface Player {
+  readonly flags: readonly string[];
+  readonly describe: DataStageSummary['policy'];
 }
 
 /**
- * Who plays a data stage: `policy` in this process under `transactionalId`, or `shards` child
- * processes `spa generate --shard i/n` (generator-shards.ts) given the policy's own flags.
+ * The SFT data: a built-in generator's (`sft data`), or, for `self-play`, the format warm-up, the
+ * export of v0 and v0's self-play (`self-play sft data`). Returns the data stages and the model
+ * the SFT stage starts from (the warmed-up checkpoint when there was a warm-up).
  */
-export type DataStagePlayers =
-  | { readonly policy: PolicySource; readonly transactionalId: string }
-  | { readonly shards: number; readonly policyFlags: readonly string[] };
-
-/**
- * Plays `episodes` in world-model mode through the generator pipeline (ground-truth annotation →
- * malformed filter → SFT rows or DLQ) into `kafka`'s topics, with a progress line, and counts
- * what each record became.
- */
-export async function generateSftData(
-  kafka: SpaKafka,
-  options: {
-    readonly stage: string;
-    readonly episodes: EpisodeConfig;
-    readonly players: DataStagePlayers;
-    readonly describePolicy: DataStageSummary['policy'];
-    readonly malformedFilter: MalformedFilter;
-    /** How the rows' states are filled (default gt, SPA's; docs/spa-data.md#replacement). */
-    readonly annotation?: Annotation;
-    /** An earlier attempt committed part of this stage: delete its records first. */
-    readonly purgeFirst: boolean;
-  },
-): Promise<DataStageSummary> {
-  const { episodes, players } = options;
-  const annotation = options.annotation ?? 'gt';
-  if (options.purgeFirst) {
-    const topics = [kafka.topics.trajectories, kafka.topics.sft, kafka.topics.dlq];
-    const purged = await purgeTopics(kafka, topics);
-    process.stderr.write(
-      `[${options.stage}] removed ${purged} offsets an interrupted earlier attempt left\n`,
-    );
+export async function sftData(ctx: LoopContext): Promise<SftData> {
+  const { config } = ctx;
+  const generator = config.generator;
+  if (generator !== 'self-play') {
+    const player = {
+      flags: ['--policy', generator, '--policy-seed', '0'],
+      describe: { name: generator, version: null },
+    };
+    const data = await playSftData(ctx, 'sft data', `sft data (${generator})`, player);
+    return { dataStages: [data], warmup: null, sftStartModel: config.model };
   }
-  let counts: Record<OutboundTopic, number>;
-  let rejectsByReason: Record<string, number> = {};
-  if ('shards' in players) {
-    process.stderr.write(`[${options.stage}] ${players.shards} generator processes (spa generate --shard)\n`);
-    const filter = options.malformedFilter;
-    const args = [
-      ...generateFlags(episodes, 'sft', kafka.topics),
-      ...['--filter-envs', filter.envs.length > 0 ? filter.envs.join(',') : 'none'],
-      ...(filter.parserReasons ? ['--filter-parser-reasons'] : []),
-      ...['--annotation', annotation],
-      ...players.policyFlags,
-    ];
-    ({ counts, rejectsByReason } = await generateInShards(
-      args,
-      players.shards,
-      kafka.config.brokers.join(','),
-    ));
-  } else {
-    const progress = trajectoryProgress(options.stage, episodes);
-    counts = await generateToKafka(kafka, players.transactionalId, {
-      episodes,
-      makeEnv: envFactory({ name: episodes.env }),
-      policy: players.policy,
-      pipeline: {
-        target: 'sft',
-        malformedFilter: options.malformedFilter,
-        annotation,
-      },
-      onRecord: (o) => {
-        progress.add(o.topic);
-        if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
-      },
-    });
-    progress.done();
-  }
-  return {
-    stage: options.stage,
-    policy: options.describePolicy,
-    trajectories: counts.trajectories,
-    rowsAccepted: counts.sft,
-    rejectsByReason,
-    topics: { sft: kafka.topics.sft, dlq: kafka.topics.dlq },
+  const warmup = await formatWarmup(ctx);
+  const v0 = await exportPolicy(ctx, warmup.model, 0, false);
+  const { version } = await readManifest(v0);
+  const player = {
+    flags: onnxPolicyFlags(config, `onnx:${v0}`, 0),
+    describe: { name: `onnx:${basename(v0)}`, version },
   };
-}
-
-/** Deletes every record of `topics` (Kafka's DeleteRecords up to each high watermark); returns how many. */
-async function purgeTopics(kafka: SpaKafka, topics: readonly string[]): Promise<number> {
-  const admin = await kafka.transport.admin();
-  try {
-    let purged = 0;
-    for (const topic of topics) {
-      const offsets = await retryWhileRetriable(() => admin.topicOffsets(topic), 10_000);
-      const nonEmpty = offsets.filter((p) => p.high > p.low);
-      purged += nonEmpty.reduce((n, p) => n + Number(p.high - p.low), 0);
-      if (nonEmpty.length > 0)
-        await admin.deleteRecords(
-          topic,
-          nonEmpty.map((p) => ({ partition: p.partition, offset: p.high })),
-        );
-    }
-    return purged;
-  } finally {
-    await admin.close();
-  }
+  const selfPlay = await playSftData(ctx, 'self-play sft data', 'self-play sft data', player);
+  if (selfPlay.rowsAccepted === 0)
+    throw new Error(
+      `self-play with ${selfPlay.policy.name} v${selfPlay.policy.version} produced no accepted SFT rows ` +
+        `(rejected: ${JSON.stringify(selfPlay.rejectsByReason)}): nothing to finetune on; a larger ` +
+        `format warm-up (warmupTrajectories, warmupEpochs) or --generator oracle would give data`,
+    );
+  return { dataStages: [...warmup.data, selfPlay], warmup: warmup.metrics, sftStartModel: warmup.model };
 }
 
 /**
- * Topics named `<prefix>…` that are not empty, with their offsets (high − low watermark summed over
- * partitions; records and transaction markers): a fresh run checks that its run id's topics are empty.
+ * The data stage `stage` (`label` in the progress line and summary.json): `player` plays the SFT
+ * episodes in world-model mode in the run's generator processes, under the run's malformed filter
+ * and annotation; a redo first deletes what the cut-off attempt committed.
  */
-export async function offsetsUnder(kafka: SpaKafka, prefix: string): Promise<Record<string, number>> {
-  const admin = await kafka.transport.admin();
-  try {
-    const held: Record<string, number> = {};
-    for (const topic of (await admin.listTopics()).filter((name) => name.startsWith(prefix)).sort()) {
-      const offsets = await retryWhileRetriable(() => admin.topicOffsets(topic), 10_000);
-      const records = offsets.reduce((n, p) => n + Number(p.high - p.low), 0);
-      if (records > 0) held[topic] = records;
-    }
-    return held;
-  } finally {
-    await admin.close();
-  }
+function playSftData(ctx: LoopContext, stage: string, label: string, player: Player): Promise<DataStageSummary> {
+  return ctx.timed(stage, async ({ redo }) => {
+    const { config, kafka } = ctx;
+    if (redo) await purgeDataTopics(kafka, label);
+    log(`${label}: ${generatorProcesses(config.generators)} (spa generate --shard)`);
+    const args = [
+      ...generateFlags(sftEpisodes(ctx), 'sft', kafka.topics),
+      ...['--filter-envs', config.filterEnvs.length > 0 ? config.filterEnvs.join(',') : 'none'],
+      ...(config.filterParserReasons ? ['--filter-parser-reasons'] : []),
+      ...['--annotation', config.annotation],
+      ...player.flags,
+    ];
+    const report = await generateInShards(args, config.generators, ctx.brokers);
+    return dataStageSummary(kafka, label, player.describe, report);
+  });
+}
+
+/** `n generator process(es)`, as the log names a stage's generators. */
+export function generatorProcesses(n: number): string {
+  return `${n} generator process${n === 1 ? '' : 'es'}`;
+}
+
+/** The SFT data's episodes: `sftGroups` × `sftGroupSize` per batch, `sftBatches` batches. */
+function sftEpisodes({ config, runId }: LoopContext): EpisodeConfig {
+  return episodeConfig({
+    env: config.env,
+    runId: `${runId}-sft`,
+    mode: 'wm',
+    groups: config.sftGroups,
+    groupSize: config.sftGroupSize,
+    batches: config.sftBatches,
+  });
 }

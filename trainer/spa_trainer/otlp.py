@@ -1,6 +1,7 @@
 """Trainer-side tracing: continue the generator's trace from Kafka ``traceparent`` headers.
 
-Both trainers use it (infra/otel/README.md); a no-op unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set.
+Both trainers use it (infra/otel/README.md); a no-op unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set
+(``tracer_from_env`` reads the standard variables that apply to it).
 Why hand-written: the local wheel index has opentelemetry-sdk 1.45.0 and its OTLP/HTTP
 exporter, but not their pinned dependencies (opentelemetry-semantic-conventions 0.66b0,
 opentelemetry-exporter-otlp-common, opentelemetry-exporter-http-transport), so
@@ -41,6 +42,7 @@ import re
 import secrets
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,12 +138,18 @@ class OtlpJsonTracer:
         service_name: str = "spa-trainer",
         resource_attributes: Mapping[str, object] | None = None,
         timeout_s: float = 10.0,
+        headers: Mapping[str, str] | None = None,
+        traces_url: str | None = None,
     ) -> None:
-        if not re.match(r"^https?://[^/]", endpoint):
-            raise ValueError(f"OTLP endpoint {endpoint!r} must be an http(s) URL such as http://127.0.0.1:4318")
-        self._url = endpoint.rstrip("/") + "/v1/traces"
-        self._resource = {"service.name": service_name, **(resource_attributes or {})}
+        """``endpoint`` is the OTLP base URL (spans go to ``<endpoint>/v1/traces``) unless
+        ``traces_url`` names the full URL; ``headers`` go with every export (e.g. an API key)."""
+        for url in (endpoint, traces_url):
+            if url is not None and not re.match(r"^https?://[^/]", url):
+                raise ValueError(f"OTLP endpoint {url!r} must be an http(s) URL such as http://127.0.0.1:4318")
+        self._url = traces_url or endpoint.rstrip("/") + "/v1/traces"
+        self._resource = {**(resource_attributes or {}), "service.name": service_name}
         self._timeout_s = timeout_s
+        self._headers = {**(headers or {}), "content-type": "application/json"}
         self._finished: list[Span] = []
 
     def start_span(
@@ -263,7 +271,7 @@ class OtlpJsonTracer:
         if not spans:
             return 0
         body = json.dumps(self._request(spans)).encode("utf-8")
-        request = urllib.request.Request(self._url, data=body, headers={"content-type": "application/json"})
+        request = urllib.request.Request(self._url, data=body, headers=self._headers)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
                 response.read()
@@ -272,15 +280,46 @@ class OtlpJsonTracer:
         return len(spans)
 
 
+def _key_values(text: str, variable: str) -> dict[str, str]:
+    """``key=value`` pairs split by commas, percent-decoded: the format of ``OTEL_RESOURCE_ATTRIBUTES``
+    and ``OTEL_EXPORTER_OTLP_HEADERS``; a pair without ``=`` raises naming the variable."""
+    pairs: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{variable}: {pair!r} is not key=value")
+        pairs[urllib.parse.unquote(key.strip())] = urllib.parse.unquote(value.strip())
+    return pairs
+
+
 def tracer_from_env(service_name: str = "spa-trainer", env: Mapping[str, str] | None = None) -> OtlpJsonTracer | None:
-    """A tracer exporting to ``OTEL_EXPORTER_OTLP_ENDPOINT``, or None when it is unset or empty
-    or ``OTEL_SDK_DISABLED`` is true; ``OTEL_SERVICE_NAME`` replaces ``service_name`` (the same
-    precedence as the generator's, infra/otel/README.md)."""
+    """A tracer configured by the standard variables the generator reads (infra/otel/README.md), or
+    None when it has nowhere to export: no ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``…_TRACES_ENDPOINT``,
+    a full URL), ``OTEL_TRACES_EXPORTER`` without ``otlp`` (``none``; this tracer exports only
+    OTLP, always as JSON over HTTP), or ``OTEL_SDK_DISABLED`` true. The resource is ``service_name``
+    under ``OTEL_RESOURCE_ATTRIBUTES`` under ``OTEL_SERVICE_NAME``; ``OTEL_EXPORTER_OTLP_HEADERS``
+    (or ``…_TRACES_HEADERS``) go with every export."""
     env = os.environ if env is None else env
-    endpoint = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if not endpoint or env.get("OTEL_SDK_DISABLED", "").strip().lower() in ("1", "true", "yes", "on"):
+
+    def get(name: str) -> str:
+        return env.get(name, "").strip()
+
+    endpoint, traces_url = get("OTEL_EXPORTER_OTLP_ENDPOINT"), get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    exporters = [e.strip() for e in get("OTEL_TRACES_EXPORTER").split(",") if e.strip()] or ["otlp"]
+    disabled = get("OTEL_SDK_DISABLED").lower() in ("1", "true", "yes", "on")
+    if not (endpoint or traces_url) or "otlp" not in exporters or disabled:
         return None
-    return OtlpJsonTracer(endpoint, service_name=env.get("OTEL_SERVICE_NAME", "").strip() or service_name)
+    resource = _key_values(get("OTEL_RESOURCE_ATTRIBUTES"), "OTEL_RESOURCE_ATTRIBUTES")
+    headers = _key_values(
+        get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or get("OTEL_EXPORTER_OTLP_HEADERS"), "OTEL_EXPORTER_OTLP_HEADERS"
+    )
+    return OtlpJsonTracer(
+        endpoint or traces_url,
+        service_name=get("OTEL_SERVICE_NAME") or resource.pop("service.name", "") or service_name,
+        resource_attributes=resource,
+        headers=headers,
+        traces_url=traces_url or None,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
