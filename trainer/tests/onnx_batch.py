@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,30 +10,45 @@ import onnxruntime as ort
 import torch
 from transformers import AutoModelForCausalLM
 
+from spa_trainer.export.parity import OnnxCache
 
-def dense(outputs: Sequence[object]) -> list[np.ndarray]:
-    """A session's outputs, which ONNX Runtime types as arrays, sparse tensors, lists or maps: this
-    graph's are all arrays."""
-    arrays = [o for o in outputs if isinstance(o, np.ndarray)]
-    assert len(arrays) == len(outputs), [type(o) for o in outputs]
-    return arrays
+
+def onnx_greedy(artifact: Path, prompt: list[int], new_tokens: int) -> list[int]:
+    """Greedy ids of the exported graph fed as the generator feeds it: the prompt, then one token
+    a call, the cache kept in its two parts (settled and recent, folded every other call)."""
+    session = ort.InferenceSession(str(artifact / "model.onnx"))
+    cache = OnnxCache.of_artifact(json.loads((artifact / "manifest.json").read_text()), batch=1)
+    ids, got = prompt, []
+    for _ in range(new_tokens):
+        start = cache.whole[0].shape[2]
+        logits, *_ = cache.run(
+            session,
+            np.array([ids], np.int64),
+            np.ones((1, start + len(ids)), np.int64),
+            np.arange(start, start + len(ids), dtype=np.int64)[None],
+        )
+        got.append(int(logits[0, -1].argmax()))
+        ids = [got[-1]]
+    return got
 
 
 def left_padded_logits_error(model_dir: Path, artifact: Path, ids: torch.Tensor, mask: torch.Tensor) -> float:
     """Max |onnxruntime − PyTorch| of the logits at the real (mask 1) positions of a batch whose
-    shorter rows are left-padded, run whole with empty pasts and positions counted from each
-    row's first real token."""
+    shorter rows are left-padded, positions counted from each row's first real token: the first
+    column, then one column a call through the cache (the graph returns each call's last
+    position), so every real position is compared."""
     model = AutoModelForCausalLM.from_pretrained(model_dir, attn_implementation="eager").eval()
     session = ort.InferenceSession(str(artifact / "model.onnx"))
-    manifest = json.loads((artifact / "manifest.json").read_text())
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     with torch.no_grad():
         ref = model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.numpy()
-    past = {
-        n: np.zeros((ids.shape[0], manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-        for n in manifest["inputs"][3:]
-    }
-    feeds = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": positions.numpy(), **past}
-    got = dense(session.run(["logits"], feeds))[0]
-    real = mask.numpy().astype(bool)
-    return float(np.abs(got[real] - ref[real]).max())
+    cache = OnnxCache.of(model, batch=ids.shape[0])
+    worst = 0.0
+    for end in range(1, ids.shape[1] + 1):
+        start = cache.whole[0].shape[2]
+        logits, *_ = cache.run(
+            session, ids[:, start:end].numpy(), mask[:, :end].numpy(), positions[:, start:end].numpy()
+        )
+        real = mask[:, end - 1].numpy().astype(bool)
+        worst = max(worst, float(np.abs(logits[real, 0] - ref[real, end - 1]).max()))
+    return worst

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 
-from spa_trainer.export import check_parity, export_policy, io_names, next_version, sha256_file
-from spa_trainer.models import generate
+from spa_trainer.export import (
+    KvCacheLM,
+    check_parity,
+    export_policy,
+    graph,
+    io_names,
+    kv_shape,
+    missing_structure,
+    next_version,
+    sha256_file,
+)
+from spa_trainer.export.parity import OnnxCache
+from spa_trainer.models.load import generate
 
-from .onnx_batch import dense, left_padded_logits_error
+from .onnx_batch import left_padded_logits_error, onnx_greedy
 
 
 @pytest.fixture(scope="module")
@@ -55,32 +68,12 @@ def test_parity_on_a_chat_prompt(artifact: Path, tiny_dir: Path) -> None:
 
 def test_incremental_greedy_matches_pytorch_generate(artifact: Path, tiny_dir: Path) -> None:
     model = AutoModelForCausalLM.from_pretrained(tiny_dir).eval()
-    session = ort.InferenceSession(str(artifact / "model.onnx"))
-    manifest = json.loads((artifact / "manifest.json").read_text())
     prompt = [1, 40, 41, 42, 43]
     with torch.no_grad():
         ref = generate(
             model, torch.tensor([prompt]), max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0
         )[0, len(prompt) :].tolist()
-    past = {
-        n: np.zeros((1, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-        for n in manifest["inputs"][3:]
-    }
-    ids, got = prompt, []
-    for _ in range(8):
-        start = next(iter(past.values())).shape[2]
-        feeds = {
-            "input_ids": np.array([ids], np.int64),
-            "attention_mask": np.ones((1, start + len(ids)), np.int64),
-            "position_ids": np.arange(start, start + len(ids), dtype=np.int64)[None],
-            **past,
-        }
-        out = dense(session.run(None, feeds))
-        token = int(out[0][0, -1].argmax())
-        got.append(token)
-        past = {n.replace("present", "past_key_values"): v for n, v in zip(manifest["outputs"][1:], out[1:])}
-        ids = [token]
-    assert got == ref
+    assert onnx_greedy(artifact, prompt, 8) == ref
 
 
 def test_left_padded_batch(artifact: Path, tiny_dir: Path) -> None:
@@ -118,3 +111,73 @@ def test_export_raises_no_tracer_warnings(tiny_dir: Path, tmp_path: Path) -> Non
     tracer_warning = torch.jit.TracerWarning  # pyright: ignore[reportPrivateImportUsage]
     noisy = [w for w in caught if issubclass(w.category, tracer_warning) or "aten::index" in str(w.message)]
     assert noisy == [], [str(w.message)[:120] for w in noisy]
+
+
+def test_the_export_is_the_generators_graph(artifact: Path, tiny_dir: Path) -> None:
+    """Split cache, last-position logits, grouped attention: in the file, the manifest and a call."""
+    layers = AutoModelForCausalLM.from_pretrained(tiny_dir).config.num_hidden_layers
+    assert missing_structure(onnx.load(str(artifact / "model.onnx")), layers) == []
+    manifest = json.loads((artifact / "manifest.json").read_text())
+    assert manifest["graph"] == ["split_cache", "last_position_logits", "grouped_attention"]
+    session = ort.InferenceSession(str(artifact / "model.onnx"))
+    logits = session.get_outputs()[0]
+    assert logits.name == "logits" and logits.shape[1:] == [1, manifest["vocab_size"]]
+    cache = OnnxCache.of_artifact(manifest, batch=1)
+    # present = recent + new: 5, then 5 + 2 (folded into the settled part after the call), then 1
+    for ids, past, present in (([5, 6, 7, 8, 9], 0, 5), ([10, 11], 5, 7), ([12], 7, 1)):
+        out = cache.run(
+            session,
+            np.array([ids], np.int64),
+            np.ones((1, past + len(ids)), np.int64),
+            np.arange(past, past + len(ids))[None],
+        )
+        assert out[0].shape == (1, 1, manifest["vocab_size"])
+        assert out[1].shape == (1, manifest["num_key_value_heads"], present, manifest["head_dim"])
+
+
+def _trace_hf_interface(model: PreTrainedModel, path: Path) -> None:
+    """HF's eager forward through a whole cache, every position's logits: the graph the exporter
+    wrote before it made the generator's (TS rewrote it at load time)."""
+    layers = int(model.config.num_hidden_layers)
+    heads, head_dim = kv_shape(model)
+    past = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    present = [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    dummy = (
+        torch.ones(1, 4, dtype=torch.long),
+        torch.ones(1, 7, dtype=torch.long),
+        torch.arange(3, 7)[None],
+        *[torch.zeros(1, heads, 3, head_dim) for _ in past],
+    )
+    axes = {n: {0: "b", 2: "p"} for n in [*past, *present]} | {"input_ids": {0: "b", 1: "s"}, "logits": {1: "s"}}
+    axes |= {"attention_mask": {0: "b", 1: "t"}, "position_ids": {0: "b", 1: "s"}}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            KvCacheLM(model.eval()),
+            dummy,
+            str(path),
+            input_names=["input_ids", "attention_mask", "position_ids", *past],
+            output_names=["logits", *present],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def test_a_graph_as_hf_traces_it_lacks_every_part(tiny_dir: Path, tmp_path: Path) -> None:
+    model = AutoModelForCausalLM.from_pretrained(tiny_dir, attn_implementation="eager")
+    _trace_hf_interface(model, tmp_path / "hf.onnx")
+    missing = missing_structure(onnx.load(str(tmp_path / "hf.onnx")), int(model.config.num_hidden_layers))
+    assert [m.split(" ")[0] for m in missing] == ["split_cache", "last_position_logits", "grouped_attention"]
+    assert "no recent.*" in missing[0] and "Expand" in missing[2]
+
+
+def test_an_export_without_grouped_attention_is_refused(
+    tiny_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Traced with HF's eager attention (`repeat_kv`: one copy per layer for keys and one for
+    values), the export stops before it writes an artifact."""
+    monkeypatch.setattr(graph, "GROUPED", "eager")
+    with pytest.raises(ValueError, match=r"lacks grouped_attention \(4 Expand/Tile nodes copy cache heads\)"):
+        export_policy(tiny_dir, tmp_path, stage="sft", step=1, model_name="tiny")
+    assert list(tmp_path.iterdir()) == []

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-import onnxruntime as ort
 import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -23,10 +21,10 @@ from spa_trainer.export import (
     export_policy,
     window_parity_ids,
 )
-from spa_trainer.models import generate
-from spa_trainer.tiny_model import TINY_MODELS, tiny_model_dir
+from spa_trainer.models.load import generate
+from spa_trainer.models.tiny import TINY_MODELS, tiny_model_dir
 
-from .onnx_batch import left_padded_logits_error
+from .onnx_batch import left_padded_logits_error, onnx_greedy
 from .test_tiny_local import rescaled
 
 WINDOW = 48
@@ -91,29 +89,11 @@ def test_onnx_greedy_past_the_window_matches_pytorch_generate(artifact: Path, lo
     """A 150-token prompt, then 32 tokens one at a time through the full cache (every step's past
     beyond the window), against HF `generate` with its own window-trimmed cache."""
     model = AutoModelForCausalLM.from_pretrained(local_model, attn_implementation="eager").eval()
-    session = ort.InferenceSession(str(artifact / "model.onnx"))
-    manifest = json.loads((artifact / "manifest.json").read_text())
     prompt = torch.randint(3, int(model.config.vocab_size), (1, 150), generator=torch.Generator().manual_seed(3))
     new = 32
     with torch.no_grad():
         ref = generate(model, prompt, max_new_tokens=new, do_sample=False, eos_token_id=None, pad_token_id=0)
-    past = {
-        n: np.zeros((1, manifest["num_key_value_heads"], 0, manifest["head_dim"]), np.float32)
-        for n in manifest["inputs"][3:]
-    }
-    ids, got = prompt[0].tolist(), []
-    for _ in range(new):
-        start = next(iter(past.values())).shape[2]
-        feeds = {
-            "input_ids": np.array([ids], np.int64),
-            "attention_mask": np.ones((1, start + len(ids)), np.int64),
-            "position_ids": np.arange(start, start + len(ids), dtype=np.int64)[None],
-            **past,
-        }
-        out = [np.asarray(o) for o in session.run(None, feeds)]
-        got.append(int(out[0][0, -1].argmax()))
-        past = {n.replace("present", "past_key_values"): v for n, v in zip(manifest["outputs"][1:], out[1:])}
-        ids = [got[-1]]
+    got = onnx_greedy(artifact, prompt[0].tolist(), new)
     assert got == ref[0, prompt.shape[1] :].tolist()
     assert len(set(got)) > 3
 
