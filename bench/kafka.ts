@@ -1,8 +1,6 @@
 /**
- * `npm run bench -- kafka [--trajectories n] [--repeat n] [--compression gzip|none] [--keep]
- * [--client kafkajs,platformatic]`: the pipeline's Kafka throughput beside Kafka's own perf tools
- * on the same broker in the same run, for each client the transport can be built on
- * (streams/kafka/kafka-client.ts; both by default, kafkajs first).
+ * `npm run bench -- kafka [--trajectories n] [--repeat n] [--compression gzip|none] [--keep]`:
+ * the pipeline's Kafka throughput beside Kafka's own perf tools on the same broker in the same run.
  *
  * - ingest: random policy → annotate → filter → Avro → transactional Kafka writes (the whole
  *   generator, generatorPipeline + publishOutbound, with the DemandGate `spa generate` uses), vs
@@ -29,8 +27,8 @@ import { performance } from 'node:perf_hooks';
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
 import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
-import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../infra/kafka/client-config.js';
-import { openKafkajsAdmin } from '../infra/kafka/kafkajs-admin.js';
+import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../infra/kafka/client/config.js';
+import { openKafkajsAdmin } from '../infra/kafka/client/kafkajs-admin.js';
 import { runKafkaTool } from '../infra/kafka/tools.js';
 import { applyTopicsTo } from '../infra/kafka/topics.js';
 import type { Outbound } from '../schemas/outbound.js';
@@ -39,7 +37,7 @@ import { DemandGate, SINK_IN_FLIGHT_LIMIT } from '../streams/demand-gate.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../streams/generator-pipeline.js';
 import { readTopic, type KafkaConnection } from '../streams/kafka/consume-spa.js';
-import { kafkaClientFromEnv, kafkaTransport, type KafkaClientName } from '../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../infra/kafka/client/kafka-client.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
@@ -77,8 +75,6 @@ interface Options {
   readonly repeat: number;
   readonly compression: Compression;
   readonly keep: boolean;
-  /** The transport's clients, each measured in turn against the same Kafka tools. */
-  readonly clients: readonly KafkaClientName[];
 }
 
 /**
@@ -136,10 +132,7 @@ function parseArgs(args: string[]): Options {
   const compression = value('--compression') ?? 'gzip';
   if (compression !== 'gzip' && compression !== 'none')
     throw new Error(`--compression ${compression}: kafkajs writes gzip or none`);
-  const clients = (value('--client') ?? 'kafkajs,platformatic')
-    .split(',')
-    .map((name) => kafkaClientFromEnv({ SPA_KAFKA_CLIENT: name }));
-  return { trajectories, repeat, compression, keep: args.includes('--keep'), clients };
+  return { trajectories, repeat, compression, keep: args.includes('--keep') };
 }
 
 async function ingest(
@@ -450,19 +443,17 @@ function printSummary(rounds: readonly Round[]): void {
 
 /**
  * Runs `work` on KAFKA_BROKERS' cluster, or on the local "bench" instance (started here when it
- * is not running, and then stopped again), through the transport of `client` (SPA_KAFKA_CLIENT's
- * choice by default); closes the transport afterwards. `brokerPid`: the local broker's, for CPU.
+ * is not running, and then stopped again); closes the transport afterwards. `brokerPid`: the local broker's, for CPU.
  */
 export async function withBenchKafka<T>(
   clientId: string,
   work: (kafka: KafkaConnection, brokerPid: number | undefined) => Promise<T>,
-  client: KafkaClientName = kafkaClientFromEnv(),
 ): Promise<T> {
   const external = Boolean(process.env.KAFKA_BROKERS?.trim());
   const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
   const broker = await ensureBroker(BENCH_INSTANCE);
   const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId });
-  const kafka: KafkaConnection = { transport: kafkaTransport(config, client), config };
+  const kafka: KafkaConnection = { transport: kafkaTransport(config), config };
   try {
     return await work(kafka, broker.pid);
   } finally {
@@ -474,21 +465,14 @@ export async function withBenchKafka<T>(
 /** Runs the suite; see the module comment. */
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
-  for (const client of options.clients) {
-    console.log(`client: ${client}`);
-    await withBenchKafka(
-      'spa-bench',
-      async (kafka, brokerPid) => {
-        const rounds: Round[] = [];
-        for (let i = 0; i < options.repeat; i++) {
-          rounds.push(await round(kafka, options, brokerPid));
-          printRound(rounds[i]!, i, options.repeat);
-        }
-        if (rounds.length > 1) printSummary(rounds);
-      },
-      client,
-    );
-  }
+  await withBenchKafka('spa-bench', async (kafka, brokerPid) => {
+    const rounds: Round[] = [];
+    for (let i = 0; i < options.repeat; i++) {
+      rounds.push(await round(kafka, options, brokerPid));
+      printRound(rounds[i]!, i, options.repeat);
+    }
+    if (rounds.length > 1) printSummary(rounds);
+  });
 }
 
 export async function deleteTopics(config: KafkaConnectionConfig, prefix: string): Promise<void> {

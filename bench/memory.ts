@@ -16,7 +16,7 @@
  */
 import { takeWhile, tap } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
-import type { KafkaConnectionConfig } from '../infra/kafka/client-config.js';
+import type { KafkaConnectionConfig } from '../infra/kafka/client/config.js';
 import { runKafkaTool } from '../infra/kafka/tools.js';
 import { applyTopicsTo } from '../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics } from '../schemas/topics.js';

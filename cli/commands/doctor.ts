@@ -9,11 +9,11 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { kafkaConfigFromEnv } from '../../infra/kafka/client-config.js';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/connect-failure.js';
+import { kafkaConfigFromEnv } from '../../infra/kafka/client/config.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
+import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/client/connect-failure.js';
 import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
-import { openKafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
+import { openKafkajsAdmin } from '../../infra/kafka/client/kafkajs-admin.js';
 import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
+import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { pickRun, runIdArgument, runTopicPrefix } from '../run-topics.js';
 

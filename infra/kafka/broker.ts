@@ -10,7 +10,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import { join } from 'node:path';
 import { brokerInstance, randomClusterId, scramFormatArgs, serverProperties } from './broker-config.js';
 import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
-import { parseBrokerList } from './client-config.js';
+import { parseBrokerList } from './client/config.js';
 import { kafkaClasspath } from './jars.js';
 import { brokerAnswers, waitUntilAnswering } from './probe.js';
 import { javaExecutable, jvmFlags, runKafkaTool } from './tools.js';

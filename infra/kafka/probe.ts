@@ -3,9 +3,9 @@
  * used by start/status and by tests waiting for a restarted broker.
  */
 import { connect } from 'node:net';
-import type { KafkaAdmin } from './admin.js';
-import { kafkaConnectionConfig } from './client-config.js';
-import { openKafkajsAdmin } from './kafkajs-admin.js';
+import type { KafkaAdmin } from './client/admin.js';
+import { kafkaConnectionConfig } from './client/config.js';
+import { openKafkajsAdmin } from './client/kafkajs-admin.js';
 
 /**
  * Asks the brokers for cluster metadata once; resolves true when they answer in time and report

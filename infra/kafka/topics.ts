@@ -5,10 +5,10 @@
  * three copies and `min.insync.replicas` 2 on a cluster of three or more.
  */
 import { clusterReplication, type TopicDefinition } from '../../schemas/topics.js';
-import type { KafkaAdmin } from './admin.js';
-import { kafkaConnectionConfig } from './client-config.js';
-import type { KafkaConnectionConfig } from './client-config.js';
-import { openKafkajsAdmin } from './kafkajs-admin.js';
+import type { KafkaAdmin } from './client/admin.js';
+import { kafkaConnectionConfig } from './client/config.js';
+import type { KafkaConnectionConfig } from './client/config.js';
+import { openKafkajsAdmin } from './client/kafkajs-admin.js';
 
 /** A topic as the cluster reports it. */
 export interface ExistingTopic {

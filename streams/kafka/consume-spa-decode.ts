@@ -5,7 +5,7 @@
  */
 import { spaSchemas, type SpaRecordName, type SpaRecordTypes } from '../../schemas/index.js';
 import { decodeKafkaRecord, type DecodedRecord } from './spa-records.js';
-import type { ConsumedRecord, RecordHeaders } from './transport.js';
+import type { ConsumedRecord, RecordHeaders } from '../../infra/kafka/client/transport.js';
 import type { Rejected } from '../../schemas/index.js';
 
 /** A decoded SPA record tagged with its record name. */

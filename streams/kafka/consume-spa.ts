@@ -10,13 +10,13 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Observable, type Subscription } from 'rxjs';
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import { ConsumerLagTable, spaMetrics } from '../telemetry/metrics.js';
 import { tracedBatchHandler } from './kafka-spans.js';
 import { ReadPositions } from './read-positions.js';
 import { recordStream, type InFlightRecord } from './rx-source.js';
-import type { KafkaTransport, RecordSource } from './transport.js';
+import type { KafkaTransport, RecordSource } from '../../infra/kafka/client/transport.js';
 
 /** Where a read begins. */
 export type ReadStart =

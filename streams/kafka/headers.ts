@@ -3,7 +3,7 @@
  * that produced it, the fingerprint of the Avro schema that wrote the value, and the policy
  * version that generated it.
  */
-import type { RecordHeaders } from './transport.js';
+import type { RecordHeaders } from '../../infra/kafka/client/transport.js';
 
 /** Header names on the wire. */
 export const headerNames = {

@@ -44,7 +44,7 @@ import type {
   PartitionWrite,
   RecordHeaders,
   RecordSink,
-} from './transport.js';
+} from '../../infra/kafka/client/transport.js';
 
 /**
  * Messaging attribute names of the semantic conventions in @opentelemetry/semantic-conventions

@@ -3,7 +3,7 @@ import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
 import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
 import { toKafkaRecord } from './spa-records.js';
-import type { RecordSink } from './transport.js';
+import type { RecordSink } from '../../infra/kafka/client/transport.js';
 
 export interface PublishOptions {
   /** Topic name per logical topic. */

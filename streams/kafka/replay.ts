@@ -11,7 +11,7 @@
  */
 import { bufferTime, concatMap, filter, lastValueFrom, map, NEVER, of, takeUntil } from 'rxjs';
 import type { Observable } from 'rxjs';
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
+import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { Annotation } from '../../operators/annotate-ground-truth.js';
 import type { PromptMode } from '../../envs/protocol/index.js';
@@ -24,7 +24,7 @@ import { decodeSpaHeaders } from './headers.js';
 import { TRANSACTION_MS } from './publish-outbound.js';
 import type { InFlightRecord } from './rx-source.js';
 import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
-import type { OutgoingRecord } from './transport.js';
+import type { OutgoingRecord } from '../../infra/kafka/client/transport.js';
 
 /** Options of {@link replayTrajectories}. */
 export interface ReplayOptions extends SftDataOptions {

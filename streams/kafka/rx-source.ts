@@ -8,7 +8,7 @@
  * work durable (design: Contracts).
  */
 import { Observable } from 'rxjs';
-import type { ConsumedBatch, ConsumedRecord, RecordSource, TopicPartition } from './transport.js';
+import type { ConsumedBatch, ConsumedRecord, RecordSource, TopicPartition } from '../../infra/kafka/client/transport.js';
 
 /** A record handed downstream; call `ack` once, when its processing is finished. */
 export interface InFlightRecord {

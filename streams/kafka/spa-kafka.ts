@@ -1,10 +1,10 @@
 import { ensureBroker, existingBroker, type BrokerStartOptions } from '../../infra/kafka/broker.js';
-import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import { waitForReachableBroker } from '../../infra/kafka/probe.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics, type SpaTopicOptions, type TopicRole } from '../../schemas/topics.js';
-import { kafkaTransport } from './kafka-client.js';
-import type { KafkaTransport } from './transport.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import type { KafkaTransport } from '../../infra/kafka/client/transport.js';
 
 /** Everything a command needs to talk to SPA's topics. */
 export interface SpaKafka {

@@ -8,7 +8,7 @@ import {
 import type { Rejected, RejectReason } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from './headers.js';
-import type { ConsumedRecord, OutgoingRecord, RecordHeaders } from './transport.js';
+import type { ConsumedRecord, OutgoingRecord, RecordHeaders } from '../../infra/kafka/client/transport.js';
 
 /** The Avro record written to each logical topic. */
 const RECORD_OF_TOPIC = {

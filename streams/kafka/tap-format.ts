@@ -6,7 +6,7 @@
 import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
 import type { DecodedAnyRecord } from './consume-spa-decode.js';
 import { blockText, inlineText, jsonText } from './terminal-text.js';
-import type { ConsumedRecord } from './transport.js';
+import type { ConsumedRecord } from '../../infra/kafka/client/transport.js';
 
 /** A template for one line of output: each value in it is escaped to stay on that line. */
 const line = (parts: TemplateStringsArray, ...values: unknown[]): string =>

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PolicyUpdate } from '../../schemas/index.js';
 import { decodeKafkaRecord } from '../kafka/spa-records.js';
-import type { KafkaTransport, RecordSource } from '../kafka/transport.js';
+import type { KafkaTransport, RecordSource } from '../../infra/kafka/client/transport.js';
 import { checkSchedule, oldestAdmissibleVersion } from '../../policies/admission.js';
 import type { Policy } from '../../policies/policy.js';
 

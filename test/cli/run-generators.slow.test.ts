@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';
 import { runSpa } from './spa-process.js';

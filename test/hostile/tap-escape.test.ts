@@ -9,7 +9,7 @@ import { spaSchemas, type SpaRecordName } from '../../schemas/index.js';
 import { decodeAnySpaRecord, type DecodedAnyRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { headerNames } from '../../streams/kafka/headers.js';
 import { formatTapRecord, tapJsonLine } from '../../streams/kafka/tap-format.js';
-import type { ConsumedRecord, RecordHeaders } from '../../streams/kafka/transport.js';
+import type { ConsumedRecord, RecordHeaders } from '../../infra/kafka/client/transport.js';
 import { GOLDEN_SAMPLES } from '../fixtures/avro/samples.js';
 
 /** OSC retitle, erase display, an 8-bit CSI, DEL, CR, NUL, and a newline that would forge a line. */

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ReadPositions } from '../../streams/kafka/read-positions.js';
-import type { ConsumedRecord, TopicPartitionOffset } from '../../streams/kafka/transport.js';
+import type { ConsumedRecord, TopicPartitionOffset } from '../../infra/kafka/client/transport.js';
 
 const record = (partition: number, offset: bigint): ConsumedRecord => ({
   topic: 't',

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/kafka/consume-spa.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
-import type { KafkaTransport } from '../../streams/kafka/transport.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import type { KafkaTransport } from '../../infra/kafka/client/transport.js';
 import { startWebTap } from '../../web/server/web-tap.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';

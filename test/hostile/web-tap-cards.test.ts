@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { spaSchemas, type SpaRecordName } from '../../schemas/index.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import type { ConsumedRecord } from '../../streams/kafka/transport.js';
+import type { ConsumedRecord } from '../../infra/kafka/client/transport.js';
 import { TapStats } from '../../web/server/tap-stats.js';
 import { MAX_CARD_BYTES, toWebRecord, type WebRecord } from '../../web/server/web-record.js';
 import { EVIL_PAYLOAD, evilRejected } from './web-tap-records.js';

@@ -5,7 +5,7 @@
  */
 import type { Rejected } from '../../schemas/index.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
-import type { OutgoingRecord } from '../../streams/kafka/transport.js';
+import type { OutgoingRecord } from '../../infra/kafka/client/transport.js';
 
 /** The payload from the issue: `trajectory_id` and `turns` are there, the turn is empty. */
 export const EVIL_PAYLOAD = '{"trajectory_id":"evil","turns":[{}]}';

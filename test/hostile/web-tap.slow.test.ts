@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Trajectory } from '../../schemas/index.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { startWebTap, type WebTap } from '../../web/server/web-tap.js';
 import type { WebRecord } from '../../web/server/web-record.js';

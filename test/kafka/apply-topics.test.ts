@@ -3,7 +3,7 @@
  * not leave a topic with fewer replicas for good (a cluster-fault.slow.test.ts flake: [2, 3]).
  */
 import { describe, expect, it } from 'vitest';
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
+import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { applyTopics } from '../../infra/kafka/topics.js';
 import type { TopicDefinition } from '../../schemas/topics.js';
 

@@ -7,8 +7,8 @@ import {
   kafkaConnectionConfig,
   parseBrokerList,
   tlsConnectionOptions,
-} from '../../infra/kafka/client-config.js';
-import { describeKafkaError } from '../../infra/kafka/kafkajs-client.js';
+} from '../../infra/kafka/client/config.js';
+import { describeKafkaError } from '../../infra/kafka/client/kafkajs-client.js';
 
 describe('Kafka connection config', () => {
   it('defaults to the local broker and reads KAFKA_BROKERS and SASL from the environment', () => {

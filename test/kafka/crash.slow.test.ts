@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { killBroker, startBroker } from '../../infra/kafka/broker.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
-import type { ConsumedRecord, KafkaTransport, OutgoingRecord } from '../../streams/kafka/transport.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import type { ConsumedRecord, KafkaTransport, OutgoingRecord } from '../../infra/kafka/client/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const ports = { port: 19192, controllerPort: 19193 };

@@ -16,11 +16,11 @@ import net from 'node:net';
 import { Kafka, logLevel } from 'kafkajs';
 import type { ISocketFactory } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
-import { createKafkajsSink } from '../../streams/kafka/kafkajs-sink.js';
-import type { KafkaTransport, OutgoingRecord, RecordSink } from '../../streams/kafka/transport.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import { createKafkajsSink } from '../../infra/kafka/client/kafkajs-sink.js';
+import type { KafkaTransport, OutgoingRecord, RecordSink } from '../../infra/kafka/client/transport.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { readCommitted } from './read-records.js';
 

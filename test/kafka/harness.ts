@@ -4,8 +4,8 @@
  */
 import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
 import type { BrokerStartOptions, RunningBroker } from '../../infra/kafka/broker.js';
-import { kafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import { kafkaConnectionConfig } from '../../infra/kafka/client/config.js';
+import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 
 /** Starts a fresh instance `test-<name>` (wiping its data) with a generous timeout for a busy CI box. */
 export function startTestBroker(name: string, options: BrokerStartOptions): Promise<RunningBroker> {

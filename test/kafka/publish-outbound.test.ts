@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Rollout, SftRow, Trajectory } from '../../schemas/index.js';
 import type { Outbound } from '../../schemas/outbound.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
-import type { OutgoingRecord, RecordSink } from '../../streams/kafka/transport.js';
+import type { OutgoingRecord, RecordSink } from '../../infra/kafka/client/transport.js';
 import { GOLDEN_SAMPLES } from '../fixtures/avro/samples.js';
 
 const topics = { trajectories: 't', sft: 's', rollouts: 'r', dlq: 'd' };

@@ -2,7 +2,7 @@ import { lastValueFrom, map, toArray } from 'rxjs';
 import type { SpaRecordName, SpaRecordTypes } from '../../schemas/index.js';
 import { readTopic, type KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { decodeKafkaRecord } from '../../streams/kafka/spa-records.js';
-import type { ConsumedRecord } from '../../streams/kafka/transport.js';
+import type { ConsumedRecord } from '../../infra/kafka/client/transport.js';
 
 /**
  * Every committed record of `topic` (up to the end offsets when the read starts), mapped by

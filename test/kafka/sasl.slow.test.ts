@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
-import type { ConsumedRecord } from '../../streams/kafka/transport.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import type { ConsumedRecord } from '../../infra/kafka/client/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const options = {

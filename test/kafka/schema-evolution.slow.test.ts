@@ -9,7 +9,7 @@ import { encodeWith, fingerprintHex, spaSchemas, type SftRow } from '../../schem
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { toKafkaRecord } from '../../streams/kafka/spa-records.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';

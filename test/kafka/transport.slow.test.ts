@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstValueFrom, mergeMap, take, timer, toArray, map } from 'rxjs';
 import type { Admin } from 'kafkajs';
-import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/kafkajs-client.js';
+import { kafkajsAdmin } from '../../infra/kafka/client/kafkajs-admin.js';
+import { connectKafkajsAdmin } from '../../infra/kafka/client/kafkajs-client.js';
 import { applyTopics, waitForLeaders } from '../../infra/kafka/topics.js';
 import { spaTopics } from '../../schemas/topics.js';
 import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { recordStream } from '../../streams/kafka/rx-source.js';
 import type {
   BatchHandler,
@@ -15,7 +15,7 @@ import type {
   OutgoingRecord,
   RecordSource,
   SourceOptions,
-} from '../../streams/kafka/transport.js';
+} from '../../infra/kafka/client/transport.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 import { kafkajsPartition } from './kafkajs-partition.js';
 

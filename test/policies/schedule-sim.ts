@@ -9,7 +9,7 @@
 import { vi } from 'vitest';
 import { fingerprintHex, spaSchemas, type PolicyUpdate } from '../../schemas/index.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import type { BatchHandler, KafkaTransport, RecordSource } from '../../streams/kafka/transport.js';
+import type { BatchHandler, KafkaTransport, RecordSource } from '../../infra/kafka/client/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
 import type { Policy } from '../../policies/policy.js';
 

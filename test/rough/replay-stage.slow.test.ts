@@ -11,7 +11,7 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa } from '../cli/spa-process.js';

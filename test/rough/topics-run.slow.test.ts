@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTopicNames } from '../../cli/run-topics.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkaTransport } from '../../streams/kafka/kafka-client.js';
+import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { runSpa, spawnSpa } from '../cli/spa-process.js';
 import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harness.js';
 import { readAllRecords } from '../kafka/read-records.js';

@@ -16,7 +16,7 @@ import {
 import { spaSchemas } from '../../schemas/index.js';
 import type { Rejection } from '../../operators/verdict.js';
 import { decodeKafkaRecord } from '../../streams/kafka/spa-records.js';
-import type { ConsumedRecord } from '../../streams/kafka/transport.js';
+import type { ConsumedRecord } from '../../infra/kafka/client/transport.js';
 
 const file = JSON.parse(
   readFileSync(new URL('../../schemas/reject-reasons.json', import.meta.url), 'utf8'),

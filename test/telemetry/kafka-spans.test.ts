@@ -14,7 +14,7 @@ import type {
   PartitionWrite,
   RecordSink,
   SinkTransaction,
-} from '../../streams/kafka/transport.js';
+} from '../../infra/kafka/client/transport.js';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
 import { spanContextFromHeaders } from '../../streams/telemetry/propagation.js';
 import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';

@@ -8,7 +8,7 @@
  * drop-and-catch-up (see tap-server.ts), so a slow browser never stalls the consumers.
  */
 import { filter, map, merge, type Subscription } from 'rxjs';
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
+import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/kafka/consume-spa.js';
 import { matchesTapFilters, type TapFilter } from '../../streams/kafka/tap.js';

@@ -4,7 +4,7 @@
  * and TLS (Node puts OpenSSL's verdict in the error's `code`, which a client keeps somewhere in
  * its error chain).
  */
-import type { KafkaConnectionConfig } from './client-config.js';
+import type { KafkaConnectionConfig } from './config.js';
 
 /** The brokers refused the SASL user (wrong username or password). */
 export class KafkaCredentialsRefused extends Error {

@@ -3,7 +3,7 @@
  * reaches Kafka through the port (transport.ts) it returns, so another client (e.g. one built on
  * librdkafka) is one adapter implementing that port and this one line.
  */
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import type { KafkaConnectionConfig } from './config.js';
 import { kafkajsTransport } from './kafkajs-adapter.js';
 import type { KafkaTransport } from './transport.js';
 

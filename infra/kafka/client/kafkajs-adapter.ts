@@ -4,10 +4,10 @@
  * (infra/kafka/admin.ts); nothing outside streams/kafka imports kafkajs directly except
  * infra/kafka (client, the admin port's kafkajs implementation).
  */
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import { kafkajsAdmin } from '../../infra/kafka/kafkajs-admin.js';
-import { connectKafkajsAdmin, kafkajsClient } from '../../infra/kafka/kafkajs-client.js';
+import type { KafkaAdmin } from './admin.js';
+import type { KafkaConnectionConfig } from './config.js';
+import { kafkajsAdmin } from './kafkajs-admin.js';
+import { connectKafkajsAdmin, kafkajsClient } from './kafkajs-client.js';
 import { createKafkajsSink } from './kafkajs-sink.js';
 import { createKafkajsSource } from './kafkajs-source.js';
 import type { KafkaTransport, RecordSink, RecordSource } from './transport.js';

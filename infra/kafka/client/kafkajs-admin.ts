@@ -8,7 +8,7 @@
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
 import type { KafkaAdmin } from './admin.js';
-import type { KafkaConnectionConfig } from './client-config.js';
+import type { KafkaConnectionConfig } from './config.js';
 import { connectKafkajsAdmin } from './kafkajs-client.js';
 
 // kafkajs is CommonJS and Node's ESM loader cannot see this export by name.

@@ -6,8 +6,8 @@
  */
 import { Kafka, logLevel } from 'kafkajs';
 import type { Admin, KafkaConfig, LogEntry } from 'kafkajs';
-import { tlsConnectionOptions } from './client-config.js';
-import type { KafkaConnectionConfig } from './client-config.js';
+import { tlsConnectionOptions } from './config.js';
+import type { KafkaConnectionConfig } from './config.js';
 import { credentialsRefused, describeTlsFailure } from './connect-failure.js';
 
 // kafkajs logs retriable errors at ERROR level while it retries them; only warn-level and

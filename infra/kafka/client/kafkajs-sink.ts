@@ -4,8 +4,8 @@
  */
 import { CompressionTypes } from 'kafkajs';
 import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import { describeKafkaError } from '../../infra/kafka/kafkajs-client.js';
+import type { KafkaConnectionConfig } from './config.js';
+import { describeKafkaError } from './kafkajs-client.js';
 import { toKafkajsHeaders } from './kafkajs-headers.js';
 import { CommitOutcomeUnknown, retryTransaction, serialized } from './transaction-retry.js';
 import type {

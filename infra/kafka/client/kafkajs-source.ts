@@ -4,8 +4,8 @@
  * before it joins (like kafka-consumer-groups --reset-offsets) so they hold deterministically.
  */
 import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kafkajs';
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
-import { describeKafkaError } from '../../infra/kafka/kafkajs-client.js';
+import type { KafkaConnectionConfig } from './config.js';
+import { describeKafkaError } from './kafkajs-client.js';
 import { fromKafkajsHeaders } from './kafkajs-headers.js';
 import { retryWhileRetriable } from './retriable.js';
 import type {

@@ -5,7 +5,7 @@
  * for at least its retry count and {@link TRANSACTION_RETRY_BUDGET_MS} — and a commit whose outcome
  * is unknown is reported, never redone.
  */
-import type { KafkaConnectionConfig } from '../../infra/kafka/client-config.js';
+import type { KafkaConnectionConfig } from './config.js';
 
 /** How long a transaction keeps retrying a broker outage before it is reported (a restart takes ~20 s). */
 const TRANSACTION_RETRY_BUDGET_MS = 120_000;

@@ -4,7 +4,7 @@
  * had no release since 2023, so a librdkafka-based adapter must be able to slot in behind
  * these interfaces. Keys and values are opaque Buffers here: Avro framing lives in schemas/.
  */
-import type { KafkaAdmin } from '../../infra/kafka/admin.js';
+import type { KafkaAdmin } from './admin.js';
 
 /** Record headers; a name that occurs twice on the wire keeps its last value. */
 export type RecordHeaders = Readonly<Record<string, Buffer>>;
