@@ -1,26 +1,34 @@
 /**
  * `npm run bench -- kafka [--trajectories n] [--repeat n] [--compression gzip|none] [--keep]`:
- * the pipeline's Kafka throughput beside Kafka's own perf tools on the same broker in the same run.
+ * the pipeline's Kafka throughput beside Kafka's own Java client on the same records, the same
+ * broker and the same run (defaults: 8,192 trajectories, 2 rounds, gzip).
  *
  * - ingest: random policy → annotate → filter → Avro → transactional Kafka writes (the whole
- *   generator, generatorPipeline + publishOutbound, with the DemandGate `spa generate` uses), vs
- *   ProducerPerformance with the same record count and mean record size (acks=all, idempotent,
- *   transactional, one transaction per 100 ms, the same codec);
- * - replay read: spa.trajectories read_committed through readTopic and Avro-decoded, vs
- *   ConsumerPerformance on the same topic (read_committed); plus a full `replay` (read →
- *   annotate → filter → SftRows → transactional writes) for scale.
+ *   generator, generatorPipeline + publishOutbound, with the DemandGate `spa generate` uses);
+ * - our client, same records: the records the ingest committed, sent again through our sink in
+ *   the same transactions (the client alone, without the generator);
+ * - Java KafkaProducer: the same records in the same transactions, acks=all, idempotent, the same
+ *   codec (bench/kafka-anchor.ts says which settings and why), warm: the median of its rounds
+ *   after two warm-up rounds in one JVM;
+ * - replay read: spa.trajectories read_committed through readTopic and Avro-decoded, vs Java's
+ *   KafkaConsumer on the same topic with the same fetch settings (warm, as the producer);
+ * - a full `replay` (read → annotate → filter → SftRows → transactional writes) for scale.
  *
- * `--repeat n` runs the whole round n times on fresh topics and ends with the median and range
- * of every figure and ratio; every round prints the load average, since a shared box's load
- * moves the absolute figures (the ratios of one round share it). Beside each figure: the CPU
- * seconds its client (this process, or the Kafka tool's JVM) and the local broker spent, which
- * move far less with load. Levers and their measured effects: infra/kafka/README.md#throughput. `--compression none` makes
- * both producers send uncompressed batches to topics that keep them as sent.
+ * Each client's run starts with an untimed warm-up round (1,024 trajectories, ours only), so our
+ * figures are warm as Java's are. `--repeat n` runs the timed round n times on fresh topics and
+ * ends with the median and range of every figure and ratio, and whether the goals are met
+ * (ingest ≥ 1.0×, read ≥ 0.7× of Java's). Every round prints the load average, since a shared
+ * box's load moves the absolute figures (the ratios of one round share it); beside each figure the
+ * CPU seconds its client (this process, or the JVM in its timed rounds) and the local broker
+ * spent, which move far less with load. `--compression none` makes both producers send
+ * uncompressed batches to topics that keep them as sent. Levers measured before:
+ * infra/kafka/README.md#throughput.
  *
- * Broker: KAFKA_BROKERS' cluster, or a local instance "bench" on 19460 (reused when running,
- * stopped again when started here). Topics are per round (`bench-<id>.*`) and deleted afterwards.
+ * Broker: KAFKA_BROKERS' cluster, or a local instance, "bench" on 19460 unless KAFKA_INSTANCE /
+ * KAFKA_PORT name another as for `npm run kafka:start` (reused when running, stopped again when
+ * started here). Topics are per round (`bench-<id>.*`) and deleted afterwards.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -29,7 +37,6 @@ import { envFactory } from '../envs/registry.js';
 import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
 import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../infra/kafka/client/config.js';
 import { openKafkajsAdmin } from '../infra/kafka/client/kafkajs-admin.js';
-import { runKafkaTool } from '../infra/kafka/tools.js';
 import { applyTopicsTo } from '../infra/kafka/topics.js';
 import type { Outbound } from '../schemas/outbound.js';
 import { spaTopicNames, spaTopics, type TopicDefinition } from '../schemas/topics.js';
@@ -41,25 +48,28 @@ import { kafkaTransport } from '../infra/kafka/client/kafka-client.js';
 import { publishOutbound } from '../streams/kafka/publish-outbound.js';
 import { replayTrajectories } from '../streams/kafka/replay.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../streams/kafka/spa-records.js';
+import type { OutgoingRecord } from '../infra/kafka/client/transport.js';
 import { builtinPolicy } from '../policies/builtin.js';
 import { outboundTraceparent } from '../streams/telemetry/episode-key.js';
+import { javaConsumer, javaProducer, writeTransactions, type Rate } from './kafka-anchor.js';
 import { loadAverage, spread } from './stats.js';
 
-const BENCH_INSTANCE = { name: 'bench', port: 19460, controllerPort: 19461 };
-
-/** One measured line of the table. */
-interface Rate {
-  readonly what: string;
-  readonly records: number;
-  readonly bytes: number;
-  readonly seconds: number;
-  /** CPU seconds spent meanwhile by the client (ours: this process) and by the local broker. */
-  readonly cpu?: { readonly client: number | undefined; readonly broker: number | undefined };
+/** The suites' local broker: "bench" on 19460, or the one KAFKA_INSTANCE / KAFKA_PORT name. */
+function benchInstance(env: NodeJS.ProcessEnv = process.env) {
+  const port = env.KAFKA_PORT?.trim() ? Number(env.KAFKA_PORT) : 19460;
+  return { name: env.KAFKA_INSTANCE?.trim() || 'bench', port, controllerPort: port + 1 };
 }
 
-/** What one round measured: ours beside Kafka's tool, twice, and the full replay. */
+/** Trajectories of the untimed warm-up round that starts each client's run. */
+const WARMUP_TRAJECTORIES = 1024;
+
+/** The goals of issue 35: ours ÷ Kafka's Java client on the same records, records/s. */
+const GOALS = { ingest: 1.0, read: 0.7 } as const;
+
+/** What one round measured: ours beside Kafka's Java client, and the full replay. */
 interface Round {
   readonly ingest: Rate;
+  readonly sameRecords: Rate;
   readonly producer: Rate;
   readonly read: Rate;
   readonly consumer: Rate;
@@ -77,40 +87,43 @@ interface Options {
   readonly keep: boolean;
 }
 
+/** A round's topics: the pipeline's (`<prefix>spa.*`), and copies for our client's and Java's resend. */
+interface RoundTopics {
+  readonly prefix: string;
+  readonly names: ReturnType<typeof spaTopicNames>;
+  readonly ours: string;
+  readonly java: string;
+}
+
 /**
- * CPU seconds from /proc/<pid>/stat (Linux, clock ticks of 1/100 s): the process's own utime +
- * stime, or with `children` what its exited children used (how Kafka's tools are counted).
- * Undefined where /proc is missing. CPU time moves far less with the box's load than wall time.
+ * CPU seconds of this process from /proc/self/stat (Linux, clock ticks of 1/100 s: utime, stime
+ * are fields 14, 15), or of the broker process. Undefined where /proc is missing. CPU time
+ * moves far less with the box's load than wall time.
  */
-function procCpuSeconds(pid: number | 'self', children = false): number | undefined {
+function procCpuSeconds(pid: number): number | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    const at = children ? 13 : 11; // utime, stime are fields 14, 15; cutime, cstime 16, 17
-    return (Number(fields[at]) + Number(fields[at + 1])) / 100;
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return undefined;
   }
 }
 
-/**
- * Runs `measure` and adds the CPU seconds spent meanwhile by the client (this process for ours,
- * the Kafka tool otherwise) and by the local broker (none for KAFKA_BROKERS' cluster).
- */
-async function withCpu<R extends Rate>(
-  brokerPid: number | undefined,
-  ours: boolean,
-  measure: () => Promise<R>,
-): Promise<R> {
-  const clientCpu = (): number | undefined =>
-    ours ? process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 : procCpuSeconds('self', true);
+/** Runs `measure` in this process and adds the CPU seconds this process and the local broker spent meanwhile. */
+async function withCpu<R extends Rate>(brokerPid: number | undefined, measure: () => Promise<R>): Promise<R> {
+  const clientCpu = (): number => (process.cpuUsage().user + process.cpuUsage().system) / 1e6;
   const brokerCpu = (): number | undefined =>
     brokerPid === undefined ? undefined : procCpuSeconds(brokerPid);
   const [client, broker] = [clientCpu(), brokerCpu()];
   const rate = await measure();
-  const [clientAfter, brokerAfter] = [clientCpu(), brokerCpu()];
-  const used = (before?: number, after?: number) =>
-    before === undefined || after === undefined ? undefined : after - before;
-  return { ...rate, cpu: { client: used(client, clientAfter), broker: used(broker, brokerAfter) } };
+  const brokerAfter = brokerCpu();
+  return {
+    ...rate,
+    cpu: {
+      client: clientCpu() - client,
+      broker: broker === undefined || brokerAfter === undefined ? undefined : brokerAfter - broker,
+    },
+  };
 }
 
 const perSecond = (n: number, seconds: number): number => n / Math.max(seconds, 1e-9);
@@ -122,12 +135,12 @@ function parseArgs(args: string[]): Options {
     const at = args.indexOf(flag);
     return at >= 0 ? args[at + 1] : undefined;
   };
-  const trajectories = Number(value('--trajectories') ?? 1024);
+  const trajectories = Number(value('--trajectories') ?? 8192);
   if (!Number.isInteger(trajectories) || trajectories < 8 || trajectories % 8 !== 0)
     throw new Error(
       `--trajectories ${value('--trajectories')} must be a multiple of 8 (groups of 8), at least 8`,
     );
-  const repeat = Number(value('--repeat') ?? 1);
+  const repeat = Number(value('--repeat') ?? 2);
   if (!Number.isInteger(repeat) || repeat < 1) throw new Error(`--repeat ${value('--repeat')} must be ≥ 1`);
   const compression = value('--compression') ?? 'gzip';
   if (compression !== 'gzip' && compression !== 'none')
@@ -135,14 +148,16 @@ function parseArgs(args: string[]): Options {
   return { trajectories, repeat, compression, keep: args.includes('--keep') };
 }
 
+/** The whole generator into the round's topics; returns the committed transactions' records too. */
 async function ingest(
   kafka: KafkaConnection,
-  topics: ReturnType<typeof spaTopicNames>,
-  options: Options,
-): Promise<Rate & { written: readonly Outbound[] }> {
+  topics: RoundTopics,
+  trajectories: number,
+  compression: Compression,
+): Promise<Rate & { transactions: readonly (readonly Outbound[])[] }> {
   const config = episodeConfig({
     env: 'sokoban',
-    groups: options.trajectories / 8,
+    groups: trajectories / 8,
     groupSize: 8,
     batches: 1,
     runId: 'bench',
@@ -156,77 +171,58 @@ async function ingest(
     builtinPolicy('random', { mode: 'wm', seed: 1 }),
     { target: 'sft', gate },
   );
-  const sink = await kafka.transport.sink({
-    transactionalId: `bench-ingest-${topics.sft}`,
-    compression: options.compression,
-  });
-  const written: Outbound[] = [];
-  let transactions = 0;
+  const sink = await kafka.transport.sink({ transactionalId: `bench-ingest-${topics.prefix}`, compression });
+  const transactions: (readonly Outbound[])[] = [];
   const started = performance.now();
   await publishOutbound(outputs, sink, {
-    topics,
+    topics: topics.names,
     gate,
-    onCommitted: (chunk) => void (written.push(...chunk), (transactions += 1)),
+    onCommitted: (chunk) => void transactions.push(chunk),
     traceparent: outboundTraceparent,
   });
   const seconds = (performance.now() - started) / 1000;
   await sink.close();
-  const what = `ingest: generator → Avro → Kafka (${transactions} tx)`;
-  return { what, records: written.length, bytes: 0, seconds, written };
+  const records = transactions.reduce((n, t) => n + t.length, 0);
+  const what = `ingest: generator → Avro → Kafka (${transactions.length} tx)`;
+  return { what, records, bytes: 0, seconds, transactions };
 }
 
 /**
- * The ingested records' key + value bytes, measured after the ingest's clock and CPU meters
- * stopped, so encoding them twice costs the measurement nothing.
+ * The records the ingest committed, encoded again as publishOutbound encoded them (the same
+ * bytes: Avro and the headers are deterministic), after its clock and CPU meters stopped.
  */
-function withBytes(
-  rate: Rate & { written: readonly Outbound[] },
-  topics: ReturnType<typeof spaTopicNames>,
-): Rate {
-  const { written, ...measured } = rate;
-  const bytes = written.reduce((sum, o) => {
-    const record = toKafkaRecord(o, topics[o.topic]);
-    return sum + (record.value?.length ?? 0) + (record.key?.length ?? 0);
-  }, 0);
-  return { ...measured, bytes };
+function committedRecords(
+  transactions: readonly (readonly Outbound[])[],
+  topics: RoundTopics,
+): OutgoingRecord[][] {
+  return transactions.map((chunk) =>
+    chunk.map((o) => toKafkaRecord(o, topics.names[o.topic], outboundTraceparent(o))),
+  );
 }
 
-async function producerPerformance(
-  brokers: readonly string[],
-  topic: string,
-  records: number,
-  size: number,
+const recordBytes = (r: OutgoingRecord): number => (r.key?.length ?? 0) + (r.value?.length ?? 0);
+
+/** Our sink sending `transactions` again, one transaction at a time, to the `ours` copies of the topics. */
+async function ourClientSameRecords(
+  kafka: KafkaConnection,
+  transactions: readonly (readonly OutgoingRecord[])[],
+  topics: RoundTopics,
   compression: Compression,
 ): Promise<Rate> {
-  const result = await runKafkaTool('producerPerf', [
-    ...[
-      '--topic',
-      topic,
-      '--num-records',
-      String(records),
-      '--record-size',
-      String(size),
-      '--throughput',
-      '-1',
-    ],
-    ...['--transactional-id', `bench-perf-${topic}`, '--transaction-duration-ms', '100'],
-    '--producer-props',
-    `bootstrap.servers=${brokers.join(',')}`,
-    ...['acks=all', 'enable.idempotence=true', `compression.type=${compression}`],
-  ]);
-  // Last summary line: "N records sent, X records/sec (Y MB/sec), …"
-  const line = result.stdout
-    .split('\n')
-    .find((l) => /records sent, .* records\/sec/.test(l) && l.includes('avg latency'));
-  const match = line && /([\d.]+) records\/sec \(([\d.]+) MB\/sec\)/.exec(line);
-  if (result.exitCode !== 0 || !match)
-    throw new Error(`ProducerPerformance failed (exit ${result.exitCode}): ${result.stderr.slice(-1000)}`);
-  const perSec = Number(match[1]);
+  const retargeted = transactions.map((t) =>
+    t.map((r) => ({ ...r, topic: topics.ours + r.topic.slice(topics.prefix.length) })),
+  );
+  const sink = await kafka.transport.sink({ transactionalId: `bench-ours-${topics.prefix}`, compression });
+  const started = performance.now();
+  for (const records of retargeted) await sink.transaction((tx) => tx.send(records));
+  const seconds = (performance.now() - started) / 1000;
+  await sink.close();
+  const all = retargeted.flat();
   return {
-    what: 'Kafka ProducerPerformance (same n/size)',
-    records,
-    bytes: records * size,
-    seconds: records / perSec,
+    what: 'our client, same records and tx',
+    records: all.length,
+    bytes: all.reduce((n, r) => n + recordBytes(r), 0),
+    seconds,
   };
 }
 
@@ -248,8 +244,8 @@ async function replayRead(kafka: KafkaConnection, topic: string): Promise<Rate> 
     ),
   );
   await read.closed;
-  // From joining the group to the last record, as ConsumerPerformance's fetch time leaves out
-  // joining; the quiet period that ends a read of a transactional topic is not reading either.
+  // From joining the group to the last record (the Java consumer's clock starts at its first
+  // poll); the quiet period that ends a read of a transactional topic is not reading either.
   const seconds = (last - (joinedAt ?? last)) / 1000;
   return {
     what: 'replay read: readTopic + Avro decode',
@@ -259,41 +255,22 @@ async function replayRead(kafka: KafkaConnection, topic: string): Promise<Rate> 
   };
 }
 
-async function consumerPerformance(
-  brokers: readonly string[],
-  topic: string,
-  records: number,
-): Promise<Rate> {
-  const dir = mkdtempSync(join(tmpdir(), 'spa-bench-'));
-  const properties = join(dir, 'consumer.properties');
-  writeFileSync(properties, 'isolation.level=read_committed\n');
-  try {
-    const result = await runKafkaTool('consumerPerf', [
-      ...['--bootstrap-server', brokers.join(','), '--topic', topic, '--messages', String(records)],
-      ...['--group', `bench-cp-${topic}`, '--timeout', '60000', '--consumer.config', properties],
-    ]);
-    // Header then "start, end, MB, MB.sec, nMsg, nMsg.sec, rebalance.ms, fetch.ms, fetch.MB.sec, fetch.nMsg.sec".
-    const values =
-      result.stdout
-        .trim()
-        .split('\n')
-        .pop()
-        ?.split(',')
-        .map((v) => v.trim()) ?? [];
-    const [consumedMb, consumed, fetchMs] = [Number(values[2]), Number(values[4]), Number(values[7])];
-    if (result.exitCode !== 0 || !Number.isFinite(fetchMs) || !(consumed > 0))
-      throw new Error(
-        `ConsumerPerformance failed (exit ${result.exitCode}): ${result.stdout}${result.stderr.slice(-1000)}`,
-      );
-    return {
-      what: 'Kafka ConsumerPerformance (fetch time)',
-      records: consumed,
-      bytes: consumedMb * 1024 * 1024,
-      seconds: fetchMs / 1000,
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+async function fullReplay(kafka: KafkaConnection, topics: RoundTopics, bytes: number): Promise<Rate> {
+  const started = performance.now();
+  const replay = await replayTrajectories(kafka, {
+    fromTopic: topics.names.trajectories,
+    toTopic: `${topics.prefix}replay`,
+    dlqTopic: topics.names.dlq,
+    start: { kind: 'earliest' },
+    annotation: 'gt',
+    log: () => {},
+  });
+  return {
+    what: 'full replay → SftRows (tx), incl. setup',
+    records: replay.read,
+    bytes,
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 function printTable(rows: readonly (Rate | string)[]): void {
@@ -325,71 +302,91 @@ function printTable(rows: readonly (Rate | string)[]): void {
 
 const ratio = (ours: Rate, theirs: Rate): number => recordsPerSecond(ours) / recordsPerSecond(theirs);
 
-const ratioLine = (ours: Rate, theirs: Rate): string =>
-  `  ratio ours/Kafka: ${ratio(ours, theirs).toFixed(2)}× records/s, ` +
-  `${(perSecond(ours.bytes, ours.seconds) / perSecond(theirs.bytes, theirs.seconds)).toFixed(2)}× MB/s`;
+const ratioLine = (label: string, ours: Rate, theirs: Rate): string =>
+  `  ${label}: ${ratio(ours, theirs).toFixed(2)}× records/s`;
 
-/** Topic definitions of one round; with `--compression none` the topics keep batches as sent. */
-function roundTopics(prefix: string, compression: Compression): TopicDefinition[] {
-  const definitions = spaTopics({ prefix });
-  const perf = { ...definitions.find((t) => t.role === 'trajectories')!, name: `${prefix}perf` };
-  return [...definitions, perf].map((t) =>
+/** Topic definitions under `prefix`; with `--compression none` the topics keep batches as sent. */
+function topicsUnder(prefix: string, compression: Compression): TopicDefinition[] {
+  return spaTopics({ prefix }).map((t) =>
     compression === 'gzip' || t.configs['compression.type'] !== 'gzip'
       ? t
       : { ...t, configs: { ...t.configs, 'compression.type': 'producer' } },
   );
 }
 
-/** One round on fresh topics `bench-<id>.*`: ingest, ProducerPerformance, read, ConsumerPerformance, replay. */
+/** Fresh topics `bench-<id>.*` for one round: the pipeline's, and the two copies for the resends. */
+async function createRoundTopics(
+  config: KafkaConnectionConfig,
+  compression: Compression,
+): Promise<RoundTopics> {
+  const prefix = `bench-${Date.now().toString(36)}.`;
+  const topics = { prefix, names: spaTopicNames({ prefix }), ours: `${prefix}ours.`, java: `${prefix}java.` };
+  await applyTopicsTo(
+    config.brokers,
+    [prefix, topics.ours, topics.java].flatMap((p) => topicsUnder(p, compression)),
+    config,
+  );
+  return topics;
+}
+
+/** Ours only, untimed, small: JIT, connections and the broker's first transactions out of the way. */
+async function warmUp(kafka: KafkaConnection, options: Options): Promise<void> {
+  const topics = await createRoundTopics(kafka.config, options.compression);
+  try {
+    const ingested = await ingest(kafka, topics, WARMUP_TRAJECTORIES, options.compression);
+    const records = committedRecords(ingested.transactions, topics);
+    await ourClientSameRecords(kafka, records, topics, options.compression);
+    await replayRead(kafka, topics.names.trajectories);
+  } finally {
+    await deleteTopics(kafka.config, topics.prefix);
+  }
+}
+
+/** One timed round on fresh topics: ingest, our client and Java's on its records, both reads, replay. */
 async function round(kafka: KafkaConnection, options: Options, brokerPid?: number): Promise<Round> {
   const { config } = kafka;
-  const prefix = `bench-${Date.now().toString(36)}.`;
-  const topics = spaTopicNames({ prefix });
   const loadAtStart = loadavg()[0]!;
-  await applyTopicsTo(config.brokers, roundTopics(prefix, options.compression), config);
+  const topics = await createRoundTopics(config, options.compression);
+  const dir = mkdtempSync(join(tmpdir(), 'spa-bench-'));
   try {
     console.error(
-      `[bench kafka] ${options.trajectories} trajectories, ${options.compression}, on ${config.brokers.join(',')} (topics ${prefix}*); ${loadAverage()}`,
+      `[bench kafka] ${options.trajectories} trajectories, ${options.compression}, on ${config.brokers.join(',')} (topics ${topics.prefix}*); ${loadAverage()}`,
     );
-    const ingested = withBytes(await withCpu(brokerPid, true, () => ingest(kafka, topics, options)), topics);
-    const producer = await withCpu(brokerPid, false, () =>
-      producerPerformance(
-        config.brokers,
-        `${prefix}perf`,
-        ingested.records,
-        Math.round(ingested.bytes / ingested.records),
-        options.compression,
-      ),
+    const { transactions, ...ingestRate } = await withCpu(brokerPid, () =>
+      ingest(kafka, topics, options.trajectories, options.compression),
     );
-    const read = await withCpu(brokerPid, true, () => replayRead(kafka, topics.trajectories));
-    const consumer = await withCpu(brokerPid, false, () =>
-      consumerPerformance(config.brokers, topics.trajectories, read.records),
+    const records = committedRecords(transactions, topics);
+    const ingested = { ...ingestRate, bytes: records.flat().reduce((n, r) => n + recordBytes(r), 0) };
+    const sameRecords = await withCpu(brokerPid, () =>
+      ourClientSameRecords(kafka, records, topics, options.compression),
     );
-    const replayStarted = performance.now();
-    const replay = await replayTrajectories(kafka, {
-      fromTopic: topics.trajectories,
-      toTopic: `${prefix}replay`,
-      dlqTopic: topics.dlq,
-      start: { kind: 'earliest' },
-      annotation: 'gt',
-      log: () => {},
+    const file = join(dir, 'records.bin');
+    writeTransactions(file, records, topics.prefix);
+    const producer = await javaProducer(config.brokers, {
+      file,
+      topicPrefix: topics.java,
+      compression: options.compression,
+      ...(brokerPid === undefined ? {} : { brokerPid }),
     });
-    const replayed: Rate = {
-      what: 'full replay → SftRows (tx), incl. setup',
-      records: replay.read,
-      bytes: read.bytes,
-      seconds: (performance.now() - replayStarted) / 1000,
-    };
+    const read = await withCpu(brokerPid, () => replayRead(kafka, topics.names.trajectories));
+    const consumer = await javaConsumer(config.brokers, {
+      topic: topics.names.trajectories,
+      records: read.records,
+      ...(brokerPid === undefined ? {} : { brokerPid }),
+    });
+    const replay = await fullReplay(kafka, topics, read.bytes);
     return {
       ingest: ingested,
+      sameRecords,
       producer,
       read,
       consumer,
-      replay: replayed,
+      replay,
       load: [loadAtStart, loadavg()[0]!],
     };
   } finally {
-    if (!options.keep) await deleteTopics(config, prefix);
+    rmSync(dir, { recursive: true, force: true });
+    if (!options.keep) await deleteTopics(config, topics.prefix);
   }
 }
 
@@ -399,34 +396,39 @@ function printRound(r: Round, index: number, of: number): void {
   );
   printTable([
     r.ingest,
+    r.sameRecords,
     r.producer,
-    ratioLine(r.ingest, r.producer),
+    ratioLine('ingest ÷ Java', r.ingest, r.producer),
+    ratioLine('our client ÷ Java', r.sameRecords, r.producer),
     r.read,
     r.consumer,
-    ratioLine(r.read, r.consumer),
+    ratioLine('read ÷ Java', r.read, r.consumer),
     r.replay,
   ]);
 }
 
 function printSummary(rounds: readonly Round[]): void {
-  type Figure = 'ingest' | 'producer' | 'read' | 'consumer' | 'replay';
+  type Figure = Exclude<keyof Round, 'load'>;
   const rate = (f: Figure) =>
     spread(
       rounds.map((r) => recordsPerSecond(r[f])),
       0,
     );
-  const times = (ours: Figure, theirs: Figure) =>
-    `${spread(
-      rounds.map((r) => ratio(r[ours], r[theirs])),
-      2,
-    )}×`;
+  const ratios = (ours: Figure, theirs: Figure) => rounds.map((r) => ratio(r[ours], r[theirs]));
+  const times = (values: number[]) => `${spread(values, 2)}×`;
+  const goal = (values: number[], at: number) => {
+    const min = Math.min(...values);
+    return `${times(values)}  goal ≥ ${at.toFixed(1)}×: ${min >= at ? 'met' : Math.max(...values) >= at ? 'met in some rounds' : 'missed'}`;
+  };
   const rows: [string, string][] = [
     ['ingest records/s', rate('ingest')],
-    ['ProducerPerformance records/s', rate('producer')],
-    ['ingest ÷ ProducerPerformance', times('ingest', 'producer')],
+    ['our client, same records, records/s', rate('sameRecords')],
+    ['Java KafkaProducer records/s', rate('producer')],
+    ['ingest ÷ Java', goal(ratios('ingest', 'producer'), GOALS.ingest)],
+    ['our client ÷ Java', times(ratios('sameRecords', 'producer'))],
     ['replay read records/s', rate('read')],
-    ['ConsumerPerformance records/s', rate('consumer')],
-    ['read ÷ ConsumerPerformance', times('read', 'consumer')],
+    ['Java KafkaConsumer records/s', rate('consumer')],
+    ['read ÷ Java', goal(ratios('read', 'consumer'), GOALS.read)],
     ['full replay records/s', rate('replay')],
   ];
   const load = spread(
@@ -436,7 +438,7 @@ function printSummary(rounds: readonly Round[]): void {
   console.log(
     [
       `summary of ${rounds.length} rounds: median (min–max); load average (1 min) ${load}`,
-      ...rows.map(([label, value]) => `  ${label.padEnd(32)}${value}`),
+      ...rows.map(([label, value]) => `  ${label.padEnd(38)}${value}`),
     ].join('\n'),
   );
 }
@@ -450,22 +452,26 @@ export async function withBenchKafka<T>(
   work: (kafka: KafkaConnection, brokerPid: number | undefined) => Promise<T>,
 ): Promise<T> {
   const external = Boolean(process.env.KAFKA_BROKERS?.trim());
-  const wasRunning = !external && (await brokerStatus(BENCH_INSTANCE)).answering;
-  const broker = await ensureBroker(BENCH_INSTANCE);
+  const instance = benchInstance();
+  const wasRunning = !external && (await brokerStatus(instance)).answering;
+  const broker = await ensureBroker(instance);
   const config = kafkaConfigFromEnv(process.env, { brokers: [...broker.brokers], clientId });
   const kafka: KafkaConnection = { transport: kafkaTransport(config), config };
   try {
     return await work(kafka, broker.pid);
   } finally {
     await kafka.transport.close();
-    if (!external && !wasRunning) await stopBroker(BENCH_INSTANCE);
+    if (!external && !wasRunning) await stopBroker(instance);
   }
 }
 
 /** Runs the suite; see the module comment. */
 export async function run(args: string[]): Promise<void> {
   const options = parseArgs(args);
+  const started = performance.now();
   await withBenchKafka('spa-bench', async (kafka, brokerPid) => {
+    console.error(`[bench kafka] warm-up round (${WARMUP_TRAJECTORIES} trajectories, ours only, not timed)`);
+    await warmUp(kafka, options);
     const rounds: Round[] = [];
     for (let i = 0; i < options.repeat; i++) {
       rounds.push(await round(kafka, options, brokerPid));
@@ -473,6 +479,7 @@ export async function run(args: string[]): Promise<void> {
     }
     if (rounds.length > 1) printSummary(rounds);
   });
+  console.log(`kafka bench: ${((performance.now() - started) / 60_000).toFixed(1)} min in all`);
 }
 
 export async function deleteTopics(config: KafkaConnectionConfig, prefix: string): Promise<void> {
