@@ -1,6 +1,7 @@
 /**
  * Lifecycle of a local Apache Kafka broker (KRaft, one JVM acting as broker and controller,
- * bound to 127.0.0.1): start (provisioning jars and formatting storage on first use), status,
+ * bound to 127.0.0.1) of the version jars.ts names (pom.xml's, or `$SPA_KAFKA_VERSION`): start
+ * (provisioning jars and formatting storage on first use), status,
  * clean stop, and kill -9 for crash tests. `ensureBroker` honours KAFKA_BROKERS: when it is
  * set, that cluster is used and nothing is started. The npm scripts, the main job and the
  * tests all go through this module.
@@ -11,7 +12,7 @@ import { join } from 'node:path';
 import { brokerInstance, randomClusterId, scramFormatArgs, serverProperties } from './broker-config.js';
 import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
 import { parseBrokerList } from './client/config.js';
-import { kafkaClasspath } from './jars.js';
+import { kafkaClasspath, kafkaVersion } from './jars.js';
 import { brokerAnswers, waitUntilAnswering } from './probe.js';
 import { javaExecutable, jvmFlags, runKafkaTool } from './tools.js';
 
@@ -29,6 +30,8 @@ export interface BrokerStartOptions extends BrokerInstanceOptions {
   readonly log?: (line: string) => void;
   /** The KRaft cluster id a fresh storage is formatted with (a cluster's nodes share one). Default: a new one. */
   readonly clusterId?: string;
+  /** The Apache Kafka release to run, e.g. `3.9.1`. Default: `$SPA_KAFKA_VERSION`, else pom.xml's. */
+  readonly kafkaVersion?: string;
 }
 
 /** A broker the caller can talk to. */
@@ -44,6 +47,8 @@ export interface RunningBroker {
   /** The local instance, absent for an external cluster. */
   readonly instance?: BrokerInstance;
   readonly pid?: number;
+  /** The Apache Kafka release the local instance runs; absent for an external cluster. */
+  readonly kafkaVersion?: string;
 }
 
 /** What `status` finds. */
@@ -52,6 +57,8 @@ export interface BrokerStatus {
   readonly pid: number | undefined;
   readonly processAlive: boolean;
   readonly answering: boolean;
+  /** The Apache Kafka release the running JVM was launched with. */
+  readonly kafkaVersion: string | undefined;
 }
 
 const stderrLog = (line: string): void => console.error(line);
@@ -102,14 +109,47 @@ function failureReport(instance: BrokerInstance): string {
   );
 }
 
+/** The file naming the Kafka release the instance's JVM runs (written at launch). */
+const versionFile = (instance: BrokerInstance): string => join(instance.dataDir, 'kafka-version');
+/** The file naming the Kafka release that formatted the instance's storage. */
+const formatVersionFile = (instance: BrokerInstance): string => join(instance.dataDir, 'formatted-by');
+
+function readVersion(file: string): string | undefined {
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
+}
+
+/** Orders release numbers: negative when `a` is older than `b`. */
+function compareVersions(a: string, b: string): number {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number));
+  for (let i = 0; i < Math.max(x?.length ?? 0, y?.length ?? 0); i++) {
+    const d = (x?.[i] ?? 0) - (y?.[i] ?? 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+/**
+ * Refuses to run storage written by a newer Kafka with an older one: its metadata version is one
+ * the older broker cannot read, and the broker would only die with that deep in its log.
+ */
+function checkDowngrade(instance: BrokerInstance, version: string): void {
+  const recorded = readVersion(formatVersionFile(instance));
+  if (recorded !== undefined && compareVersions(version, recorded) < 0)
+    throw new Error(
+      `broker "${instance.name}" has storage written by Apache Kafka ${recorded}; ${version} cannot run it ` +
+        `(SPA_KAFKA_VERSION): choose another instance (KAFKA_INSTANCE) or delete ${instance.dataDir}`,
+    );
+}
+
 /** Formats KRaft storage with a fresh cluster id unless meta.properties is already there. */
 async function formatStorageOnce(
   instance: BrokerInstance,
   log: (line: string) => void,
+  version: string,
   clusterId = randomClusterId(),
 ): Promise<void> {
   if (existsSync(join(instance.logDir, 'meta.properties'))) return;
-  log(`[kafka] formatting storage in ${instance.logDir} (cluster ${clusterId})`);
+  log(`[kafka] formatting storage in ${instance.logDir} (Apache Kafka ${version}, cluster ${clusterId})`);
   const args = [
     'format',
     '-t',
@@ -118,15 +158,16 @@ async function formatStorageOnce(
     instance.propertiesFile,
     ...scramFormatArgs(instance.scramUsers),
   ];
-  const result = await runKafkaTool('storage', args, { logsDir: instance.dataDir });
+  const result = await runKafkaTool('storage', args, { logsDir: instance.dataDir, kafkaVersion: version });
   if (result.exitCode !== 0)
     throw new Error(
       `kafka-storage format failed (exit ${result.exitCode}):\n${result.stdout}${result.stderr}`,
     );
+  writeFileSync(formatVersionFile(instance), `${version}\n`);
 }
 
-async function launch(instance: BrokerInstance, heap: string): Promise<number> {
-  const classpath = await kafkaClasspath();
+async function launch(instance: BrokerInstance, heap: string, version: string): Promise<number> {
+  const classpath = await kafkaClasspath(undefined, version);
   const out = openSync(instance.consoleFile, 'a');
   const argv = [
     ...jvmFlags(instance.dataDir, heap),
@@ -145,11 +186,18 @@ async function launch(instance: BrokerInstance, heap: string): Promise<number> {
   });
   child.unref();
   writeFileSync(instance.pidFile, `${pid}\n`);
+  writeFileSync(versionFile(instance), `${version}\n`);
   return pid;
 }
 
 function runningBroker(instance: BrokerInstance, pid: number): RunningBroker {
-  return { ...addresses(instance), external: false, instance, pid };
+  return {
+    ...addresses(instance),
+    external: false,
+    instance,
+    pid,
+    kafkaVersion: readVersion(versionFile(instance)),
+  };
 }
 
 /**
@@ -160,6 +208,7 @@ function runningBroker(instance: BrokerInstance, pid: number): RunningBroker {
 export async function startBroker(options: BrokerStartOptions = {}): Promise<RunningBroker> {
   const log = options.log ?? stderrLog;
   const instance = brokerInstance(options);
+  const version = kafkaVersion(options.kafkaVersion);
   const timeoutMs = options.startTimeoutMs ?? 60_000;
   const existing = readPid(instance);
   if (existing !== undefined && isInstanceProcess(instance, existing)) {
@@ -181,12 +230,14 @@ export async function startBroker(options: BrokerStartOptions = {}): Promise<Run
         'set KAFKA_BROKERS to use it, or choose another port',
     );
   if (options.fresh) rmSync(instance.dataDir, { recursive: true, force: true });
+  checkDowngrade(instance, version);
   mkdirSync(instance.dataDir, { recursive: true });
-  await kafkaClasspath(log);
+  await kafkaClasspath(log, version);
   writeFileSync(instance.propertiesFile, serverProperties(instance));
-  await formatStorageOnce(instance, log, options.clusterId);
+  await formatStorageOnce(instance, log, version, options.clusterId);
   const started = Date.now();
-  const pid = await launch(instance, options.heap ?? process.env.KAFKA_HEAP_OPTS ?? '-Xms256m -Xmx512m');
+  const heap = options.heap ?? process.env.KAFKA_HEAP_OPTS ?? '-Xms256m -Xmx512m';
+  const pid = await launch(instance, heap, version);
   const outcome = await waitUntilAnswering(brokers, timeoutMs, () => isInstanceProcess(instance, pid));
   if (outcome !== 'answering') {
     if (outcome === 'timeout') await stopBroker(options);
@@ -194,7 +245,8 @@ export async function startBroker(options: BrokerStartOptions = {}): Promise<Run
     throw new Error(`Kafka broker "${instance.name}" on ${brokers[0]} ${why}:\n${failureReport(instance)}`);
   }
   log(
-    `[kafka] broker "${instance.name}" answering on ${brokers[0]} (pid ${pid}, ${Date.now() - started} ms)`,
+    `[kafka] broker "${instance.name}" (Apache Kafka ${version}) answering on ${brokers[0]} ` +
+      `(pid ${pid}, ${Date.now() - started} ms)`,
   );
   return runningBroker(instance, pid);
 }
@@ -249,7 +301,8 @@ export async function brokerStatus(options: BrokerInstanceOptions = {}): Promise
   const pid = readPid(instance);
   const processAlive = pid !== undefined && isInstanceProcess(instance, pid);
   const answering = processAlive && (await brokerAnswers(addresses(instance).brokers));
-  return { instance, pid: processAlive ? pid : undefined, processAlive, answering };
+  const version = processAlive ? readVersion(versionFile(instance)) : undefined;
+  return { instance, pid: processAlive ? pid : undefined, processAlive, answering, kafkaVersion: version };
 }
 
 /**

@@ -2,8 +2,8 @@
  * `npx tsx infra/kafka/cli.ts start [--brokers n]|stop|status|topics|jars` — the user's handle on
  * the local broker or cluster (npm run kafka:start / kafka:stop / kafka:status). Ports and names
  * come from the environment: KAFKA_PORT (default 9092; a cluster's node 1), KAFKA_INSTANCE
- * (default "default"; its cluster lives in "<instance>-cluster"); with KAFKA_BROKERS set, `start`
- * and `topics` use that cluster and start nothing.
+ * (default "default"; its cluster lives in "<instance>-cluster"), SPA_KAFKA_VERSION (default
+ * pom.xml's release); with KAFKA_BROKERS set, `start` and `topics` use that cluster and start nothing.
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { spaTopics } from '../../schemas/topics.js';
@@ -31,18 +31,28 @@ function clusterFromEnv(brokers?: number): ClusterOptions {
   };
 }
 
-/** The running local cluster's bootstrap list, if one runs. */
-async function runningCluster(): Promise<string[] | undefined> {
+/** Bootstrap addresses and the Apache Kafka release they run (unknown for KAFKA_BROKERS' cluster). */
+interface Started {
+  readonly brokers: readonly string[];
+  readonly kafkaVersion?: string | undefined;
+}
+
+/** The running local cluster, if one runs. */
+async function runningCluster(): Promise<Started | undefined> {
   if (process.env.KAFKA_BROKERS?.trim() || !clusterExists(clusterFromEnv())) return undefined;
   const nodes = (await clusterStatus(clusterFromEnv())).filter((node) => node.answering);
-  return nodes.length > 0 ? nodes.map((node) => `127.0.0.1:${node.port}`) : undefined;
+  return nodes.length > 0
+    ? { brokers: nodes.map((node) => `127.0.0.1:${node.port}`), kafkaVersion: nodes[0]?.kafkaVersion }
+    : undefined;
 }
 
 /** KAFKA_BROKERS, else a running local cluster, else the local broker (started if needed). */
-async function startedBrokers(count: number): Promise<readonly string[]> {
-  if (count > 1 && !process.env.KAFKA_BROKERS?.trim())
-    return (await startCluster(clusterFromEnv(count))).brokers;
-  return (await runningCluster()) ?? (await ensureBroker(instanceFromEnv())).brokers;
+async function startedBrokers(count: number): Promise<Started> {
+  if (count > 1 && !process.env.KAFKA_BROKERS?.trim()) {
+    const cluster = await startCluster(clusterFromEnv(count));
+    return { brokers: cluster.brokers, kafkaVersion: cluster.nodes[0]?.kafkaVersion };
+  }
+  return (await runningCluster()) ?? (await ensureBroker(instanceFromEnv()));
 }
 
 function brokerCount(value: string): number {
@@ -69,7 +79,10 @@ program
   .action(async (options: { topics: boolean; brokers: number }) => {
     if (options.brokers > 1 && process.env.KAFKA_BROKERS?.trim())
       console.error(`[kafka] KAFKA_BROKERS is set: using it, --brokers ${options.brokers} starts nothing`);
-    const brokers = await startedBrokers(options.brokers);
+    const { brokers, kafkaVersion } = await startedBrokers(options.brokers);
+    console.error(
+      `[kafka] ${kafkaVersion ? `Apache Kafka ${kafkaVersion}` : 'KAFKA_BROKERS'} on ${brokers.join(',')}`,
+    );
     if (options.topics) {
       const report = await applyTopicsTo(brokers, spaTopics());
       console.error(`[kafka] topics: ${report.summary}`);
@@ -88,7 +101,9 @@ program
 
 program
   .command('jars')
-  .description('provision the Kafka jars from Maven Central into infra/kafka/dist/libs (idempotent)')
+  .description(
+    "provision the Kafka jars ($SPA_KAFKA_VERSION, else pom.xml's) from Maven Central into infra/kafka/dist/libs (idempotent)",
+  )
   .action(async () => {
     console.log(await ensureJars((line) => console.error(line)));
   });
@@ -109,6 +124,7 @@ program
               pid: single.pid,
               answering: single.answering,
               dataDir: single.instance.dataDir,
+              kafkaVersion: single.kafkaVersion,
             },
           ]),
       ...(clusterExists(clusterFromEnv()) ? await clusterStatus(clusterFromEnv()) : []).filter(
@@ -123,7 +139,7 @@ program
   .command('topics')
   .description('create missing SPA topics and align their configs (idempotent)')
   .action(async () => {
-    console.log((await applyTopicsTo(await startedBrokers(1), spaTopics())).summary);
+    console.log((await applyTopicsTo((await startedBrokers(1)).brokers, spaTopics())).summary);
   });
 
 program.parseAsync(process.argv).catch((error: unknown) => {

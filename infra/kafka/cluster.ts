@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { randomClusterId, type BrokerInstanceOptions } from './broker-config.js';
 import { brokerStatus, startBroker, stopBroker, type BrokerStartOptions } from './broker.js';
-import { kafkaClasspath, kafkaInfraDir } from './jars.js';
+import { kafkaClasspath, kafkaInfraDir, kafkaVersion } from './jars.js';
 import { brokerAnswers } from './probe.js';
 
 /** Which local cluster; the shape is needed for a first start and read from cluster.json after. */
@@ -28,7 +28,7 @@ export interface ClusterOptions {
 
 /** Options for starting a local cluster. */
 export interface ClusterStartOptions
-  extends ClusterOptions, Pick<BrokerStartOptions, 'startTimeoutMs' | 'heap' | 'log'> {
+  extends ClusterOptions, Pick<BrokerStartOptions, 'startTimeoutMs' | 'heap' | 'log' | 'kafkaVersion'> {
   /** Delete the cluster's data first (tests that need a clean cluster). Default false. */
   readonly fresh?: boolean;
 }
@@ -41,6 +41,8 @@ export interface ClusterNodeStatus {
   readonly pid: number | undefined;
   readonly answering: boolean;
   readonly dataDir: string;
+  /** The Apache Kafka release it runs, when it runs. */
+  readonly kafkaVersion: string | undefined;
 }
 
 /** A running local cluster. */
@@ -125,6 +127,7 @@ export async function clusterStatus(options: ClusterOptions = {}): Promise<Clust
         pid: status.pid,
         answering: status.answering,
         dataDir: status.instance.dataDir,
+        kafkaVersion: status.kafkaVersion,
       };
     }),
   );
@@ -170,13 +173,21 @@ export async function startCluster(options: ClusterStartOptions): Promise<Runnin
   mkdirSync(dir, { recursive: true });
   const clusterId = readShape(options)?.clusterId ?? randomClusterId();
   writeFileSync(join(dir, 'cluster.json'), `${JSON.stringify({ clusterId, brokers, port })}\n`);
-  await kafkaClasspath(log); // provision once here, not in every node's start at the same time
+  const version = kafkaVersion(options.kafkaVersion);
+  await kafkaClasspath(log, version); // provision once here, not in every node's start at the same time
   const nodes = clusterNodes(options);
   const timeoutMs = options.startTimeoutMs ?? 60_000;
   // All at once: no node answers before a majority of the quorum is up.
   const started = await Promise.allSettled(
     nodes.map((node) =>
-      startBroker({ ...node, clusterId, startTimeoutMs: timeoutMs, log, heap: options.heap }),
+      startBroker({
+        ...node,
+        clusterId,
+        startTimeoutMs: timeoutMs,
+        log,
+        heap: options.heap,
+        kafkaVersion: version,
+      }),
     ),
   );
   const failed = started.find((outcome) => outcome.status === 'rejected');
@@ -191,8 +202,11 @@ export async function startCluster(options: ClusterStartOptions): Promise<Runnin
           `the ${brokers} nodes of ${dir} started but did not form one cluster within ${timeoutMs} ms`,
         );
   }
-  log(`[kafka] cluster ${clusterId}: ${brokers} brokers on ${bootstrap.join(',')}`);
-  return { brokers: bootstrap, clusterId, nodes: await clusterStatus(options) };
+  const nodeStatus = await clusterStatus(options);
+  log(
+    `[kafka] cluster ${clusterId} (Apache Kafka ${nodeStatus[0]?.kafkaVersion}): ${brokers} brokers on ${bootstrap.join(',')}`,
+  );
+  return { brokers: bootstrap, clusterId, nodes: nodeStatus };
 }
 
 async function clusterStatusIfAny(options: ClusterOptions): Promise<ClusterNodeStatus[]> {

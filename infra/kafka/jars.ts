@@ -1,6 +1,8 @@
 /**
  * Provisions the Apache Kafka jars from Maven Central (infra/kafka/pom.xml) into the
- * git-ignored `infra/kafka/dist/libs`, lazily, on first use. Needs only Java 17 and Maven.
+ * git-ignored `infra/kafka/dist/libs/<version>`, lazily, on first use. Needs only Java 17 and
+ * Maven. The version is pom.xml's unless SPA_KAFKA_VERSION or a caller names another (the 3.9
+ * line stays tested for users on older clusters); each version keeps its own folder.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -8,27 +10,46 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'nod
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Folder holding pom.xml, log4j.properties and the git-ignored dist/ and data/ folders. */
+/** Folder holding pom.xml, the log configs and the git-ignored dist/ and data/ folders. */
 export const kafkaInfraDir = dirname(fileURLToPath(import.meta.url));
 
 const pomPath = join(kafkaInfraDir, 'pom.xml');
-const libsDir = join(kafkaInfraDir, 'dist', 'libs');
-const stampFile = join(libsDir, '.provisioned');
 
-/** The Kafka version pinned in pom.xml (`<kafka.version>`), the single place it is written. */
+/** The Kafka version pinned in pom.xml (`<kafka.version>`), the single place the default is written. */
 export function pinnedKafkaVersion(): string {
   const match = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(readFileSync(pomPath, 'utf8'));
-  if (!match?.[1]) throw new Error(`${pomPath} has no <kafka.version> property; add one, e.g. 3.9.1`);
+  if (!match?.[1]) throw new Error(`${pomPath} has no <kafka.version> property; add one, e.g. 4.1.1`);
   return match[1];
 }
 
-function pomDigest(): string {
-  return createHash('sha256').update(readFileSync(pomPath)).digest('hex');
+/**
+ * The Kafka version to run: `requested`, else `$SPA_KAFKA_VERSION`, else pom.xml's. Only the
+ * 3.x (3.3 and later: KRaft without ZooKeeper) and 4.x lines are accepted, as pom.xml knows
+ * their logging backends.
+ */
+export function kafkaVersion(requested?: string, env: NodeJS.ProcessEnv = process.env): string {
+  const version = requested ?? (env.SPA_KAFKA_VERSION?.trim() || pinnedKafkaVersion());
+  if (!/^(3\.([3-9]|\d{2,})|4\.\d+)\.\d+$/.test(version))
+    throw new Error(
+      `SPA_KAFKA_VERSION=${version}: expected an Apache Kafka release 3.3.0 or later, e.g. 3.9.1 or ${pinnedKafkaVersion()}`,
+    );
+  return version;
 }
 
-/** True when dist/libs was provisioned from the current pom.xml. */
-export function jarsProvisioned(): boolean {
-  return existsSync(stampFile) && readFileSync(stampFile, 'utf8') === pomDigest();
+/** Where one version's jars live. */
+export function jarsDir(version = kafkaVersion()): string {
+  return join(kafkaInfraDir, 'dist', 'libs', version);
+}
+
+/** The stamp's content: the pom and the version it was provisioned for. */
+function pomDigest(version: string): string {
+  return createHash('sha256').update(readFileSync(pomPath)).update(`\0${version}`).digest('hex');
+}
+
+/** True when `version`'s folder was provisioned from the current pom.xml. */
+export function jarsProvisioned(version = kafkaVersion()): boolean {
+  const stamp = join(jarsDir(version), '.provisioned');
+  return existsSync(stamp) && readFileSync(stamp, 'utf8') === pomDigest(version);
 }
 
 function runMaven(args: string[]): Promise<void> {
@@ -51,13 +72,18 @@ function runMaven(args: string[]): Promise<void> {
 }
 
 /**
- * Makes sure dist/libs holds the jars named by pom.xml and returns the folder. Copies into a
- * temporary folder first and renames it into place, so a concurrent or interrupted run never
- * leaves a half-filled classpath behind.
+ * Makes sure `version`'s folder holds the jars pom.xml names for it and returns the folder.
+ * Maven checks every artifact against Maven Central's checksum and fails on a mismatch
+ * (`--strict-checksums`). Copies into a temporary folder first and renames it into place, so a
+ * concurrent or interrupted run never leaves a half-filled classpath behind. Once provisioned,
+ * nothing is downloaded again (Maven's ~/.m2 also keeps the artifacts).
  */
-export async function ensureJars(log: (line: string) => void = () => {}): Promise<string> {
-  if (jarsProvisioned()) return libsDir;
-  const version = pinnedKafkaVersion();
+export async function ensureJars(
+  log: (line: string) => void = () => {},
+  version = kafkaVersion(),
+): Promise<string> {
+  const libsDir = jarsDir(version);
+  if (jarsProvisioned(version)) return libsDir;
   const staging = `${libsDir}.tmp-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
   log(`[kafka] provisioning Apache Kafka ${version} jars from Maven Central (one-time, ~1 min)…`);
@@ -65,18 +91,22 @@ export async function ensureJars(log: (line: string) => void = () => {}): Promis
   await runMaven([
     '-q',
     '-B',
+    '--strict-checksums',
+    `-Dkafka.version=${version}`,
+    // Kafka 3.x logs to log4j 1 (reload4j), 4.x to log4j 2: pom.xml's profiles pick the backend.
+    ...(version.startsWith('3.') ? ['-Pkafka-3'] : []),
     'dependency:copy-dependencies',
     `-DoutputDirectory=${staging}`,
     '-DincludeScope=runtime',
   ]);
-  writeFileSync(join(staging, '.provisioned'), pomDigest());
-  if (!jarsProvisioned()) {
+  writeFileSync(join(staging, '.provisioned'), pomDigest(version));
+  if (!jarsProvisioned(version)) {
     rmSync(libsDir, { recursive: true, force: true });
     try {
       renameSync(staging, libsDir);
     } catch (error) {
       // Another process won the race and put an equally good copy in place.
-      if (!jarsProvisioned()) throw error;
+      if (!jarsProvisioned(version)) throw error;
     }
   }
   rmSync(staging, { recursive: true, force: true });
@@ -84,7 +114,10 @@ export async function ensureJars(log: (line: string) => void = () => {}): Promis
   return libsDir;
 }
 
-/** The JVM classpath (`dist/libs/*`) after provisioning. */
-export async function kafkaClasspath(log?: (line: string) => void): Promise<string> {
-  return join(await ensureJars(log), '*');
+/** The JVM classpath (`dist/libs/<version>/*`) after provisioning. */
+export async function kafkaClasspath(
+  log?: (line: string) => void,
+  version = kafkaVersion(),
+): Promise<string> {
+  return join(await ensureJars(log, version), '*');
 }

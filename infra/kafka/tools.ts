@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { kafkaClasspath, kafkaInfraDir } from './jars.js';
+import { kafkaClasspath, kafkaInfraDir, kafkaVersion } from './jars.js';
 
 /** Main classes of the tools in Apache Kafka 3.9 (what bin/kafka-*.sh would run). */
 const kafkaToolClasses = {
@@ -35,26 +35,31 @@ export function javaExecutable(): string {
   return process.env.JAVA_HOME ? join(process.env.JAVA_HOME, 'bin', 'java') : 'java';
 }
 
-/** JVM flags shared by the broker and the tools: the quiet log4j config, headless, small heap. */
+/**
+ * JVM flags shared by the broker and the tools: the quiet log config (log4j 1 reads the first,
+ * Kafka 3.x; log4j 2 the second, Kafka 4.x), headless, small heap.
+ */
 export function jvmFlags(logsDir: string, heap: string): string[] {
   return [
     ...heap.split(/\s+/).filter(Boolean),
     '-Djava.awt.headless=true',
     `-Dlog4j.configuration=file:${join(kafkaInfraDir, 'log4j.properties')}`,
+    `-Dlog4j2.configurationFile=${join(kafkaInfraDir, 'log4j2.properties')}`,
     `-Dkafka.logs.dir=${logsDir}`,
   ];
 }
 
 /**
- * Runs one Kafka tool to completion and returns its output. Rejects only when the JVM cannot
+ * Runs one Kafka tool (of `options.kafkaVersion`, default {@link kafkaVersion}'s) to completion
+ * and returns its output. Rejects only when the JVM cannot
  * be launched or the run exceeds `timeoutMs`; a non-zero exit is reported in the result.
  */
 export async function runKafkaTool(
   tool: KafkaTool,
   args: readonly string[],
-  options: { timeoutMs?: number; logsDir?: string } = {},
+  options: { timeoutMs?: number; logsDir?: string; kafkaVersion?: string } = {},
 ): Promise<ToolResult> {
-  const classpath = await kafkaClasspath((line) => console.error(line));
+  const classpath = await kafkaClasspath((line) => console.error(line), kafkaVersion(options.kafkaVersion));
   const logsDir = options.logsDir ?? join(kafkaInfraDir, 'data', 'tools');
   const argv = [...jvmFlags(logsDir, '-Xmx256m'), '-cp', classpath, kafkaToolClasses[tool], ...args];
   return new Promise((resolve, reject) => {
