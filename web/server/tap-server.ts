@@ -108,43 +108,34 @@ const ownHosts = (port: number): ReadonlySet<string> =>
 
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** Starts the server on 127.0.0.1; resolves once it listens. */
-export async function startTapServer(options: TapServerOptions): Promise<TapServer> {
-  const token = options.token ?? randomBytes(16).toString('hex');
-  const backlogSize = options.backlog ?? 200;
-  const backlog: Sent[] = [];
-  let backlogBytes = 0;
-  const clients = new Set<ServerResponse>();
-  let nextId = 1;
-  let lastStats: string | undefined;
-  let hosts: ReadonlySet<string> = new Set();
-  let cookieName = '';
+/** A plain-text answer (errors and refusals). */
+function reply(response: ServerResponse, status: number, text: string, headers = {}): void {
+  response
+    .writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'text/plain; charset=utf-8', ...headers })
+    .end(`${text}\n`);
+}
 
-  const reply = (response: ServerResponse, status: number, text: string, headers = {}): void => {
-    response
-      .writeHead(status, { ...SECURITY_HEADERS, 'content-type': 'text/plain; charset=utf-8', ...headers })
-      .end(`${text}\n`);
-  };
+/** The Server-Sent Events side: the pages connected now and the backlog late ones catch up from. */
+class EventStreams {
+  private readonly backlog: Sent[] = [];
+  private backlogBytes = 0;
+  private readonly clients = new Set<ServerResponse>();
+  private nextId = 1;
+  private lastStats: string | undefined;
+  private readonly heartbeat: NodeJS.Timeout;
 
-  const write = (client: ServerResponse, frame: string): void => {
-    if (client.writableLength > CLIENT_BUFFER_LIMIT) {
-      clients.delete(client); // drop policy: see the module comment
-      client.destroy();
-      return;
-    }
-    client.write(frame);
-  };
+  constructor(private readonly backlogSize: number) {
+    // Keep-alive comments stop proxies and idle timers from closing a quiet stream.
+    this.heartbeat = setInterval(
+      () => this.clients.forEach((c) => this.write(c, ': keep-alive\n\n')),
+      15_000,
+    );
+    this.heartbeat.unref();
+  }
 
-  const keep = (sent: Sent): void => {
-    if (sent.bytes > BACKLOG_BYTES) return; // see BACKLOG_BYTES
-    backlog.push(sent);
-    backlogBytes += sent.bytes;
-    while (backlog.length > backlogSize || backlogBytes > BACKLOG_BYTES)
-      backlogBytes -= backlog.shift()!.bytes;
-  };
-
-  const openEvents = (request: IncomingMessage, response: ServerResponse): void => {
-    if (clients.size >= MAX_EVENT_STREAMS) {
+  /** `/events`: the backlog after the client's Last-Event-ID, the last stats, then what comes. */
+  open(request: IncomingMessage, response: ServerResponse): void {
+    if (this.clients.size >= MAX_EVENT_STREAMS) {
       reply(response, 503, `${MAX_EVENT_STREAMS} event streams are open already; close a tab`, {
         'retry-after': '5',
       });
@@ -158,84 +149,135 @@ export async function startTapServer(options: TapServerOptions): Promise<TapServ
     });
     const after = Number(request.headers['last-event-id'] ?? 0) || 0;
     response.write('retry: 1000\n\n');
-    for (const sent of backlog) if (sent.id > after) response.write(sent.frame);
-    if (lastStats !== undefined) response.write(lastStats);
-    clients.add(response);
-    request.on('close', () => clients.delete(response));
-  };
+    for (const sent of this.backlog) if (sent.id > after) response.write(sent.frame);
+    if (this.lastStats !== undefined) response.write(this.lastStats);
+    this.clients.add(response);
+    request.on('close', () => this.clients.delete(response));
+  }
 
-  const serveAsset = async (path: string, response: ServerResponse): Promise<void> => {
-    const asset = ASSETS[path];
-    if (!asset) return reply(response, 404, `no such page: ${path}`);
-    let body = await readFile(join(webAssetsDir, asset.file), 'utf8');
-    if (asset.file === 'index.html') body = body.replaceAll('{{TITLE}}', escapeHtml(options.title ?? ''));
-    response
-      .writeHead(200, { ...SECURITY_HEADERS, 'content-type': asset.type, 'cache-control': 'no-store' })
-      .end(body);
-  };
+  publish(event: 'record' | 'stats', data: unknown): void {
+    const id = this.nextId++;
+    const frame = `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+    if (event === 'record') this.keep({ id, frame, bytes: Buffer.byteLength(frame) });
+    else this.lastStats = frame;
+    for (const client of this.clients) this.write(client, frame);
+  }
 
-  /** 303 to `url` without its token, setting the cookie that stands for it from now on. */
-  const tradeTokenForCookie = (url: URL, response: ServerResponse): void => {
-    url.searchParams.delete('token');
-    response
-      .writeHead(303, {
-        ...SECURITY_HEADERS,
-        location: url.pathname + url.search,
-        'set-cookie': `${cookieName}=${token}; HttpOnly; SameSite=Strict; Path=/`,
-        'cache-control': 'no-store',
-      })
-      .end();
-  };
+  close(): void {
+    clearInterval(this.heartbeat);
+    for (const client of this.clients) client.end();
+    this.clients.clear();
+  }
 
-  const server: Server = createServer((request, response) => {
-    if (!hosts.has(request.headers.host?.toLowerCase() ?? '')) {
-      reply(response, 403, `wrong Host: this server answers to ${[...hosts].join(', ')}`);
+  private write(client: ServerResponse, frame: string): void {
+    if (client.writableLength > CLIENT_BUFFER_LIMIT) {
+      this.clients.delete(client); // drop policy: see the module comment
+      client.destroy();
       return;
     }
-    const url = new URL(request.url ?? '/', 'http://127.0.0.1');
-    const given = url.searchParams.get('token') ?? cookieValue(request.headers.cookie, cookieName);
-    const allowed = tokenMatches(given, token);
-    if (!allowed && !PUBLIC_PATHS.has(url.pathname)) {
-      reply(response, 401, 'missing or wrong token: open the URL `spa tap --web` printed at start');
-      return;
-    }
-    if (request.method !== 'GET') {
-      response.writeHead(405, { ...SECURITY_HEADERS, allow: 'GET' }).end();
-      return;
-    }
-    // `allowed` with a token in the address: the right one, traded for the cookie.
-    if (allowed && url.searchParams.has('token')) return tradeTokenForCookie(url, response);
-    if (url.pathname === '/events') return openEvents(request, response);
-    serveAsset(url.pathname, response).catch((error: unknown) => {
-      reply(response, 500, (error as Error).message);
+    client.write(frame);
+  }
+
+  private keep(sent: Sent): void {
+    if (sent.bytes > BACKLOG_BYTES) return; // see BACKLOG_BYTES
+    this.backlog.push(sent);
+    this.backlogBytes += sent.bytes;
+    while (this.backlog.length > this.backlogSize || this.backlogBytes > BACKLOG_BYTES)
+      this.backlogBytes -= this.backlog.shift()!.bytes;
+  }
+}
+
+async function serveAsset(path: string, title: string, response: ServerResponse): Promise<void> {
+  const asset = ASSETS[path];
+  if (!asset) return reply(response, 404, `no such page: ${path}`);
+  let body = await readFile(join(webAssetsDir, asset.file), 'utf8');
+  if (asset.file === 'index.html') body = body.replaceAll('{{TITLE}}', escapeHtml(title));
+  response
+    .writeHead(200, { ...SECURITY_HEADERS, 'content-type': asset.type, 'cache-control': 'no-store' })
+    .end(body);
+}
+
+/** What a request is checked against; `hosts` and `cookieName` are set once the port is known. */
+interface Access {
+  readonly token: string;
+  hosts: ReadonlySet<string>;
+  cookieName: string;
+}
+
+/** 303 to `url` without its token, setting the cookie that stands for it from now on. */
+function tradeTokenForCookie(url: URL, access: Access, response: ServerResponse): void {
+  url.searchParams.delete('token');
+  response
+    .writeHead(303, {
+      ...SECURITY_HEADERS,
+      location: url.pathname + url.search,
+      'set-cookie': `${access.cookieName}=${access.token}; HttpOnly; SameSite=Strict; Path=/`,
+      'cache-control': 'no-store',
+    })
+    .end();
+}
+
+/** One request: Host, then token or cookie, then method, then the route (module comment). */
+function handle(
+  request: IncomingMessage,
+  response: ServerResponse,
+  access: Access,
+  streams: EventStreams,
+  title: string,
+): void {
+  if (!access.hosts.has(request.headers.host?.toLowerCase() ?? '')) {
+    reply(response, 403, `wrong Host: this server answers to ${[...access.hosts].join(', ')}`);
+    return;
+  }
+  const url = new URL(request.url ?? '/', 'http://127.0.0.1');
+  const given = url.searchParams.get('token') ?? cookieValue(request.headers.cookie, access.cookieName);
+  const allowed = tokenMatches(given, access.token);
+  if (!allowed && !PUBLIC_PATHS.has(url.pathname)) {
+    reply(response, 401, 'missing or wrong token: open the URL `spa tap --web` printed at start');
+    return;
+  }
+  if (request.method !== 'GET') {
+    response.writeHead(405, { ...SECURITY_HEADERS, allow: 'GET' }).end();
+    return;
+  }
+  // `allowed` with a token in the address: the right one, traded for the cookie.
+  if (allowed && url.searchParams.has('token')) return tradeTokenForCookie(url, access, response);
+  if (url.pathname === '/events') return streams.open(request, response);
+  serveAsset(url.pathname, title, response).catch((error: unknown) => {
+    reply(response, 500, (error as Error).message);
+  });
+}
+
+/** Starts the server on 127.0.0.1; resolves once it listens. */
+export async function startTapServer(options: TapServerOptions): Promise<TapServer> {
+  const access: Access = {
+    token: options.token ?? randomBytes(16).toString('hex'),
+    hosts: new Set(),
+    cookieName: '',
+  };
+  const streams = new EventStreams(options.backlog ?? 200);
+  const server: Server = createServer((request, response) =>
+    handle(request, response, access, streams, options.title ?? ''),
+  );
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, '127.0.0.1', () => resolve());
     });
-  });
-  // Keep-alive comments stop proxies and idle timers from closing a quiet stream.
-  const heartbeat = setInterval(() => clients.forEach((c) => write(c, ': keep-alive\n\n')), 15_000);
-  heartbeat.unref();
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, '127.0.0.1', () => resolve());
-  });
+  } catch (error) {
+    streams.close();
+    throw error;
+  }
   const port = (server.address() as AddressInfo).port;
-  hosts = ownHosts(port);
-  cookieName = `spa_tap_${port}`;
+  access.hosts = ownHosts(port);
+  access.cookieName = `spa_tap_${port}`;
   return {
-    url: `http://127.0.0.1:${port}/?token=${token}`,
+    url: `http://127.0.0.1:${port}/?token=${access.token}`,
     port,
-    token,
-    publish(event, data) {
-      const id = nextId++;
-      const frame = `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-      if (event === 'record') keep({ id, frame, bytes: Buffer.byteLength(frame) });
-      else lastStats = frame;
-      for (const client of clients) write(client, frame);
-    },
+    token: access.token,
+    publish: (event, data) => streams.publish(event, data),
     async close() {
-      clearInterval(heartbeat);
-      for (const client of clients) client.end();
-      clients.clear();
+      streams.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections(); // idle keep-alive sockets would hold close() open
       await closed;
