@@ -4,9 +4,13 @@
  *                     ┌─ policies ◄──┐            ┌─ web ◄──┐
  *   envs ◄─ schemas ◄─┼─ operators ◄─┼─ streams ◄─┤         ├─ cli   (bench, scripts, test: anything)
  *                     └─ infra ◄─────┘            └─ loop ◄─┘
+ *                       (kafka/client/: the one Kafka client)
  *
- * `a ◄─ b`: b may import a; `layers` below is the exact table (cli imports policies/ too). The
- * LLM runtime's libraries stay in policies/onnx/ (rule onnx-libraries-stay-in-policies-onnx).
+ * `a ◄─ b`: b may import a; `layers` below is the exact table (cli imports policies/ too; loop,
+ * web and cli import infra/ too). The LLM runtime's libraries stay in policies/onnx/ (rule
+ * onnx-libraries-stay-in-policies-onnx), and the Kafka client in infra/kafka/client/ (rule
+ * kafka-client-stays-in-infra-kafka-client): the rest reaches Kafka through its two ports there,
+ * transport.ts and admin.ts.
  *
  * Inside streams/ the subfolders are ordered too (each may import only those before it):
  * telemetry, kafka, policies, episodes, eval, files. Type-only imports count.
@@ -21,7 +25,7 @@ const layers = {
   infra: ['envs', 'schemas'],
   streams: ['envs', 'schemas', 'policies', 'operators', 'infra'],
   web: ['envs', 'schemas', 'policies', 'operators', 'infra', 'streams'],
-  loop: ['envs', 'schemas', 'operators', 'streams', 'policies'],
+  loop: ['envs', 'schemas', 'operators', 'infra', 'streams', 'policies'],
   cli: ['envs', 'schemas', 'policies', 'operators', 'infra', 'streams', 'web', 'loop'],
 };
 const folders = [...Object.keys(layers), 'bench', 'scripts', 'test'];
@@ -85,6 +89,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^streams/[^/]+/' },
       to: { path: `^streams/(${streamsCompositions.join('|')})\\.ts$` },
+    },
+    {
+      name: 'kafka-client-stays-in-infra-kafka-client',
+      comment:
+        'kafkajs is imported only in infra/kafka/client/ (its adapters behind the transport and admin ports); test/ may drive it directly (cutting sockets, raw admin calls).',
+      severity: 'error',
+      from: { pathNot: '^(infra/kafka/client|test)/' },
+      to: { path: '^node_modules/kafkajs/' },
     },
     {
       name: 'onnx-libraries-stay-in-policies-onnx',

@@ -51,7 +51,7 @@ export function clusterReplication(brokers: number): Replication {
 
 const day = 24 * 60 * 60 * 1000;
 
-// Values go through kafkajs, which reads gzip without plugins; the topic says gzip too, so
+// The Kafka client reads gzip without plugins (infra/kafka/client/); the topic says gzip too, so
 // the broker keeps the producer's batches instead of recompressing them.
 const durableLog = { 'cleanup.policy': 'delete', 'compression.type': 'gzip' };
 

@@ -47,7 +47,7 @@ export async function generateToKafka(
   });
   let skip: Set<string> | undefined;
   if (run.resume) {
-    // kafkajs registers a transactional id at its first transaction: an empty one fences the
+    // The client registers a transactional id at its first transaction: an empty one fences the
     // predecessor now (InitProducerId returns once the coordinator has aborted its open
     // transaction), so what the read below finds committed can no longer change.
     await sink.transaction(async () => undefined);

@@ -13,7 +13,7 @@ import { kafkaConfigFromEnv } from '../../infra/kafka/client/config.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/client/connect-failure.js';
 import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
-import { openKafkajsAdmin } from '../../infra/kafka/client/kafkajs-admin.js';
+import { openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */
@@ -116,7 +116,7 @@ function checkJars(remote: boolean): DoctorCheck {
  */
 async function connectOnce(config: KafkaConnectionConfig): Promise<unknown> {
   try {
-    const admin = await openKafkajsAdmin(config);
+    const admin = await openKafkaAdmin(config);
     try {
       await admin.brokers();
     } finally {

@@ -146,7 +146,7 @@ export function registerTapCommand(program: Command): void {
       } finally {
         await Promise.race([kafka.close(), delay(300, undefined, { ref: false })]);
         // The tap is closed and has nothing left to flush; a client still retrying a broker that
-        // is down (kafkajs leaving its group: ~25 s) must not hold the process past Ctrl-C.
+        // is down (leaving its group: ~25 s) must not hold the process past Ctrl-C.
         setTimeout(() => process.exit(), 100).unref();
       }
     });

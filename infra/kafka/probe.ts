@@ -5,7 +5,7 @@
 import { connect } from 'node:net';
 import type { KafkaAdmin } from './client/admin.js';
 import { kafkaConnectionConfig } from './client/config.js';
-import { openKafkajsAdmin } from './client/kafkajs-admin.js';
+import { openKafkaAdmin } from './client/kafka-client.js';
 
 /**
  * Asks the brokers for cluster metadata once; resolves true when they answer in time and report
@@ -26,7 +26,7 @@ export async function brokerAnswers(
       requestTimeoutMs: timeoutMs,
       retry: { retries: 0, initialRetryTimeMs: 300, maxRetryTimeMs: 30_000 },
     });
-    admin = await openKafkajsAdmin(config);
+    admin = await openKafkaAdmin(config);
     return (await admin.brokers()).length >= minBrokers;
   } catch {
     return false;

@@ -8,7 +8,7 @@ import { clusterReplication, type TopicDefinition } from '../../schemas/topics.j
 import type { KafkaAdmin } from './client/admin.js';
 import { kafkaConnectionConfig } from './client/config.js';
 import type { KafkaConnectionConfig } from './client/config.js';
-import { openKafkajsAdmin } from './client/kafkajs-admin.js';
+import { openKafkaAdmin } from './client/kafka-client.js';
 
 /** A topic as the cluster reports it. */
 export interface ExistingTopic {
@@ -84,8 +84,8 @@ export function planTopicChanges(
 }
 
 /**
- * Waits until every partition of `topics` has a leader. Hand-written because kafkajs'
- * `waitForLeaders` gives up on the UNKNOWN_TOPIC_OR_PARTITION a fresh KRaft broker answers
+ * Waits until every partition of `topics` has a leader. Hand-written because the Kafka client's
+ * own `waitForLeaders` gives up on the UNKNOWN_TOPIC_OR_PARTITION a fresh KRaft broker answers
  * for a moment after CreateTopics returns.
  */
 export async function waitForLeaders(
@@ -152,8 +152,8 @@ function summarize(changes: readonly TopicChange[]): string {
 
 /**
  * Applies the definitions through an open admin (the port, admin.ts). Idempotent: a second run
- * finds nothing to do. Altered topics get exactly the defined configs (kafkajs only speaks the
- * non-incremental AlterConfigs, so hand-set extras on a managed topic are reset).
+ * finds nothing to do. Altered topics get exactly the defined configs (the admin port speaks the
+ * non-incremental AlterConfigs, admin.ts, so hand-set extras on a managed topic are reset).
  */
 export async function applyTopics(
   admin: KafkaAdmin,
@@ -217,7 +217,7 @@ export async function applyTopicsTo(
   definitions: readonly TopicDefinition[],
   connection: Partial<KafkaConnectionConfig> = {},
 ): Promise<TopicReport> {
-  const admin = await openKafkajsAdmin(
+  const admin = await openKafkaAdmin(
     kafkaConnectionConfig({ clientId: 'spa-topics', ...connection, brokers }),
   );
   try {

@@ -29,7 +29,7 @@ export interface ConnectOptions {
 export async function connectSpaKafka(options: ConnectOptions = {}): Promise<SpaKafka> {
   const broker = options.readOnly ? await existingBroker(options.broker) : await ensureBroker(options.broker);
   if (broker.external) {
-    // A dead KAFKA_BROKERS fails here in seconds instead of after kafkajs' whole retry budget.
+    // A dead KAFKA_BROKERS fails here in seconds instead of after the client's whole retry budget.
     const seconds = Number(process.env['SPA_KAFKA_CONNECT_TIMEOUT_S'] ?? 8);
     await waitForReachableBroker(broker.brokers, seconds * 1000, () =>
       process.stderr.write(

@@ -1,14 +1,14 @@
 /**
  * The Kafka admin port: the cluster operations SPA needs besides sending and receiving (topics,
  * offsets, consumer groups), and nothing about which client provides them; the send/receive
- * port is streams/kafka/transport.ts, and like it this one speaks plain objects and bigint
- * offsets. It lives in infra/ because the topic apply (topics.ts) and the broker probe
- * (probe.ts) need it, and infra/ imports no streams/ code (README.md#architecture); streams/
- * and cli/ get one from `KafkaTransport.admin()`, so it comes from the same adapter as their
- * sinks and sources. kafkajs implements it in kafkajs-admin.ts.
+ * port is transport.ts, and like it this one speaks plain objects and bigint offsets. The topic
+ * apply (../topics.ts), the broker probe (../probe.ts) and `spa doctor` open one with
+ * `openKafkaAdmin` (kafka-client.ts); streams/ and cli/ get one from `KafkaTransport.admin()`,
+ * so it comes from the same adapter as their sinks and sources. kafkajs implements it in
+ * kafkajs-admin.ts.
  *
  * Errors are the client's own, rethrown as they come: one worth retrying keeps kafkajs'
- * `retriable: true`, which `retryWhileRetriable` (streams/kafka/retriable.ts) looks for. Only
+ * `retriable: true`, which `retryWhileRetriable` (retriable.ts) looks for. Only
  * the port is exported; the shapes it takes and returns are exported once another module
  * names them (`npm run lint:unused` reports exports nobody imports).
  */

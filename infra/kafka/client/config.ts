@@ -1,7 +1,7 @@
 /**
  * Connection settings for the Kafka transport, read from the environment or given in code,
  * validated so that a bad setting names its field and what would be right. The Python trainer
- * reads the same variables (trainer/spa_trainer/kafka_config.py); the TLS ones are named after
+ * reads the same variables (trainer/spa_trainer/kafka/connection.py); the TLS ones are named after
  * librdkafka's properties (`KAFKA_SSL_CA_LOCATION` is `ssl.ca.location`).
  */
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';

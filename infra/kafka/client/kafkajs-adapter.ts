@@ -1,8 +1,8 @@
 /**
- * The default {@link KafkaTransport}: kafkajs 2.2.x. Another client (e.g. one built on
- * librdkafka) plugs in by implementing the same interface and the admin port
- * (infra/kafka/admin.ts); nothing outside streams/kafka imports kafkajs directly except
- * infra/kafka (client, the admin port's kafkajs implementation).
+ * The {@link KafkaTransport} on kafkajs 2.2.x (patched: patches/kafkajs+2.2.4.patch). Another
+ * client (e.g. one built on librdkafka) plugs in by implementing the same interface and the
+ * admin port (admin.ts), chosen in kafka-client.ts; nothing outside infra/kafka/client/ imports
+ * kafkajs (a dependency-cruiser rule).
  */
 import type { KafkaAdmin } from './admin.js';
 import type { KafkaConnectionConfig } from './config.js';

@@ -1,7 +1,7 @@
 /**
  * The kafkajs client built from a {@link KafkaConnectionConfig}, shared by the admin port's
- * kafkajs implementation (kafkajs-admin.ts) and the pipeline's transport
- * (streams/kafka/kafkajs-adapter.ts), and kafkajs errors rewritten so they say what went wrong
+ * kafkajs implementation (kafkajs-admin.ts) and the pipeline's transport (kafkajs-adapter.ts),
+ * and kafkajs errors rewritten so they say what went wrong
  * in our terms.
  */
 import { Kafka, logLevel } from 'kafkajs';

@@ -160,9 +160,8 @@ export interface KafkaTransport {
   sink(options?: SinkOptions): Promise<RecordSink>;
   source(options: SourceOptions): Promise<RecordSource>;
   /**
-   * A connected admin of the same client (topics, offsets, groups: the admin port,
-   * infra/kafka/admin.ts, which lives in infra/ because the topic apply needs it too); the
-   * caller closes it.
+   * A connected admin of the same client (topics, offsets, groups: the admin port, admin.ts);
+   * the caller closes it.
    */
   admin(): Promise<KafkaAdmin>;
   /** Closes every sink, source and admin handed out. */
