@@ -138,7 +138,7 @@ async function checkBroker(env: NodeJS.ProcessEnv, remote: boolean): Promise<Doc
       retry: { retries: 0, initialRetryTimeMs: 300, maxRetryTimeMs: 3000 },
     });
   } catch (error) {
-    const settings = 'fix that setting (infra/kafka/README.md, "Client settings")';
+    const settings = 'fix that setting (infra/kafka/client/README.md, "Client settings")';
     return bad('broker', 'fail', (error as Error).message, settings);
   }
   const brokers = config.brokers.join(',');

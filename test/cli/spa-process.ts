@@ -16,7 +16,7 @@ export interface SpaProcess {
 
 /**
  * Starts `spa <args>` (bin/spa.mjs) against `brokers`, as a user would; `env` is added to this
- * process's environment (e.g. SPA_KAFKA_CLIENT).
+ * process's environment (e.g. KAFKA_SASL_USERNAME).
  */
 export function spawnSpa(
   args: readonly string[],

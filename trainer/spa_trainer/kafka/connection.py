@@ -1,7 +1,7 @@
 """The trainer's Kafka connection settings: the environment variables the TS side reads
 (infra/kafka/client/config.ts), mapped to librdkafka's configuration, and librdkafka's errors told
 apart, so that refused credentials or a failed TLS handshake say so instead of "cannot reach Kafka".
-The variables and their librdkafka properties are listed in infra/kafka/README.md ("Client
+The variables and their librdkafka properties are listed in infra/kafka/client/README.md ("Client
 settings"); the TLS ones are named after librdkafka's (`KAFKA_SSL_CA_LOCATION` is `ssl.ca.location`).
 
 Pure (no confluent_kafka import): `kafka_source.py` builds the clients and feeds librdkafka's
