@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { referenceFixture } from '../../bench/python/generate-reference.js';
 import { envFactory } from '../../envs/registry.js';
 import type { RunningBroker } from '../../infra/kafka/broker.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/client/kafkajs-client.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { fingerprintHex, spaSchemas, type PolicyUpdate } from '../../schemas/index.js';
 import type { StepRecord } from '../../schemas/step-record.js';
@@ -19,7 +18,7 @@ import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { episodes } from '../../streams/episodes/episodes.js';
 import { encodeSpaHeaders } from '../../streams/kafka/headers.js';
-import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import { kafkaTransport, openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import type { KafkaTransport, RecordSink } from '../../infra/kafka/client/transport.js';
 import { LatestPolicy } from '../../streams/policies/latest-policy.js';
 import { onnxPolicy } from '../../policies/onnx/index.js';
@@ -141,12 +140,12 @@ describe('--policy latest', () => {
       await follower.close();
     }
     // The follower's throwaway consumer group is deleted when it stops.
-    const admin = await connectKafkajsAdmin(testConnection(broker.brokers));
+    const admin = await openKafkaAdmin(testConnection(broker.brokers));
     try {
-      const { groups } = await admin.listGroups();
+      const groups = await admin.listGroups();
       expect(groups.filter((g) => g.groupId.startsWith('spa-policy-follower-'))).toEqual([]);
     } finally {
-      await admin.disconnect();
+      await admin.close();
     }
   });
 });

@@ -8,16 +8,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import type { Admin } from 'kafkajs';
 import { envFactory } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
-import { connectKafkajsAdmin } from '../../infra/kafka/client/kafkajs-client.js';
+import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { spaTopicNames, spaTopics } from '../../schemas/topics.js';
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { generatorPipeline } from '../../streams/generator-pipeline.js';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
+import { kafkaTransport, openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { oraclePolicy } from '../../policies/oracle-policy.js';
 import type { Policy } from '../../policies/policy.js';
@@ -31,7 +30,7 @@ const topics = spaTopicNames();
 const screenshot = 'test-results/tap-web.png';
 let brokers: readonly string[];
 let kafka: KafkaConnection;
-let admin: Admin;
+let admin: KafkaAdmin;
 let tapProcess: ChildProcess | undefined;
 let pageUrl: string;
 let browser: BrowserContext | undefined;
@@ -111,7 +110,7 @@ describe('spa tap --web', () => {
     const config = testConnection(brokers);
     await applyTopicsTo(brokers, spaTopics());
     kafka = { transport: kafkaTransport(config), config };
-    admin = await connectKafkajsAdmin(config);
+    admin = await openKafkaAdmin(config);
     // History written before the tap starts.
     await produce('sokoban', staticBeliefPolicy(), 'hist-sokoban');
     await produce('frozenlake', oraclePolicy({ mode: 'wm' }), 'hist-frozenlake');
@@ -127,7 +126,7 @@ describe('spa tap --web', () => {
       tapProcess.kill('SIGINT');
       await new Promise((resolve) => tapProcess!.once('exit', resolve));
     }
-    await admin?.disconnect();
+    await admin?.close();
     await kafka?.transport.close();
     await stopTestBroker('web', ports);
   });
@@ -248,7 +247,7 @@ describe('spa tap --web', () => {
     const exited = new Promise<number | null>((resolve) => tapProcess!.once('exit', resolve));
     tapProcess!.kill('SIGINT');
     expect(await exited).toBe(0);
-    const { groups } = await admin.listGroups();
+    const groups = await admin.listGroups();
     expect(groups.filter((g) => g.groupId.startsWith('spa-tap-web-'))).toEqual([]);
   });
 });
