@@ -13,14 +13,14 @@
  * onnxruntime (a `generate_reference.py serve` process kept open) run in strict alternation:
  * for each thread count and batch size, `--pairs` times (default 7) one call each, the order
  * rotating. Figures are medians over the pairs; "node ÷ it" is the median of the per-pair
- * ratios. onnxruntime-node on the graph as exported (whole cache, logits at every position: the
- * very graph Python runs) takes part at 1 thread, to show what the policy's in-memory edits (split
- * cache, last-position logits) save and what the binding costs on an identical graph.
+ * ratios. Both run the same exported graph (split cache, last-position logits, grouped attention:
+ * trainer/spa_trainer/export/graph.py) with the same cache folding rule (policies/onnx/kv-cache.ts),
+ * so the ratio is the binding and the loop around it, not the graph.
  *
  * Last, the per-call floor: each side's `session.run` on a graph that does no work but has the
- * same number of inputs and outputs as the graph that side decodes with. The tiny policy's step
- * is a few hundred µs, so the binding's fixed cost per call is a visible share of it; the line
- * says how much of node's time that difference accounts for.
+ * same number of inputs and outputs as the exported graph. The tiny policy's step is a few
+ * hundred µs, so the binding's fixed cost per call is a visible share of it; the line says how
+ * much of node's time that difference accounts for.
  *
  * Then the same alternation on a larger model (24.6 M parameters: hidden 512, 8 layers, the tiny
  * tokenizer, random weights; `largeModel`), onnxruntime-node against Python onnxruntime only,
@@ -88,7 +88,6 @@ function parseArgs(args: readonly string[]): Options {
 }
 
 const NODE = 'onnxruntime-node (this policy)';
-const NODE_AS_EXPORTED = 'onnxruntime-node, graph as exported';
 const PYTHON_ORT = 'python onnxruntime';
 
 /** One engine at one thread count: a timed call per batch size. */
@@ -98,16 +97,8 @@ interface Contender {
   run(batch: number): Promise<number>;
 }
 
-/**
- * onnxruntime-node through the policy's own decoding loop, as a contender per thread count, and
- * (with `asExported`) on the graph as exported at 1 thread.
- */
-async function nodeContenders(
-  artifactFolder: string,
-  prompts: readonly string[],
-  tokens: number,
-  asExported = true,
-) {
+/** onnxruntime-node through the policy's own decoding loop, as a contender per thread count. */
+async function nodeContenders(artifactFolder: string, prompts: readonly string[], tokens: number) {
   const artifact = await loadPolicyArtifact(artifactFolder);
   const tokenizer = new PolicyTokenizer(artifact);
   const promptIds = prompts.map((p) => tokenizer.encode(p));
@@ -120,14 +111,8 @@ async function nodeContenders(
       maxNewTokens: tokens,
     },
   };
-  const open = async (engine: string, threads: number, edited: boolean) => {
-    const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, {
-      intraOpThreads: threads,
-      cacheLayout: edited ? 'split' : 'whole',
-      lastPositionLogits: edited,
-      groupedAttention: edited,
-    });
-    if (lm.lastPositionLogits !== edited) throw new Error(`bench: ${lm.graphNote}`);
+  const open = async (engine: string, threads: number) => {
+    const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, { intraOpThreads: threads });
     const run = async (batch: number) => {
       const requests = promptIds.slice(0, batch).map((ids) => ({ promptIds: ids, rng: new Rng(0) }));
       const start = performance.now();
@@ -138,8 +123,7 @@ async function nodeContenders(
     };
     return { contender: { engine, threads, run }, release: () => lm.release() };
   };
-  const exported = asExported ? [open(NODE_AS_EXPORTED, 1, false)] : [];
-  return Promise.all([...THREADS.map((t) => open(NODE, t, true)), ...exported]);
+  return Promise.all(THREADS.map((t) => open(NODE, t)));
 }
 
 /** One configuration's paired runs: its seconds, and node's seconds in the same pairs. */
@@ -248,38 +232,33 @@ async function nodeCallMicroseconds(modelPath: string, calls = 2000, rounds = 15
  */
 async function callFloor(artifactFolder: string, tokens: number, nodeSeconds: number): Promise<string> {
   const { manifest } = await loadPolicyArtifact(artifactFolder);
-  const outputs = manifest.outputs.length;
-  const pythonInputs = manifest.inputs.length; // the export as is
-  const nodeInputs = pythonInputs + manifest.inputs.filter((n) => n.startsWith('past_key_values.')).length; // + recent.*
-  const floor = (inputs: number) =>
-    callReference<{ model: string; python_us: number }>('floor', [
-      ...['--inputs', String(inputs), '--outputs', String(outputs)],
-      ...['--model', join(tmpdir(), `spa-call-floor-${inputs}x${outputs}.onnx`)],
-    ]);
-  const python = await floor(pythonInputs);
-  const nodeUs = await nodeCallMicroseconds((await floor(nodeInputs)).model);
+  const [inputs, outputs] = [manifest.inputs.length, manifest.outputs.length];
+  const python = await callReference<{ model: string; python_us: number }>('floor', [
+    ...['--inputs', String(inputs), '--outputs', String(outputs)],
+    ...['--model', join(tmpdir(), `spa-call-floor-${inputs}x${outputs}.onnx`)],
+  ]);
+  const nodeUs = await nodeCallMicroseconds(python.model);
   const extraMs = ((nodeUs - python.python_us) * tokens) / 1000;
   return (
-    `per-call floor (a graph that does no work, 1 thread): onnxruntime-node ${nodeUs.toFixed(0)} µs ` +
-    `with the split graph's ${nodeInputs} inputs, python onnxruntime ${python.python_us.toFixed(0)} µs with the ` +
-    `export's ${pythonInputs}; × ${tokens} calls = ${extraMs.toFixed(0)} ms, ` +
+    `per-call floor (a graph that does no work, ${inputs} inputs, ${outputs} outputs, 1 thread): ` +
+    `onnxruntime-node ${nodeUs.toFixed(0)} µs, python onnxruntime ${python.python_us.toFixed(0)} µs; ` +
+    `× ${tokens} calls = ${extraMs.toFixed(0)} ms, ` +
     `${((100 * extraMs) / (1000 * nodeSeconds)).toFixed(0)}% of node's batch-1, 1-thread run`
   );
 }
 
 /**
  * onnxruntime-node and (unless `--no-python`) Python onnxruntime on one artifact, in strict
- * alternation (`measurePaired`); `asExported` adds node on the graph as exported.
+ * alternation (`measurePaired`).
  */
 async function measureArtifact(
   artifact: string,
   prompts: readonly string[],
   options: Options,
   tokens: number,
-  asExported: boolean,
   label = '',
 ): Promise<{ measured: Measured[]; python: boolean }> {
-  const nodes = await nodeContenders(artifact, prompts, tokens, asExported);
+  const nodes = await nodeContenders(artifact, prompts, tokens);
   const contenders: Contender[] = nodes.map((n) => n.contender);
   const server = options.python ? await referenceServer(artifact, prompts) : undefined;
   if (server) {
@@ -334,7 +313,6 @@ async function largeModel(options: Options): Promise<Measured[]> {
     prompts,
     options,
     options.largeTokens,
-    false,
     '25m: ',
   );
   console.log(table(measured));
@@ -366,7 +344,7 @@ export async function run(args: string[]): Promise<void> {
     `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ` +
       `${options.pairs} paired runs per configuration; ${loadAverage()}`,
   );
-  const tiny = await measureArtifact(fixture.artifact, prompts, options, options.tokens, true);
+  const tiny = await measureArtifact(fixture.artifact, prompts, options, options.tokens);
   const measured = tiny.measured;
   if (!tiny.python) {
     console.log(table(measured));

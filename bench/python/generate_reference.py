@@ -54,8 +54,9 @@ def fixture_key(scale: float, seed: int, size: str = "tiny") -> str:
     """Hash of the trainer sources and the settings (bump FIXTURE_FORMAT when the build changes)."""
     settings = f"{FIXTURE_FORMAT}:{scale}:{seed}" + ("" if size == "tiny" else f":{size}")
     h = hashlib.sha256(settings.encode())
-    for path in sorted((REPO / "trainer" / "spa_trainer").glob("*.py")):
-        h.update(path.name.encode())
+    package = REPO / "trainer" / "spa_trainer"
+    for path in sorted(package.rglob("*.py")):
+        h.update(str(path.relative_to(package)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -72,7 +73,7 @@ def build_fixture(root: Path, scale: float, seed: int, size: str = "tiny") -> di
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from spa_trainer.export import export_policy
-    from spa_trainer.tiny_model import DEFAULT_SPEC, tiny_model_dir
+    from spa_trainer.models.tiny import DEFAULT_SPEC, tiny_model_dir
 
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".fixture-", dir=root))
@@ -158,19 +159,32 @@ def left_pad(rows: list[list[int]], pad_id: int):  # noqa: ANN201 - numpy arrays
     return ids, mask, pos
 
 
+MIN_FOLD = 16  # policies/onnx/kv-cache.ts
+
+
 def ort_greedy(session, manifest: dict, rows: list[list[int]], new_tokens: int) -> list[list[int]]:  # noqa: ANN001
-    """The TS policy's loop in Python onnxruntime: prefill, then one token per step through the cache."""
+    """The TS policy's loop in Python onnxruntime, on the same graph: prefill, then one token per
+    step; the cache in two parts, `recent` (what the graph returns) folded into the settled part
+    at √(2 × settled) columns, as policies/onnx/kv-cache.ts does."""
     import numpy as np
 
     ids, mask, pos = left_pad(rows, 0)
     b = len(rows)
     past_names = [n for n in manifest["inputs"] if n.startswith("past_key_values.")]
-    shape = (b, manifest["num_key_value_heads"], 0, manifest["head_dim"])
-    past = [np.zeros(shape, dtype=np.float32) for _ in past_names]
+    recent_names = [n.replace("past_key_values.", "recent.") for n in past_names]
+    empty = np.zeros((b, manifest["num_key_value_heads"], 0, manifest["head_dim"]), dtype=np.float32)
+    past = [empty] * len(past_names)
+    recent = [empty] * len(past_names)
     out: list[list[int]] = [[] for _ in rows]
     for _ in range(new_tokens):
-        feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": pos, **dict(zip(past_names, past))}
-        logits, *past = session.run(None, feeds)
+        feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": pos,
+                 **dict(zip(past_names, past)), **dict(zip(recent_names, recent))}
+        logits, *recent = session.run(None, feeds)
+        settled = past[0].shape[2]
+        if settled == 0:
+            past, recent = recent, [empty] * len(past_names)
+        elif recent[0].shape[2] ** 2 >= max(MIN_FOLD * MIN_FOLD, 2 * settled):
+            past, recent = [np.concatenate([p, r], axis=2) for p, r in zip(past, recent)], [empty] * len(past_names)
         nxt = logits[:, -1, :].argmax(-1)
         for i, t in enumerate(nxt.tolist()):
             out[i].append(t)

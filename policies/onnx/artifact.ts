@@ -1,5 +1,5 @@
 /**
- * A policy artifact folder as written by `trainer/spa_trainer/export.py`: `model.onnx`, the
+ * A policy artifact folder as written by `spa_trainer.export` (trainer/spa_trainer/export/): `model.onnx`, the
  * tokenizer files and `manifest.json` (version, sha256 of the model, KV-cache shape). Loading
  * verifies the sha256 before anything runs the model (artifacts travel as a URI plus sha256 on
  * spa.policy, so a half-copied or tampered file must be refused, not executed).
@@ -28,6 +28,8 @@ export interface PolicyManifest {
   readonly eos_token_id: number | null;
   readonly inputs: readonly string[];
   readonly outputs: readonly string[];
+  /** The graph's structure (graph-structure.ts); absent in exports made before it was listed. */
+  readonly graph?: readonly string[];
 }
 
 /** A verified artifact: its manifest, the model path and the parsed tokenizer files. */
@@ -68,7 +70,7 @@ export function parseManifest(value: unknown, where: string): PolicyManifest {
   return { file: 'model.onnx', ...record } as unknown as PolicyManifest;
 }
 
-/** Streamed lower-case hex SHA-256 of a file (the same digest as export.py's `sha256_file`). */
+/** Streamed lower-case hex SHA-256 of a file (the same digest as spa_trainer.export's `sha256_file`). */
 async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
@@ -130,7 +132,7 @@ export async function verifiedModel(
 export async function loadPolicyArtifact(folder: string): Promise<PolicyArtifact> {
   const { manifest, modelPath } = await verifiedModel(folder);
   const generationConfig = await readJson(join(folder, 'generation_config.json'), 'generation config').catch(
-    () => null, // optional: export.py copies it only when the model folder has one
+    () => null, // optional: spa_trainer.export copies it only when the model folder has one
   );
   const tokenizerConfig = (await readJson(
     join(folder, 'tokenizer_config.json'),

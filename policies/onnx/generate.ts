@@ -1,7 +1,7 @@
 /**
  * Batched incremental decoding with the KV cache. Prompts are left-padded to one length (mask 0
- * on the padding, positions counted from each row's first real token), run once (in chunks when
- * the logits would be large), then one token per step per unfinished row. A finished row is
+ * on the padding, positions counted from each row's first real token), run once (in chunks of at
+ * most `prefillTokenBudget` tokens), then one token per step per unfinished row. A finished row is
  * dropped from the batch: its cache rows are sliced out, and so are leading columns that every
  * remaining row has as padding — so a long finished prompt stops costing attention.
  */
@@ -32,18 +32,10 @@ export interface Generation {
   readonly forwardCalls: number;
 }
 
-/** How `generateBatch` decodes: sampling, stop rule and prefill budgets. */
+/** How `generateBatch` decodes: sampling, stop rule and prefill budget. */
 export interface DecodeOptions {
   readonly sampling: SamplingSettings;
   readonly stop: StopRule;
-  /**
-   * Upper bound on logits floats per prefill call (`batch × chunk × vocab`) when the graph
-   * returns logits for every input position (with a 152k vocabulary a 600-token prompt of 8 rows
-   * would be 2.9 GB), so long prompts go through the cache in chunks. Default 2^24 (64 MB). A
-   * last-position-logits graph (the default, last-logits-graph.ts) returns `batch × vocab`
-   * whatever the chunk, so only `prefillTokenBudget` applies to it.
-   */
-  readonly prefillLogitsBudget?: number;
   /**
    * Upper bound on prompt tokens per prefill call (`batch × chunk`), which bounds the
    * activations a call holds (a 1.5B model's MLP alone is 36 KB per token). Default 2^14.
@@ -80,13 +72,9 @@ async function prefill(
 ): Promise<ForwardOutput & { calls: number }> {
   const batch = rows.length;
   const width = Math.max(...prompts.map((p) => p.length));
-  const byTokens = Math.floor((options.prefillTokenBudget ?? 2 ** 14) / batch);
-  const byLogits = lm.lastPositionLogits
-    ? Infinity
-    : Math.floor((options.prefillLogitsBudget ?? 2 ** 24) / (batch * lm.vocab));
-  const chunk = Math.max(1, Math.min(byTokens, byLogits));
+  const chunk = Math.max(1, Math.floor((options.prefillTokenBudget ?? 2 ** 14) / batch));
   const fullMask = attentionMask(rows, width);
-  let out: ForwardOutput = { logits: new Float32Array(0), seq: 0, cache };
+  let out: ForwardOutput = { logits: new Float32Array(0), cache };
   let calls = 0;
   for (let start = 0; start < width; start += chunk) {
     const seq = Math.min(chunk, width - start);
@@ -110,12 +98,12 @@ async function prefill(
 }
 
 /**
- * Samples each row's next id from the last position of `logits` (`[rows, seq, vocab]`). Rows
+ * Samples each row's next id from `logits` (`[rows, vocab]`, each row's last position). Rows
  * that stop get their result in `done`; returns the indices of the rows that go on and their ids.
  */
 function advance(
   rows: readonly Row[],
-  step: { logits: Float32Array; seq: number },
+  logits: Float32Array,
   vocab: number,
   options: DecodeOptions,
   done: (Generation | undefined)[],
@@ -124,8 +112,7 @@ function advance(
   const kept: number[] = [];
   const next: number[] = [];
   rows.forEach((row, r) => {
-    const offset = (r * step.seq + step.seq - 1) * vocab;
-    const id = sampleToken(step.logits, offset, vocab, options.sampling, row.rng);
+    const id = sampleToken(logits, r * vocab, vocab, options.sampling, row.rng);
     const reason = row.detector.push(id);
     if (reason) {
       const { detector } = row;
@@ -177,7 +164,7 @@ export async function generateBatch(
   let step: ForwardOutput = first;
   let calls = first.calls;
   for (;;) {
-    const { kept, next } = advance(rows, step, lm.vocab, options, done, calls);
+    const { kept, next } = advance(rows, step.logits, lm.vocab, options, done, calls);
     if (kept.length === 0) break;
     let cache = step.cache;
     if (kept.length < rows.length) {

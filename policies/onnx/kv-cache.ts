@@ -1,15 +1,16 @@
 /**
  * The KV cache between decoding steps: float32 tensors per layer and key/value, shaped
- * `[batch, kv_heads, length, head_dim]` (export.py's graph interface). Rows of finished
- * continuations are dropped by copying the kept rows into smaller tensors, and leading columns
- * that every kept row has as left padding are dropped with them, so later steps attend over
- * less.
- *
- * With the split-cache graph (split-cache-graph.ts) the cache is held in two parts: `tensors`,
- * the settled columns, and `recent`, the newest few, which is all the graph returns each step.
+ * `[batch, kv_heads, length, head_dim]`, in the two parts the exported graph takes
+ * (trainer/spa_trainer/export/graph.py): `tensors`, the settled columns (`past_key_values.*`), and
+ * `recent`, the newest few (`recent.*`). The graph returns only `recent` plus the new columns,
+ * because onnxruntime-node copies every output into a fresh JS buffer (README.md#split-cache).
  * `recent` is folded into `tensors` once it holds √(2 × settled) columns: each fold copies the
  * whole cache once, each step copies `recent` out of onnxruntime, and that length keeps the sum
  * of both near its minimum (about √(2L) columns a step instead of L).
+ *
+ * Rows of finished continuations are dropped by copying the kept rows into smaller tensors, and
+ * leading columns that every kept row has as left padding are dropped with them, so later steps
+ * attend over less.
  */
 import { Tensor } from 'onnxruntime-node';
 
@@ -60,46 +61,32 @@ function gather(parts: readonly Tensor[], rows: readonly number[], drop: number,
   return new Tensor('float32', target, [rows.length, kvHeads, length, headDim]);
 }
 
-/** The past key/values fed to the next step, in the graph's `past_key_values.*` order. */
+/** The past key/values fed to the next step, in the graph's `past_key_values.*` / `recent.*` order. */
 export class KvCache {
   private constructor(
     /** `2 * layers` tensors: layer 0 key, layer 0 value, layer 1 key, … (the settled columns). */
     readonly tensors: readonly Tensor[],
-    /** Split layout only: the newest columns, same order; `undefined` for the whole-cache graph. */
-    readonly recent: readonly Tensor[] | undefined,
+    /** The newest columns, same order. */
+    readonly recent: readonly Tensor[],
     readonly batch: number,
     private readonly shape: KvShape,
   ) {}
 
-  /** An empty cache for `batch` rows (`split`: for the split-cache graph). */
-  static empty(shape: KvShape, batch: number, split = false): KvCache {
-    return new KvCache(
-      emptyTensors(shape, batch),
-      split ? emptyTensors(shape, batch) : undefined,
-      batch,
-      shape,
-    );
-  }
-
-  /** Wraps the whole-cache graph's `present.*` outputs (already in past order) as the next cache. */
-  static fromPresent(present: readonly Tensor[], shape: KvShape): KvCache {
-    checkPresent(present, shape);
-    return new KvCache(present, undefined, present[0]?.dims[0] as number, shape);
+  /** An empty cache for `batch` rows. */
+  static empty(shape: KvShape, batch: number): KvCache {
+    return new KvCache(emptyTensors(shape, batch), emptyTensors(shape, batch), batch, shape);
   }
 
   /** Past sequence length (columns), both parts. */
   get length(): number {
-    const first = this.tensors[0] as Tensor;
-    return columns(first) + (this.recent ? columns(this.recent[0] as Tensor) : 0);
+    return columns(this.tensors[0] as Tensor) + columns(this.recent[0] as Tensor);
   }
 
   /**
-   * The next cache from this step's `present.*` outputs: the whole cache for the whole-cache
-   * graph; for the split graph the new `recent` (previous recent + this step's columns), folded
-   * into the settled part when it has grown long enough.
+   * The next cache from this step's `present.*` outputs (previous recent + this step's columns):
+   * the new `recent`, folded into the settled part when it has grown long enough.
    */
   next(present: readonly Tensor[]): KvCache {
-    if (!this.recent) return KvCache.fromPresent(present, this.shape);
     checkPresent(present, this.shape);
     const settled = columns(this.tensors[0] as Tensor);
     const recent = columns(present[0] as Tensor);
@@ -121,12 +108,10 @@ export class KvCache {
     const length = this.length - dropColumns;
     if (dropColumns < 0 || length < 0)
       throw new Error(`cannot drop ${dropColumns} of ${this.length} columns`);
-    const tensors = this.tensors.map((t, i) => {
-      const parts = this.recent ? [t, this.recent[i] as Tensor] : [t];
-      return gather(parts, rows, dropColumns, this.shape);
-    });
-    const recent = this.recent ? emptyTensors(this.shape, rows.length) : undefined;
-    return new KvCache(tensors, recent, rows.length, this.shape);
+    const tensors = this.tensors.map((t, i) =>
+      gather([t, this.recent[i] as Tensor], rows, dropColumns, this.shape),
+    );
+    return new KvCache(tensors, emptyTensors(this.shape, rows.length), rows.length, this.shape);
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The LLM policy on onnxruntime-node: an exported policy folder (export.py) continues SPA's
+ * The LLM policy on onnxruntime-node: an exported policy folder (spa_trainer.export) continues SPA's
  * generation prompts (the conversation rendered with the artifact's own chat template, + `<think>`)
  * with SPA's sampling (docs/spa-generation.md: temperature 1, top-p 1, at most
  * 400 new tokens), one batch per `act` call, stopping at `<|im_end|>`/eos or the budget (and at
@@ -9,7 +9,7 @@ import { basename, resolve } from 'node:path';
 import { Rng, streamRng } from '../../envs/rng.js';
 import type { Policy, PolicyRequest } from '../policy.js';
 import { loadPolicyArtifact, type PolicyManifest } from './artifact.js';
-import { OnnxCausalLm, type CacheLayout, type ExecutionProvider } from './causal-lm.js';
+import { OnnxCausalLm, type ExecutionProvider } from './causal-lm.js';
 import { generateBatch, type Generation, type GenerationRequest } from './generate.js';
 import { checkSampling } from './sampler.js';
 import { ANSWER_END } from './stop-detector.js';
@@ -42,16 +42,8 @@ export interface OnnxPolicyOptions {
   readonly executionProvider?: ExecutionProvider;
   /** onnxruntime intra-op threads (see `SessionSettings`); default onnxruntime's choice. */
   readonly intraOpThreads?: number;
-  /** How the KV cache travels between steps (see `CacheLayout`); default `auto`. */
-  readonly cacheLayout?: CacheLayout;
   /** Rows per forward batch; an `act` call with more requests runs in several batches. Default 64. */
   readonly maxBatchSize?: number;
-  /** Logits of the last position only (see `SessionSettings`); default true. */
-  readonly lastPositionLogits?: boolean;
-  /** Attention reads each key/value head once (see `SessionSettings`); default true. */
-  readonly groupedAttention?: boolean;
-  /** See `DecodeOptions.prefillLogitsBudget`. */
-  readonly prefillLogitsBudget?: number;
   /** See `DecodeOptions.prefillTokenBudget`. */
   readonly prefillTokenBudget?: number;
 }
@@ -104,7 +96,6 @@ export async function onnxPolicy(options: OnnxPolicyOptions): Promise<OnnxPolicy
       maxNewTokens,
       stopStrings: options.stopAtAnswer === true ? [ANSWER_END] : [],
     },
-    prefillLogitsBudget: options.prefillLogitsBudget,
     prefillTokenBudget: options.prefillTokenBudget,
   };
   // One generation at a time: the session already uses every core, and interleaving two

@@ -16,7 +16,6 @@ import {
 import { Rng } from '../../envs/rng.js';
 import { spaEnv } from '../../envs/registry.js';
 import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../policies/onnx/index.js';
-import { OnnxCausalLm } from '../../policies/onnx/causal-lm.js';
 import type { PolicyRequest } from '../../policies/policy.js';
 
 let fixture: ReferenceFixture;
@@ -117,33 +116,23 @@ describe('greedy decoding', () => {
   });
 
   it('gives the same tokens when the prompt pass goes through the cache in 40-token chunks', async () => {
-    // Chunks bounded by tokens (last-position logits, the default) and by logits (all positions).
-    const open = (budget: { prefillTokenBudget: number } | { prefillLogitsBudget: number }, last: boolean) =>
-      onnxPolicy({
-        folder: fixture.artifact,
-        temperature: 0,
-        maxNewTokens: 50,
-        intraOpThreads: 1,
-        lastPositionLogits: last,
-        ...budget,
-      });
-    const vocab = greedy.manifest.vocab_size;
-    const chunkedPolicies = [
-      await open({ prefillTokenBudget: 40 }, true),
-      await open({ prefillLogitsBudget: 40 * vocab }, false),
-    ];
+    const chunked = await onnxPolicy({
+      folder: fixture.artifact,
+      temperature: 0,
+      maxNewTokens: 50,
+      intraOpThreads: 1,
+      prefillTokenBudget: 40,
+    });
     try {
       const [whole] = await greedy.generate([prompts[0] as string]);
       const promptLength = greedy.tokenizer.encode(prompts[0] as string).length;
-      expect(whole?.forwardCalls).toBe(1 + 399); // the default budgets take this prompt in one call
-      for (const chunked of chunkedPolicies) {
-        const [g] = await chunked.generate([prompts[0] as string]);
-        expect(g?.stopReason).toBe('length');
-        expect(g?.ids).toEqual(whole?.ids.slice(0, 50));
-        expect(g?.forwardCalls).toBe(Math.ceil(promptLength / 40) + 49); // chunks + one call per later token
-      }
+      expect(whole?.forwardCalls).toBe(1 + 399); // the default budget takes this prompt in one call
+      const [g] = await chunked.generate([prompts[0] as string]);
+      expect(g?.stopReason).toBe('length');
+      expect(g?.ids).toEqual(whole?.ids.slice(0, 50));
+      expect(g?.forwardCalls).toBe(Math.ceil(promptLength / 40) + 49); // chunks + one call per later token
     } finally {
-      await Promise.all(chunkedPolicies.map((p) => p.close?.()));
+      await chunked.close?.();
     }
   });
 });
@@ -175,67 +164,23 @@ describe('sampling (temperature 1, top-p 1, docs/spa-prompts.md#sampling)', () =
     }
   });
 
-  it('gives the same tokens through the split-cache graph as through the exported graph as is', async () => {
-    // The default (`auto`) runs the split cache on this export; `split` would throw otherwise.
-    const open = (cacheLayout: 'split' | 'whole') =>
-      onnxPolicy({ folder: fixture.artifact, seed: 3, maxNewTokens: 300, intraOpThreads: 1, cacheLayout });
-    const [split, whole] = [await open('split'), await open('whole')];
+  it('gives the same sampled tokens batched, rows dropped mid-batch and recent folded, as one at a time', async () => {
+    const policy = await onnxPolicy({
+      folder: fixture.artifact,
+      seed: 3,
+      maxNewTokens: 300,
+      intraOpThreads: 1,
+    });
     try {
-      const a = await split.generate(prompts);
-      const b = await whole.generate(prompts);
-      expect(a.map((g) => g.ids)).toEqual(b.map((g) => g.ids));
-      expect(new Set(a.map((g) => g.ids.length)).size).toBeGreaterThan(1); // rows dropped mid-batch
-      expect(Math.max(...a.map((g) => g.ids.length))).toBeGreaterThan(40); // several folds of recent
+      const rngs = () => prompts.map((_, i) => new Rng(300 + i));
+      const batched = await policy.generate(prompts, rngs());
+      const single = [];
+      for (const [i, p] of prompts.entries()) single.push(...(await policy.generate([p], [rngs()[i]!])));
+      expect(batched.map((g) => g.ids)).toEqual(single.map((g) => g.ids));
+      expect(new Set(batched.map((g) => g.ids.length)).size).toBeGreaterThan(1); // rows dropped mid-batch
+      expect(Math.max(...batched.map((g) => g.ids.length))).toBeGreaterThan(40); // several folds of recent
     } finally {
-      await split.close?.();
-      await whole.close?.();
-    }
-  });
-
-  it('gives the same tokens with last-position logits as with the all-position logits of the export', async () => {
-    const open = (lastPositionLogits: boolean) =>
-      onnxPolicy({
-        folder: fixture.artifact,
-        seed: 5,
-        maxNewTokens: 200,
-        intraOpThreads: 1,
-        lastPositionLogits,
-      });
-    const [last, all] = [await open(true), await open(false)];
-    try {
-      const a = await last.generate(prompts);
-      const b = await all.generate(prompts);
-      expect(a.map((g) => g.ids)).toEqual(b.map((g) => g.ids));
-      expect(a.reduce((n, g) => n + g.ids.length, 0)).toBeGreaterThan(300);
-    } finally {
-      await last.close?.();
-      await all.close?.();
-    }
-  });
-
-  it("gives the same tokens with grouped attention as through the export's repeated KV heads", async () => {
-    // The fixture has 4 query heads over 2 KV heads, so the export repeats each KV head twice.
-    const open = (groupedAttention: boolean) =>
-      onnxPolicy({
-        folder: fixture.artifact,
-        seed: 7,
-        maxNewTokens: 200,
-        intraOpThreads: 1,
-        groupedAttention,
-      });
-    const [grouped, repeated] = [await open(true), await open(false)];
-    const { modelPath, manifest } = await loadPolicyArtifact(fixture.artifact);
-    const lm = await OnnxCausalLm.create(modelPath, manifest, { intraOpThreads: 1 });
-    expect(lm.graphNote).toContain('grouped attention'); // the edit applies, so the comparison means something
-    await lm.release();
-    try {
-      const a = await grouped.generate(prompts);
-      const b = await repeated.generate(prompts);
-      expect(a.map((g) => g.ids)).toEqual(b.map((g) => g.ids));
-      expect(a.reduce((n, g) => n + g.ids.length, 0)).toBeGreaterThan(300);
-    } finally {
-      await grouped.close?.();
-      await repeated.close?.();
+      await policy.close?.();
     }
   });
 
@@ -328,6 +273,24 @@ describe('artifact verification', () => {
       const manifest = JSON.parse(await readFile(join(copy, 'manifest.json'), 'utf8')) as { sha256: string };
       await expect(onnxPolicy({ folder: copy })).rejects.toThrow(
         new RegExp(`sha256 [0-9a-f]{64} does not match manifest.json's ${manifest.sha256}`),
+      );
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses an export whose manifest does not list the generator graph, saying how to re-export', async () => {
+    const copy = await mkdtemp(join(tmpdir(), 'spa-onnx-'));
+    try {
+      for (const name of await readdir(fixture.artifact))
+        await copyFile(join(fixture.artifact, name), join(copy, name));
+      const manifest = JSON.parse(await readFile(join(copy, 'manifest.json'), 'utf8')) as {
+        graph?: string[];
+      };
+      delete manifest.graph; // as exports made before the exporter wrote the generator's graph
+      await writeFile(join(copy, 'manifest.json'), JSON.stringify(manifest));
+      await expect(onnxPolicy({ folder: copy })).rejects.toThrow(
+        /exported without split_cache \(manifest.json's "graph" does not list it\), .*grouped_attention .*-m spa_trainer\.export --model/,
       );
     } finally {
       await rm(copy, { recursive: true, force: true });

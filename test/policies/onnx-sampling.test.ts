@@ -11,13 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../envs/rng.js';
 import { loadPolicyArtifact, parseManifest } from '../../policies/onnx/artifact.js';
 import { KvCache } from '../../policies/onnx/kv-cache.js';
-import {
-  argmax,
-  checkSampling,
-  nucleus,
-  sampleToken,
-  softmaxWeights,
-} from '../../policies/onnx/sampler.js';
+import { argmax, checkSampling, nucleus, sampleToken, softmaxWeights } from '../../policies/onnx/sampler.js';
 import { ANSWER_END, StopDetector } from '../../policies/onnx/stop-detector.js';
 
 /** Empirical frequencies of `draws` samples from one logits row. */
@@ -155,10 +149,10 @@ describe('KvCache.select', () => {
         for (let c = 0; c < 3; c++)
           for (let d = 0; d < 2; d++) data[((r * 2 + h) * 3 + c) * 2 + d] = 1000 * r + 100 * h + 10 * c + d;
     const shape = { layers: 1, kvHeads: 2, headDim: 2 };
-    const cache = KvCache.fromPresent(
-      [new Tensor('float32', data, dims), new Tensor('float32', data, dims)],
-      shape,
-    );
+    const cache = KvCache.empty(shape, 3).next([
+      new Tensor('float32', data, dims),
+      new Tensor('float32', data, dims),
+    ]);
     const kept = cache.select([2, 0], 1);
     expect([kept.batch, kept.length]).toEqual([2, 2]);
     expect(kept.tensors[0]?.dims).toEqual([2, 2, 2, 2]);
