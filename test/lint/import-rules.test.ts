@@ -30,10 +30,15 @@ const TREE: Record<string, string> = {
   'cli/tap.ts':
     "import { tap } from '../web/server/tap.js';\nimport { planner } from '../policies/planner.js';\nexport const c = [tap, planner];",
   'bench/generate.ts': "import 'onnxruntime-node';",
+  'infra/kafka/client/sink.ts': "import 'kafkajs';\nexport const sink = 1;",
+  'infra/kafka/topics.ts': "import 'kafkajs';",
+  'streams/kafka/source.ts': "import 'kafkajs';",
+  'loop/data-stage.ts': "import { sink } from '../infra/kafka/client/sink.js';\nexport const d = sink;",
+  'test/cuts-sockets.ts': "import 'kafkajs';",
 };
 
 /** Stand-ins for the packages, so the tree resolves them as node_modules/<name>/. */
-const PACKAGES = ['onnxruntime-node', 'protobufjs', '@huggingface/tokenizers'];
+const PACKAGES = ['onnxruntime-node', 'protobufjs', '@huggingface/tokenizers', 'kafkajs'];
 
 interface Violation {
   readonly from: string;
@@ -60,7 +65,7 @@ beforeAll(() => {
   }
   const cruiser = join(repo, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
   const config = join(repo, '.dependency-cruiser.cjs');
-  const folders = ['envs', 'policies', 'streams', 'web', 'cli', 'bench'];
+  const folders = ['envs', 'policies', 'infra', 'streams', 'web', 'loop', 'cli', 'bench', 'test'];
   // Exits non-zero when it finds violations, which is what this tree is for.
   const run = spawnSync(
     process.execPath,
@@ -94,6 +99,15 @@ describe('.dependency-cruiser.cjs', () => {
     expect(broken('bench/generate.ts')).toEqual([]);
     for (const outside of ['streams/runs-onnx.ts', 'cli/decodes-onnx.ts', 'web/server/tokenizes.ts']) {
       expect(broken(outside), outside).toEqual(['onnx-libraries-stay-in-policies-onnx']);
+    }
+  });
+
+  it('kafkajs is imported only in infra/kafka/client/ (and test/); loop/ may import infra/', () => {
+    expect(broken('infra/kafka/client/sink.ts')).toEqual([]);
+    expect(broken('test/cuts-sockets.ts')).toEqual([]);
+    expect(broken('loop/data-stage.ts')).toEqual([]);
+    for (const outside of ['infra/kafka/topics.ts', 'streams/kafka/source.ts']) {
+      expect(broken(outside), outside).toEqual(['kafka-client-stays-in-infra-kafka-client']);
     }
   });
 
