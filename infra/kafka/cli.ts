@@ -10,7 +10,7 @@ import { spaTopics } from '../../schemas/topics.js';
 import type { BrokerInstanceOptions } from './broker-config.js';
 import { brokerStatus, ensureBroker, stopBroker } from './broker.js';
 import { clusterExists, clusterStatus, startCluster, stopCluster, type ClusterOptions } from './cluster.js';
-import { ensureJars } from './jars.js';
+import { ensureJars, kafkaVersion } from './jars.js';
 import { applyTopicsTo } from './topics.js';
 
 function instanceFromEnv(): BrokerInstanceOptions {
@@ -62,9 +62,16 @@ function brokerCount(value: string): number {
   return count;
 }
 
-const program = new Command('kafka').description(
-  'local Apache Kafka broker or cluster (KRaft) for the SPA pipeline',
-);
+const program = new Command('kafka')
+  .description('local Apache Kafka broker or cluster (KRaft) for the SPA pipeline')
+  .hook('preAction', () => {
+    try {
+      kafkaVersion();
+    } catch (error) {
+      // A bad SPA_KAFKA_VERSION is a usage error (exit 2, commander's), not a failed start.
+      program.error((error as Error).message, { exitCode: 2 });
+    }
+  });
 
 program
   .command('start')

@@ -31,7 +31,7 @@ export function kafkaVersion(requested?: string, env: NodeJS.ProcessEnv = proces
   const version = requested ?? (env.SPA_KAFKA_VERSION?.trim() || pinnedKafkaVersion());
   if (!/^(3\.([3-9]|\d{2,})|4\.\d+)\.\d+$/.test(version))
     throw new Error(
-      `SPA_KAFKA_VERSION=${version}: expected an Apache Kafka release 3.3.0 or later, e.g. 3.9.1 or ${pinnedKafkaVersion()}`,
+      `SPA_KAFKA_VERSION=${version}: expected an Apache Kafka release of the 3.x line (3.3.0 or later) or the 4.x line, e.g. ${pinnedKafkaVersion()}`,
     );
   return version;
 }
