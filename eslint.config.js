@@ -19,7 +19,6 @@ const longFunctionsToday = {
   'cli/commands/tap.ts': 82,
   'infra/kafka/client/kafkajs-admin.ts': 81,
   'infra/kafka/client/kafkajs-sink.ts': 89,
-  'policies/onnx/grouped-attention-graph.ts': 126,
   'scripts/ppo-check.ts': 83,
   'streams/kafka/consume-spa.ts': 90,
   'streams/telemetry/metrics.ts': 94,
