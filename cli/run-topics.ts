@@ -2,7 +2,7 @@
  * Which topics belong to a run, and which run is the newest: what `spa tap`, `spa topics` and
  * `spa replay` need for `--run <id>`; and whether topics hold another run's records, before
  * `spa generate` writes into them. `spa run --run-id X` writes `spa.X.<role>` and its warm-up
- * `spa.X.warmup.<role>` (loop/spa-loop.ts); `spa generate --topic-prefix spa.X.` writes the same.
+ * `spa.X.warmup.<role>` (loop/sft-data.ts, loop/warmup.ts); `spa generate --topic-prefix spa.X.` writes the same.
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';

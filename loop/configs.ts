@@ -15,9 +15,9 @@ export interface LoopConfig {
    */
   readonly generator: 'self-play' | 'random' | 'oracle';
   /**
-   * Generator processes of the SFT data stage and of self-play during PPO: 1 plays them in
-   * `spa run`'s own process; n > 1 runs n `spa generate --shard i/n` processes that split each
-   * stage's groups (README, "Sharded generators"). The warm-up demonstrations stay in process.
+   * Generator processes of the SFT data stage and of self-play during PPO: n `spa generate
+   * --shard i/n` processes that split each stage's groups (README, "Sharded generators"), one by
+   * default. The warm-up's oracle demonstrations play in `spa run`'s own process.
    */
   readonly generators: number;
   /**

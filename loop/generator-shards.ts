@@ -7,6 +7,12 @@ import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
 /** The `spa` entry point the children run (bin/spa.mjs of this checkout). */
 const SPA_BIN = fileURLToPath(new URL('../bin/spa.mjs', import.meta.url));
 
+/** Generator processes still running: stopped when this process exits (e.g. on Ctrl-C). */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
+
 /** What one `spa generate --out kafka` prints as its last stdout line, summed over shards. */
 export interface ShardsReport {
   readonly counts: Record<OutboundTopic, number>;
@@ -23,7 +29,9 @@ export interface ShardsReport {
  * processes are also what runs on separate machines, and a killed one is restarted alone (its own
  * transactional id fences its zombie, streams/episodes/shard.ts). Progress lines go to stderr as
  * they come (`[generate shard i/n] …`). If one child fails the others are stopped and the stage
- * fails, naming the shard; a restart resumes from what each shard committed.
+ * fails, naming the shard; a restart resumes from what each shard committed. The loop plays every
+ * generator stage this way, in one process by default (`generators` 1, shard 0/1): one code path
+ * for one generator or n.
  */
 export async function generateInShards(
   args: readonly string[],
@@ -38,6 +46,8 @@ export async function generateInShards(
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     children.push(child);
+    running.add(child);
+    child.on('exit', () => running.delete(child));
     let stdout = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     return new Promise<ShardsReport>((resolve, reject) => {
@@ -59,6 +69,11 @@ export async function generateInShards(
     await Promise.allSettled(runs);
     throw error;
   }
+}
+
+/** `n generator process(es)`, as the log names a stage's generators. */
+export function generatorProcesses(n: number): string {
+  return `${n} generator process${n === 1 ? '' : 'es'}`;
 }
 
 /** The shards' reports added up. */

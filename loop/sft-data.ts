@@ -7,13 +7,11 @@
 import { basename } from 'node:path';
 import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
-import { readManifest } from '../policies/onnx/index.js';
 import type { LoopContext } from './context.js';
 import { dataStageSummary, purgeDataTopics, type DataStageSummary } from './data-stage.js';
 import { exportPolicy } from './export-policy.js';
 import { onnxPolicyFlags } from './generation.js';
-import { generateFlags, generateInShards } from './generator-shards.js';
-import { log } from './log.js';
+import { generateFlags, generateInShards, generatorProcesses } from './generator-shards.js';
 import type { SftMetricsFile } from './trainer-files.js';
 import { formatWarmup } from './warmup.js';
 
@@ -48,10 +46,10 @@ export async function sftData(ctx: LoopContext): Promise<SftData> {
   }
   const warmup = await formatWarmup(ctx);
   const v0 = await exportPolicy(ctx, warmup.model, 0, false);
-  const { version } = await readManifest(v0);
+  // named as the ONNX policy names itself; its manifest's version is the export's, 0
   const player = {
     flags: onnxPolicyFlags(config, `onnx:${v0}`, 0),
-    describe: { name: `onnx:${basename(v0)}`, version },
+    describe: { name: `onnx:${basename(v0)}`, version: 0 },
   };
   const selfPlay = await playSftData(ctx, 'self-play sft data', 'self-play sft data', player);
   if (selfPlay.rowsAccepted === 0)
@@ -68,11 +66,16 @@ export async function sftData(ctx: LoopContext): Promise<SftData> {
  * episodes in world-model mode in the run's generator processes, under the run's malformed filter
  * and annotation; a redo first deletes what the cut-off attempt committed.
  */
-function playSftData(ctx: LoopContext, stage: string, label: string, player: Player): Promise<DataStageSummary> {
+function playSftData(
+  ctx: LoopContext,
+  stage: string,
+  label: string,
+  player: Player,
+): Promise<DataStageSummary> {
   return ctx.timed(stage, async ({ redo }) => {
     const { config, kafka } = ctx;
     if (redo) await purgeDataTopics(kafka, label);
-    log(`${label}: ${generatorProcesses(config.generators)} (spa generate --shard)`);
+    process.stderr.write(`[${label}] ${generatorProcesses(config.generators)} (spa generate --shard)\n`);
     const args = [
       ...generateFlags(sftEpisodes(ctx), 'sft', kafka.topics),
       ...['--filter-envs', config.filterEnvs.length > 0 ? config.filterEnvs.join(',') : 'none'],
@@ -83,11 +86,6 @@ function playSftData(ctx: LoopContext, stage: string, label: string, player: Pla
     const report = await generateInShards(args, config.generators, ctx.brokers);
     return dataStageSummary(kafka, label, player.describe, report);
   });
-}
-
-/** `n generator process(es)`, as the log names a stage's generators. */
-export function generatorProcesses(n: number): string {
-  return `${n} generator process${n === 1 ? '' : 'es'}`;
 }
 
 /** The SFT data's episodes: `sftGroups` × `sftGroupSize` per batch, `sftBatches` batches. */

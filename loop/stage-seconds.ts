@@ -1,6 +1,6 @@
 /**
  * Seconds per stage over every attempt of a run. A resumed run keeps the stages an earlier
- * attempt finished (loop/spa-loop.ts), so its summary's `seconds` would otherwise count only
+ * attempt finished (loop/stage-timer.ts), so its summary's `seconds` would otherwise count only
  * what this attempt redid; each attempt adds its own to `<run>/stages/seconds.json`.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';

@@ -13,6 +13,11 @@ export function trainerPython(): string {
   return join(root, 'trainer', '.venv', 'bin', 'python');
 }
 
+/** The trainer picks CUDA whenever it sees a GPU; `--device cpu` hides GPUs from it. */
+export function trainerDeviceEnv(device: 'cpu' | 'cuda'): NodeJS.ProcessEnv {
+  return device === 'cpu' ? { CUDA_VISIBLE_DEVICES: '' } : {};
+}
+
 /** Trainer processes still running: stopped when this process exits (e.g. on Ctrl-C). */
 const running = new Set<ReturnType<typeof spawn>>();
 process.on('exit', () => {

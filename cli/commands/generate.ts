@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import type { PromptMode } from '../../envs/protocol/index.js';
 import { ENV_NAMES, envFactory, parseEnvName, type PuzzleSource } from '../../envs/registry.js';
 import type { EnvName } from '../../envs/types.js';
@@ -46,6 +46,7 @@ interface GenerateFlags {
   contextWindow?: number;
   maxStaleness: number;
   exportEvery: number;
+  resumedAt?: ResumedAt;
   groups: number;
   groupSize: number;
   batches: number;
@@ -81,18 +82,6 @@ export function registerGenerateCommand(program: Command): void {
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
     .option('--variant <name>', "puzzle variant (default: SPA's)")
     .option('--policy <spec>', `generator policy: ${POLICY_SPEC_HELP}`, 'random')
-    .option(
-      '--max-staleness <n>',
-      "--policy latest: the trainer's --max-staleness; a batch waits for a version that keeps its records at most this many versions old",
-      nonNegativeInt('--max-staleness', MAX_STALENESS),
-      1,
-    )
-    .option(
-      '--export-every <n>',
-      "--policy latest: the trainer's --export-every (it publishes a version every n steps of one batch each)",
-      positiveInt('--export-every', MAX_BATCHES),
-      1,
-    )
     .option(
       '--groups <n>',
       `env groups per batch (one puzzle each); groups × group size at most ${MAX_BATCH_EPISODES}`,
@@ -198,9 +187,32 @@ export function registerGenerateCommand(program: Command): void {
         () => generate(options),
       ),
     );
+  addLatestPolicyOptions(command);
   addGenerationOptions(command);
   addMalformedFilterOptions(command);
   withConfigFile(command);
+}
+
+/** `--policy latest`'s options: the trainer's schedule, and where a resumed trainer stands. */
+function addLatestPolicyOptions(command: Command): void {
+  command
+    .option(
+      '--max-staleness <n>',
+      "--policy latest: the trainer's --max-staleness; a batch waits for a version that keeps its records at most this many versions old",
+      nonNegativeInt('--max-staleness', MAX_STALENESS),
+      1,
+    )
+    .option(
+      '--export-every <n>',
+      "--policy latest: the trainer's --export-every (it publishes a version every n steps of one batch each)",
+      positiveInt('--export-every', MAX_BATCHES),
+      1,
+    )
+    .option(
+      '--resumed-at <step:version>',
+      '--policy latest: the trainer resumed after <step> steps at policy <version>, so the first batch is batch <step> (spa run passes it when it resumes PPO)',
+      resumedAtArgument,
+    );
 }
 
 async function generate(options: GenerateFlags): Promise<void> {
@@ -327,6 +339,8 @@ function checkPolicyFlags(options: GenerateFlags): void {
     );
   if (explore !== undefined && perTurn !== 1)
     throw new UsageError(`--oracle-explore needs --oracle-actions-per-turn 1, got ${perTurn ?? 'none'}`);
+  if (options.resumedAt && options.policy !== 'latest')
+    throw new UsageError(`--resumed-at needs --policy latest, got --policy ${options.policy}`);
   if (perTurn !== undefined && options.policy !== 'oracle')
     throw new UsageError(
       `--oracle-actions-per-turn ${perTurn} needs --policy oracle, got --policy ${options.policy}`,
@@ -348,6 +362,7 @@ async function generatorPolicy(
       kafka,
       maxStaleness: options.maxStaleness,
       exportEvery: options.exportEvery,
+      ...(options.resumedAt ? { resumedAt: options.resumedAt } : {}),
       maxNewTokens: options.maxNewTokens,
       stopAtAnswer: options.stopAtAnswer,
       contextWindow: options.contextWindow,
@@ -366,4 +381,27 @@ async function generatorPolicy(
 /** With `--policy latest`: how many batches each policy version played. */
 function versions(policy: ResolvedPolicy): { policyVersions?: Record<string, number> } {
   return policy.follower ? { policyVersions: Object.fromEntries(policy.follower.batchesByVersion) } : {};
+}
+
+/** Where a resumed trainer stands: its steps done and the policy version it has published. */
+interface ResumedAt {
+  readonly step: number;
+  readonly version: number;
+}
+
+/** `--resumed-at <step>:<version>`: two integers, step at least 1 (a trainer at step 0 has not resumed). */
+function resumedAtArgument(value: string): ResumedAt {
+  const match = /^\s*(\d+)\s*:\s*(\d+)\s*$/.exec(value);
+  const [step, version] = [Number(match?.[1]), Number(match?.[2])];
+  if (
+    !match ||
+    !Number.isSafeInteger(step) ||
+    !Number.isSafeInteger(version) ||
+    step < 1 ||
+    step > MAX_BATCHES
+  )
+    throw new InvalidArgumentError(
+      `--resumed-at must be <step>:<version>, the PPO trainer's steps done (1..${MAX_BATCHES}) and its published policy version, got "${value}"`,
+    );
+  return { step, version };
 }

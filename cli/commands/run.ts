@@ -11,8 +11,9 @@ import {
   type LoopConfig,
 } from '../../loop/configs.js';
 import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
-import type { DataStageSummary } from '../../loop/sft-data.js';
-import { runSpaLoop, type LoopEvaluation, type LoopSummary } from '../../loop/spa-loop.js';
+import type { DataStageSummary } from '../../loop/data-stage.js';
+import type { LoopEvaluation } from '../../loop/evaluate.js';
+import { runSpaLoop, type LoopSummary } from '../../loop/spa-loop.js';
 import { withTelemetry } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { pairedDifference } from '../../streams/eval/pass-at-k.js';

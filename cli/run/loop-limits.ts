@@ -2,13 +2,13 @@
  * The limits of a `spa run` config that follow from several fields together, checked before the
  * loop starts: the SFT data's and PPO's batches of episodes and their puzzle seeds
  * (checkEpisodeLimits), and the evaluation's episodes (checkEvalLimits). The episode configs
- * mirror those spa-loop.ts plays; the warm-up's (group size 1, seeds from 50000) stay within its
+ * mirror those loop/sft-data.ts and loop/self-play-ppo.ts play; the warm-up's (group size 1, seeds from 50000) stay within its
  * fields' own ranges.
  */
 import { episodeConfig } from '../../streams/episodes/episode-config.js';
 import { checkEpisodeLimits, checkEvalLimits } from '../options.js';
 import type { LoopConfig } from '../../loop/configs.js';
-import { PPO_SEED_BASE } from '../../loop/spa-loop.js';
+import { PPO_SEED_BASE } from '../../loop/self-play-ppo.js';
 
 /** Throws a UsageError naming the fields when a stage of `config` would leave its limits. */
 export function checkLoopLimits(config: LoopConfig): void {

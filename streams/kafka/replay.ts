@@ -66,7 +66,7 @@ export const REPLAY_TRAJECTORIES_PER_TRANSACTION = 256;
 /**
  * The trajectories a replay takes, by Trajectory.mode. No field names a run's stage; the mode is the
  * nearest reliable one: `spa run` plays its SFT data in wm and its PPO rollouts in base
- * (loop/spa-loop.ts), while policy names and versions overlap (a random or oracle generator and
+ * (loop/sft-data.ts, loop/self-play-ppo.ts), while policy names and versions overlap (a random or oracle generator and
  * self-play v0 are version 0) and the stage in an episode id (`<run>-sft/…`, `<run>-rl/…`) is only
  * `spa run`'s naming.
  */

@@ -20,7 +20,7 @@ import { readEvents, signIn } from '../web/tap-http.js';
 const ports = { port: 19760, controllerPort: 19761 };
 /** Two finished runs: `rough-a` ran last (its folder changed last), `rough-b` sorts later by id. */
 const runs = { a: 'rough-a', b: 'rough-b' } as const;
-/** The generator run id a `spa run` gives its SFT data stage, `<run>-sft` (loop/spa-loop.ts). */
+/** The generator run id a `spa run` gives its SFT data stage, `<run>-sft` (loop/sft-data.ts). */
 const sftRunId = (run: string): string => `${run}-sft`;
 /** Trajectories each run's data stage commits: 2 groups of 2, one batch. */
 const perRun = 4;

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { evaluateDistinct, type LoopEvaluation } from '../../loop/spa-loop.js';
+import { evaluateDistinct, type LoopEvaluation } from '../../loop/evaluate.js';
 
 /** An artifact folder `v<version>` holding `model` as its model.onnx, with a matching manifest. */
 function artifact(root: string, version: number, model: string, sha256?: string): string {

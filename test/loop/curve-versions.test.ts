@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { curveVersions } from '../../loop/spa-loop.js';
+import { curveVersions } from '../../loop/evaluate.js';
 
 describe('curveVersions', () => {
   it('keeps the first, the final and every version at a multiple of evalEvery steps', () => {

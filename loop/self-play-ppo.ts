@@ -1,0 +1,116 @@
+/**
+ * Stage 3, self-play + PPO (docs/spa-ppo.md): the run's generator processes play with
+ * `--policy latest` into spa.<run>.rollouts while the PPO service trains on them and publishes
+ * v2, v3, …, which the generators swap to between batches (docs/spa-schedule.md).
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { OutboundTopic } from '../schemas/outbound.js';
+import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
+import type { LoopContext } from './context.js';
+import { policyFolder } from './export-policy.js';
+import { onnxPolicyFlags } from './generation.js';
+import { generateFlags, generateInShards, generatorProcesses } from './generator-shards.js';
+import { log } from './log.js';
+import { readPpoProgress, readTrainerJson } from './trainer-files.js';
+import { startPpoService } from './trainers.js';
+import { typedCommand } from './typed-command.js';
+
+/** SPA's first training seed; PPO batch b plays seeds from here + b × groups. */
+export const PPO_SEED_BASE = 10_000;
+
+/** What self-play + PPO leaves: the generators' counts and versions, and every published policy. */
+export interface SelfPlayResult {
+  readonly selfPlay: Record<OutboundTopic, number>;
+  /** Policy version → batches started with it, summed over the generator processes. */
+  readonly generatorVersions: Record<string, number>;
+  /** Published policy version → its artifact folder, the PPO start's to the final one. */
+  readonly artifacts: ReadonlyMap<number, string>;
+  readonly finalVersion: number;
+}
+
+/** The PPO service's steps done and its published version (`<out>/progress.json`), if it has started. */
+type PpoResume = { step: number; version: number } | undefined;
+
+/**
+ * The stage `self-play + ppo` from `startModel`. A resumed run's trainer continues from its
+ * checkpoint, so the generators play only the remaining steps' batches, on the puzzles those
+ * steps would have had, admitted as those steps' batches.
+ */
+export function selfPlayAndPpo(ctx: LoopContext, startModel: string): Promise<SelfPlayResult> {
+  return ctx.timed('self-play + ppo', async () => {
+    const { config, runDir } = ctx;
+    const resumed = ppoProgress(join(runDir, 'ppo'));
+    const done = resumed?.step ?? 0;
+    if (done >= config.ppoSteps)
+      throw new Error(
+        `PPO finished all ${config.ppoSteps} steps in an earlier attempt of this run; its policies are in ` +
+          `${join(runDir, 'policies')}: evaluate them with ${typedCommand(['eval', '--policy'])} onnx:<folder>, or start a new --run-id`,
+      );
+    const trainer = startPpoService(ctx, startModel);
+    try {
+      if (done > 0) log(`self-play + ppo: resuming after PPO step ${done} of ${config.ppoSteps}`);
+      log(`self-play: ${generatorProcesses(config.generators)} (spa generate --shard)`);
+      const report = await generateInShards(selfPlayFlags(ctx, resumed), config.generators, ctx.brokers);
+      await trainer.done;
+      // The trainer's last export is the final policy.
+      const finalVersion = readPpoProgress(join(runDir, 'ppo')).version;
+      const artifacts = publishedPolicies(join(runDir, 'policies'), finalVersion);
+      return { selfPlay: report.counts, generatorVersions: report.policyVersions, artifacts, finalVersion };
+    } catch (error) {
+      trainer.kill();
+      throw error;
+    }
+  });
+}
+
+/**
+ * The `spa generate` flags of the PPO self-play: the remaining steps' episodes, each process
+ * following the run's policy topic as the trainer's schedule admits (`--max-staleness`,
+ * `--export-every`, and where a resumed trainer stands, `--resumed-at`).
+ */
+export function selfPlayFlags(ctx: LoopContext, resumed: PpoResume): string[] {
+  const { config } = ctx;
+  return [
+    ...generateFlags(ppoEpisodes(ctx, resumed?.step ?? 0), 'rollouts', ctx.kafka.topics),
+    ...onnxPolicyFlags(config, 'latest', 1),
+    ...['--max-staleness', String(config.maxStaleness), '--export-every', String(config.exportEvery)],
+    ...(resumed && resumed.step > 0 ? ['--resumed-at', `${resumed.step}:${resumed.version}`] : []),
+  ];
+}
+
+/** PPO's episodes from step `done` on: its own run id after a resume, the seeds those steps play. */
+function ppoEpisodes({ config, runId }: LoopContext, done: number): EpisodeConfig {
+  return episodeConfig({
+    env: config.env,
+    runId: `${runId}-rl${done > 0 ? `-from${done}` : ''}`,
+    mode: 'base',
+    groups: config.ppoGroups,
+    groupSize: config.ppoGroupSize,
+    batches: config.ppoSteps - done,
+    seedBase: PPO_SEED_BASE + done * config.ppoGroups,
+  });
+}
+
+/** The PPO service's progress in `outDir`, if it has started. */
+function ppoProgress(outDir: string): PpoResume {
+  const path = join(outDir, 'progress.json');
+  if (!existsSync(path)) return undefined;
+  const { step, version } = readTrainerJson(path);
+  return typeof step === 'number' && typeof version === 'number' ? { step, version } : undefined;
+}
+
+/**
+ * The policy versions published on the run's policy topic, by folder: every version under `root`
+ * from v1 (world-model SFT's, or the start model's without it) to `finalVersion`. Exports are
+ * atomic (a version's folder appears whole) and each published version is exported there first;
+ * v0, self-play's data policy, is never published.
+ */
+function publishedPolicies(root: string, finalVersion: number): Map<number, string> {
+  const versions = readdirSync(root)
+    .filter((name) => /^v\d{6}$/.test(name))
+    .map((name) => Number(name.slice(1)))
+    .filter((v) => v >= 1 && v <= finalVersion)
+    .sort((a, b) => a - b);
+  return new Map(versions.map((v) => [v, policyFolder(root, v)]));
+}

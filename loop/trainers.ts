@@ -1,0 +1,43 @@
+/**
+ * The loop's trainer runs: each takes its command line from trainer-args.ts and runs it in the
+ * trainer venv with the run's device and data-parallel ranks (trainer-process.ts).
+ */
+import { join } from 'node:path';
+import type { LoopContext } from './context.js';
+import { ppoServiceCommand, sftCommand, type SftRun, type TrainerCommand } from './trainer-args.js';
+import { runTrainerModule, trainerDeviceEnv, type TrainerProcess } from './trainer-process.js';
+
+/** Starts `command` on the run's device, echoing its lines under `label`. */
+export function startTrainer(
+  ctx: LoopContext,
+  command: TrainerCommand,
+  label: string,
+  procs = ctx.config.trainerProcs,
+): TrainerProcess {
+  return runTrainerModule(ctx.python, command.module, command.args, {
+    label,
+    env: trainerDeviceEnv(ctx.config.device),
+    procs,
+  });
+}
+
+/** `spa_trainer.sft` on `run` against the run's brokers, logging as `label`; resolves when it exits. */
+export async function runSft(ctx: LoopContext, label: string, run: Omit<SftRun, 'brokers'>): Promise<void> {
+  await startTrainer(ctx, sftCommand(ctx.config, { ...run, brokers: ctx.brokers }), label).done;
+}
+
+/**
+ * Starts the PPO service from `model` on the run's rollouts topic; it trains in `<run>/ppo` and
+ * exports and publishes each policy version under `<run>/policies`.
+ */
+export function startPpoService(ctx: LoopContext, model: string): TrainerProcess {
+  const { config, kafka, runDir } = ctx;
+  const command = ppoServiceCommand(config, {
+    model,
+    topics: kafka.topics,
+    out: join(runDir, 'ppo'),
+    exportRoot: join(runDir, 'policies'),
+    brokers: ctx.brokers,
+  });
+  return startTrainer(ctx, command, 'ppo');
+}

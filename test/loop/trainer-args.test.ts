@@ -1,0 +1,124 @@
+/**
+ * loop/trainer-args.ts builds every trainer command line of the loop from the LoopConfig: the
+ * flags and values of the default run's SFT, PPO service and export, as the trainers read them.
+ */
+import { describe, expect, it } from 'vitest';
+import { loopConfig } from '../../loop/configs.js';
+import { exportCommand, ppoServiceCommand, sftCommand } from '../../loop/trainer-args.js';
+
+const config = loopConfig('_2_sokoban');
+
+/** `['--a', '1', '--b', '--c', '2']` as `{ '--a': '1', '--b': true, '--c': '2' }`. */
+function flags(args: readonly string[]): Record<string, string | true> {
+  const out: Record<string, string | true> = {};
+  args.forEach((arg, i) => {
+    if (!arg.startsWith('--')) return;
+    const next = args[i + 1];
+    out[arg] = next === undefined || next.startsWith('--') ? true : next;
+  });
+  return out;
+}
+
+describe('trainer-args', () => {
+  it('gives world-model SFT its run, the config batch size, window and decision weight, and the export', () => {
+    const command = sftCommand(config, {
+      model: '/runs/r/warmup',
+      topic: 'spa.r.sft',
+      epochs: config.sftEpochs,
+      lr: config.sftLr,
+      out: '/runs/r/sft',
+      brokers: 'b:1',
+      evalRows: 96,
+      publish: { root: '/runs/r/policies', topic: 'spa.r.policy' },
+    });
+    expect(command.module).toBe('spa_trainer.sft');
+    expect(flags(command.args)).toEqual({
+      '--model': '/runs/r/warmup',
+      '--input': 'kafka:spa.r.sft',
+      '--epochs': String(config.sftEpochs),
+      '--lr': String(config.sftLr),
+      '--batch-size': String(config.sftBatchSize),
+      '--max-length': String(config.sftMaxLength),
+      '--decision-weight': String(config.decisionWeight),
+      '--out': '/runs/r/sft',
+      '--brokers': 'b:1',
+      '--eval-rows': '96',
+      '--export': '/runs/r/policies',
+      '--publish': 'spa.r.policy',
+    });
+  });
+
+  it('gives the warm-up SFT a held-out share and no export', () => {
+    const run = { model: 'tiny', topic: 't', epochs: 1, lr: 0.001, out: 'o', brokers: 'b', evalRows: 96 };
+    const args = flags(sftCommand(config, { ...run, valFraction: 0.1 }).args);
+    expect(args['--val-fraction']).toBe('0.1');
+    expect(args['--export']).toBeUndefined();
+    expect(flags(sftCommand(config, run).args)['--val-fraction']).toBeUndefined();
+  });
+
+  it("gives the PPO service every PPO setting of the config and the run's own DLQ", () => {
+    const command = ppoServiceCommand(
+      { ...config, ppoAdvEstimator: 'grpo-mean', contextWindow: 256 },
+      {
+        model: '/runs/r/sft',
+        topics: { rollouts: 'spa.r.rollouts', policy: 'spa.r.policy', dlq: 'spa.r.dlq' },
+        out: '/runs/r/ppo',
+        exportRoot: '/runs/r/policies',
+        brokers: 'b:1',
+      },
+    );
+    expect(command.module).toBe('spa_trainer.ppo_service');
+    const args = flags(command.args);
+    expect(args).toMatchObject({
+      '--model': '/runs/r/sft',
+      '--input': 'kafka:spa.r.rollouts',
+      '--steps': String(config.ppoSteps),
+      '--groups-per-step': String(config.ppoGroups),
+      '--group-size': String(config.ppoGroupSize),
+      '--keep-ratio': String(config.ppoKeepRatio),
+      '--export-every': String(config.exportEvery),
+      '--export-root': '/runs/r/policies',
+      '--publish': 'spa.r.policy',
+      '--max-staleness': String(config.maxStaleness),
+      '--adv-estimator': 'grpo',
+      '--no-grpo-std-norm': true,
+      '--context-window': '256',
+      '--max-new-tokens': String(config.maxNewTokens),
+      '--dlq': 'kafka:spa.r.dlq',
+      '--brokers': 'b:1',
+    });
+    const whole = flags(ppoServiceCommand({ ...config, contextWindow: 0 }, { ...baseRun() }).args);
+    expect(whole['--context-window']).toBeUndefined();
+    expect(whole['--no-grpo-std-norm']).toBeUndefined();
+  });
+
+  it('exports an init policy named after the model, publishing only when asked', () => {
+    const root = '/runs/r/policies';
+    const quiet = exportCommand(config, { model: 'm', root, version: 0 });
+    expect(quiet.module).toBe('spa_trainer.export');
+    expect(flags(quiet.args)).toEqual({
+      '--model': 'm',
+      '--out': root,
+      '--stage': 'init',
+      '--version': '0',
+      '--name': config.model,
+    });
+    const published = exportCommand(config, {
+      model: 'm',
+      root,
+      version: 1,
+      publish: { topic: 'p', brokers: 'b' },
+    });
+    expect(flags(published.args)).toMatchObject({ '--version': '1', '--publish': 'p', '--brokers': 'b' });
+  });
+});
+
+function baseRun() {
+  return {
+    model: 'm',
+    topics: { rollouts: 'r', policy: 'p', dlq: 'd' },
+    out: 'o',
+    exportRoot: 'e',
+    brokers: 'b',
+  };
+}
