@@ -127,7 +127,7 @@ function benchConfig(env: EnvName, episodeCount: number): EpisodeConfig {
 /** The cap as a user gets it: SPA_TRACE_MAX_PER_SECOND, else the default. */
 const configuredCap = () => resolveTelemetryOptions({ serviceName: 'spa-bench' }).maxTracesPerSecond;
 
-/** Telemetry "on": OTLP export to `otlpEndpoint`, a scrape endpoint on a free port. */
+/** Telemetry "on" through the Node SDK: OTLP export to `otlpEndpoint` (its default protocol), a scrape endpoint on a free port. */
 function startBenchTelemetry(otlpEndpoint: string, sampleRatio: number, maxTracesPerSecond: number) {
   return startTelemetry({
     serviceName: 'spa-bench',
@@ -135,7 +135,6 @@ function startBenchTelemetry(otlpEndpoint: string, sampleRatio: number, maxTrace
     metricsPort: 0,
     sampleRatio,
     maxTracesPerSecond,
-    env: { SPA_TRACE_STAGES: process.env['SPA_TRACE_STAGES'] },
   });
 }
 
@@ -215,8 +214,8 @@ async function timeRun(pipeline: () => Observable<Outbound>, after?: () => Promi
 }
 
 /**
- * How often a generator's telemetry exports: spans every 5 s (BatchSpanProcessor's default), metrics
- * every 10 s (streams/telemetry/telemetry.ts). A timed run of well under 5 s flushes both at its end,
+ * How often a generator's telemetry exports: spans every 5 s (BatchSpanProcessor's default,
+ * OTEL_BSP_SCHEDULE_DELAY), metrics every 60 s (OTEL_METRIC_EXPORT_INTERVAL's default). A timed run of well under 5 s flushes both at its end,
  * so it is charged that flush's CPU in proportion to its wall time over 5 s (at most the whole flush),
  * as a generator pays it; the overhead with the whole flush charged to every run is printed beside it.
  */
@@ -580,7 +579,7 @@ export async function run(args: string[]): Promise<void> {
     throw new Error(`SPA_BENCH_TELEMETRY_DESIGN=${design}: must be "process" or "in-process"`);
   const rounds = Number(process.env['SPA_BENCH_ROUNDS'] ?? (design === 'process' ? 15 : DEFAULT_ROUNDS));
   const folder = process.env['SPA_BENCH_POLICY'];
-  const sampleRatios = ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO, 1];
+  const sampleRatios = ratios.length > 0 ? ratios.map(Number) : [DEFAULT_SAMPLE_RATIO];
   if (design === 'process' && !child) {
     const runsPerProcess = Number(process.env['SPA_BENCH_RUNS_PER_PROCESS'] ?? 5);
     for (const ratio of sampleRatios)

@@ -5,8 +5,8 @@
  * context by trajectory id in {@link episodeTraces}, so later stages and the Kafka sink
  * continue the same trace without any field added to the records.
  */
+import { randomBytes } from 'node:crypto';
 import { ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Context, type Span } from '@opentelemetry/api';
-import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import { traceparentOf } from './propagation.js';
 import { drawEpisode, spaTracer, telemetryActive } from './telemetry.js';
 
@@ -33,8 +33,6 @@ interface EpisodeEntry {
   context: Context | undefined;
   traceparent: string | undefined;
 }
-
-const ids = new RandomIdGenerator();
 
 /**
  * Episode contexts by trajectory id, bounded: entries are kept in two generations of at most
@@ -123,11 +121,15 @@ export class EpisodeTraceRegistry {
   }
 }
 
-/** A fresh remote-style context with flags 00: downstream spans (TS or Python) drop themselves. */
+/**
+ * A fresh remote-style context with flags 00: downstream spans (TS or Python) drop themselves.
+ * Random ids from node:crypto rather than the SDK's RandomIdGenerator, so that this module, which
+ * every generator imports, loads no SDK package while telemetry is off.
+ */
 function unsampledContext(): Context {
   return trace.setSpanContext(ROOT_CONTEXT, {
-    traceId: ids.generateTraceId(),
-    spanId: ids.generateSpanId(),
+    traceId: randomBytes(16).toString('hex'),
+    spanId: randomBytes(8).toString('hex'),
     traceFlags: TraceFlags.NONE,
   });
 }

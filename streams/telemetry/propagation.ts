@@ -1,11 +1,14 @@
 /**
- * W3C Trace Context in Kafka record headers, by our own propagation (infra/otel/README.md): the
- * `traceparent` header travels with every record whatever Kafka client writes it, so the
- * trace survives a switch away from kafkajs and reaches the Python trainer, which reads the
- * same header. The propagator is `@opentelemetry/core`'s, used directly rather than through
- * the global propagator, so the process-wide `OTEL_PROPAGATORS` setting cannot drop it.
+ * Trace context in Kafka record headers, by our own propagation (infra/otel/README.md), so the
+ * trace survives a switch of Kafka client and reaches the Python trainer. Every SPA record that
+ * carries a trace carries the W3C `traceparent` header (SPA's wire format: the trainer and
+ * `spa tap` read it), written by `@opentelemetry/core`'s propagator directly; the propagators
+ * `OTEL_PROPAGATORS` names (default `tracecontext,baggage`; `b3`, `b3multi`, `jaeger`, `none`)
+ * add their headers beside it, through the API's global propagator the Node SDK sets up, and are
+ * read back when a record has no `traceparent`.
  */
 import {
+  propagation,
   ROOT_CONTEXT,
   trace,
   type Context,
@@ -17,7 +20,7 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /**
  * Record headers by name, as UTF-8 Buffers: the shape of the Kafka transport's RecordHeaders
- * (streams/kafka/transport.ts), restated so telemetry needs nothing from the Kafka layer.
+ * (infra/kafka/client/transport.ts), restated so telemetry needs nothing from the Kafka layer.
  */
 type RecordHeaders = Readonly<Record<string, Buffer>>;
 
@@ -37,23 +40,26 @@ const headerGetter: TextMapGetter<RecordHeaders> = {
 };
 
 /**
- * Adds `traceparent` (and `tracestate` when set) for the span in `context` to `headers`, in
- * place, and returns them. Without a valid span in `context` (telemetry off) nothing is added.
+ * Adds the headers of `OTEL_PROPAGATORS`' propagators and `traceparent` (and `tracestate` when
+ * set) for the span in `context` to `headers`, in place, and returns them. Without a valid span
+ * in `context` (telemetry off) nothing is added.
  */
 export function injectTraceHeaders(
   context: Context,
   headers: Record<string, Buffer> = {},
 ): Record<string, Buffer> {
+  propagation.inject(context, headers, headerSetter);
   propagator.inject(context, headers, headerSetter);
   return headers;
 }
 
 /**
- * The context a consumer continues from: `base` with the record's remote span as parent.
- * Records without a (valid) `traceparent` give `base` unchanged.
+ * The context a consumer continues from: `base` with the record's remote span as parent, from
+ * its `traceparent`, else from what `OTEL_PROPAGATORS`' propagators find. Records without a
+ * (valid) trace context give `base` unchanged.
  */
 export function extractTraceContext(headers: RecordHeaders, base: Context = ROOT_CONTEXT): Context {
-  return propagator.extract(base, headers, headerGetter);
+  return propagator.extract(propagation.extract(base, headers, headerGetter), headers, headerGetter);
 }
 
 /** The remote span context a record's headers carry, or `undefined` when they carry none. */

@@ -1,95 +1,46 @@
 /**
- * Starts and stops OpenTelemetry for one process (infra/otel/README.md) with the two SDK providers
- * it uses, a TracerProvider and a MeterProvider (no NodeSDK: infra/otel/README.md, "Why no NodeSDK"):
+ * Starts and stops OpenTelemetry for one process through the Node SDK (`@opentelemetry/sdk-node`,
+ * loaded by {@link startTelemetry} only when telemetry is on: a run with it off loads no SDK
+ * package at all), configured the standard way, by the `OTEL_*` variables (infra/otel/README.md):
  *
  *   const telemetry = await startTelemetry({ serviceName: 'spa-generator', metricsPort: 9464 });
  *   …  spaMetrics().envSteps.add(3, { env: 'sokoban' });  spaTracer().startSpan(…)
  *   await telemetry.shutdown();   // flushes spans and metrics, closes the scrape endpoint
  *
- * Configuration: options first, then SPA_* variables, then the standard OTEL_* ones, then the
- * defaults (the table and the precedence rules: infra/otel/README.md, "Turning it on"):
- * - `otlpEndpoint` / `OTEL_EXPORTER_OTLP_ENDPOINT`: base URL of an OTLP/HTTP receiver (a
- *   collector, Jaeger, Tempo, …); spans go to `<base>/v1/traces`, metrics to `<base>/v1/metrics`,
- *   as OTLP/JSON.
- * - `metricsPort` / `SPA_METRICS_PORT`: serve Prometheus text at `http://127.0.0.1:<port>/metrics`
- *   (0 picks a free port; read it from `metricsUrl`). Bound to loopback only: the endpoint has
- *   no authentication.
- * - `sampleRatio` / `SPA_TRACE_SAMPLE_RATIO` / `OTEL_TRACES_SAMPLER` (+ `OTEL_TRACES_SAMPLER_ARG`,
- *   see {@link samplerRatio}): fraction of episodes traced. The episode is the
- *   unit of sampling: `startEpisodeSpan` draws once per episode, and every later span follows
- *   its parent's decision (parent-based), so a sampled episode keeps all its spans down to the
- *   trainer and a dropped one costs no SDK span at all. Spans without a parent (rare: a record
- *   without `traceparent`) are sampled unless the ratio is 0. Default {@link DEFAULT_SAMPLE_RATIO}.
- * - `maxTracesPerSecond` / `SPA_TRACE_MAX_PER_SECOND`: a cap on the episodes the ratio draws, on
- *   average per second (bursts up to {@link TRACE_BURST_SECONDS} s's worth); 0 lifts it.
- *   Default {@link DEFAULT_MAX_TRACES_PER_SECOND}.
- * - `stageSpans` / `SPA_TRACE_STAGES=1`: a `stage <operator>` span per element per stage of a
- *   sampled episode. Off by default: stage timing goes to `spa_stage_seconds` either way, and
- *   the spans would triple a sampled episode's cost (infra/otel/README.md, Cost).
- * - `asyncContext` / `SPA_OTEL_ASYNC_CONTEXT=1`: Node's AsyncLocalStorage context manager, so
- *   the active span survives `await`. Off by default: its async hooks alone cost ~5% of the
- *   random-policy generator, and SPA code never relies on an implicit active span (episode
- *   contexts are looked up by trajectory id, Kafka contexts come from headers), so the
- *   synchronous StackContextManager is enough.
- * - `serviceName` / `OTEL_SERVICE_NAME` / `service.name` in `OTEL_RESOURCE_ATTRIBUTES`: the
- *   env wins here, as the option is each command's built-in name; `resourceAttributes` are
- *   added over `OTEL_RESOURCE_ATTRIBUTES`.
- * - `OTEL_LOG_LEVEL`: the SDK's diagnostics on the console (e.g. `debug`).
- * Telemetry is off unless `enabled: true` or an endpoint or port is configured, and off with
- * `OTEL_SDK_DISABLED=true` unless `enabled: true`; while off, the API's no-op tracer and meter
- * answer every call.
+ * Telemetry is on when a signal has an exporter: `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER`
+ * other than `none`, an OTLP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT` or `--otlp-endpoint`: then an
+ * unset exporter variable means `otlp`, as the specification's default), or `--metrics-port`;
+ * `OTEL_SDK_DISABLED=true` turns it all off. With no exporter configured SPA stays off instead of
+ * exporting to the specification's default `localhost:4318`. While off, the API's no-op tracer
+ * and meter answer every call.
+ *
+ * This module reads what decides on/off and SPA's own settings (no standard variable exists for
+ * them): `SPA_TRACE_MAX_PER_SECOND`, `SPA_TRACE_STAGES`, `SPA_OTEL_ASYNC_CONTEXT`; and
+ * `OTEL_TRACES_SAMPLER` (+ `_ARG`) as the fraction of episodes traced ({@link samplerRatio}).
+ * Everything else (resource, OTLP protocol, headers and endpoints, propagators, export intervals,
+ * log level) the Node SDK reads itself (node-sdk.ts).
  */
-import { createServer, type Server } from 'node:http';
-import {
-  context,
-  diag,
-  DiagConsoleLogger,
-  metrics,
-  propagation,
-  trace,
-  type Attributes,
-  type Tracer,
-} from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { diagLogLevelFromString, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import {
-  detectResources,
-  hostDetector,
-  processDetector,
-  resourceFromAttributes,
-} from '@opentelemetry/resources';
-import { MeterProvider, PeriodicExportingMetricReader, type IMetricReader } from '@opentelemetry/sdk-metrics';
-import { StackContextManager, TracerProvider } from '@opentelemetry/sdk-trace';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type SpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import { trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import type { IMetricReader } from '@opentelemetry/sdk-metrics';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { resetSpaMetrics, type SpaMetrics } from './metrics.js';
 
 /** Name and version of the tracer (instrumentation scope) of every SPA span. */
 const SPA_TRACER_NAME = 'spa';
 
 /**
- * Fraction of episodes traced when nothing is configured: a run of a few thousand episodes
- * yields a hundred full traces; with a real model (ms per token) SPA_TRACE_SAMPLE_RATIO=1 traces
- * every episode at a cost well under 1%. The per-second cap below bounds what a fast generator
- * spends on it.
+ * Fraction of episodes traced when `OTEL_TRACES_SAMPLER` is unset: 1, the specification's default
+ * sampler (`parentbased_always_on`). The per-second cap below bounds what a fast generator
+ * spends on it; a model-driven generator (about an episode a second) traces every episode.
  */
-export const DEFAULT_SAMPLE_RATIO = 0.05;
+export const DEFAULT_SAMPLE_RATIO = 1;
 
 /**
  * Traced episodes per second at most, when nothing is configured. A generator playing thousands
- * of episodes a second (the random policy) would otherwise spend ~10% of its time recording and
- * exporting the 5% it draws, and a trace backend gains nothing from hundreds of near-identical
- * traces a second; a model-driven generator (about an episode a second here) stays under the cap.
- * The same idea as Jaeger's rate-limiting sampler, applied after the ratio.
+ * of episodes a second (the random policy) would otherwise spend most of its time recording and
+ * exporting them, and a trace backend gains nothing from hundreds of near-identical traces a
+ * second; a model-driven generator stays under the cap. The same idea as Jaeger's rate-limiting
+ * sampler, applied after the ratio; no standard variable sets it.
  */
 export const DEFAULT_MAX_TRACES_PER_SECOND = 10;
 
@@ -98,39 +49,35 @@ export const TRACE_BURST_SECONDS = 10;
 
 /** How to start telemetry; every field is optional except the service name. */
 export interface TelemetryOptions {
-  /** `service.name` resource attribute, e.g. spa-generator or spa-trainer. */
+  /** Built-in `service.name`, e.g. spa-generator; `OTEL_SERVICE_NAME` / `OTEL_RESOURCE_ATTRIBUTES` win. */
   readonly serviceName: string;
   readonly serviceVersion?: string;
-  /** Force on or off; default: on when an OTLP endpoint or metrics port is configured. */
+  /** Force on (even with `OTEL_SDK_DISABLED=true`) or off; default: on when an exporter is configured. */
   readonly enabled?: boolean;
-  /** Base URL of an OTLP/HTTP receiver, e.g. http://127.0.0.1:4318. */
+  /** `--otlp-endpoint`: base URL of an OTLP receiver, over `OTEL_EXPORTER_OTLP_ENDPOINT`. */
   readonly otlpEndpoint?: string;
-  /** Port of the Prometheus scrape endpoint on 127.0.0.1; 0 = any free port. */
+  /** `--metrics-port`: a Prometheus scrape endpoint on 127.0.0.1 (0 = any free port). */
   readonly metricsPort?: number;
-  /** Fraction of new traces (episodes) to sample, 0..1. Default {@link DEFAULT_SAMPLE_RATIO}. */
+  /** Fraction of new traces (episodes) to sample, 0..1, over `OTEL_TRACES_SAMPLER`. */
   readonly sampleRatio?: number;
-  /** Traced episodes per second at most (0: no cap). Default {@link DEFAULT_MAX_TRACES_PER_SECOND}. */
+  /** Traced episodes per second at most (0: no cap), over `SPA_TRACE_MAX_PER_SECOND`. */
   readonly maxTracesPerSecond?: number;
-  /** A `stage <operator>` span per element of a sampled episode. Default false (metrics only). */
+  /** A `stage <operator>` span per element of a sampled episode, over `SPA_TRACE_STAGES`. */
   readonly stageSpans?: boolean;
-  /** AsyncLocalStorage context manager (active span survives `await`). Default false. */
+  /** AsyncLocalStorage context manager (active span survives `await`), over `SPA_OTEL_ASYNC_CONTEXT`. */
   readonly asyncContext?: boolean;
-  /** Extra resource attributes, e.g. { 'spa.run_id': 'r1' }. */
+  /** Resource attributes under the environment's, e.g. { 'spa.run_id': 'r1' }. */
   readonly resourceAttributes?: Readonly<Record<string, string | number | boolean>>;
-  /** How often metrics are pushed over OTLP (ms). Default 10000. */
-  readonly metricExportIntervalMs?: number;
-  /** Additional span processors (tests: an in-memory exporter). */
+  /** Span processors instead of `OTEL_TRACES_EXPORTER`'s (tests: an in-memory exporter). */
   readonly spanProcessors?: readonly SpanProcessor[];
-  /** Additional metric readers (tests: an in-memory reader). */
+  /** Metric readers instead of `OTEL_METRICS_EXPORTER`'s (tests: an in-memory reader). */
   readonly metricReaders?: readonly IMetricReader[];
-  /** Where env settings are read from; default `process.env`. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** A running (or disabled) telemetry setup. */
 export interface Telemetry {
   readonly enabled: boolean;
-  /** `http://127.0.0.1:<port>/metrics` while the scrape endpoint runs. */
+  /** `http://127.0.0.1:<port>/metrics` while the `--metrics-port` endpoint runs. */
   readonly metricsUrl?: string;
   /** The spa_* instruments (no-op ones when disabled). */
   readonly metrics: SpaMetrics;
@@ -140,21 +87,37 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
-interface Resolved {
+/** The exporters the standard variables name for traces and for metrics. */
+const EXPORTERS = {
+  traces: ['otlp', 'console', 'zipkin'],
+  metrics: ['otlp', 'prometheus', 'console'],
+} as const;
+
+/** The OTLP protocols the Node SDK's exporters speak (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
+const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'];
+
+/** What options and environment resolve to; node-sdk.ts builds the SDK from it. */
+export interface TelemetrySettings {
   readonly enabled: boolean;
   /** `OTEL_SDK_DISABLED=true` turned off what was configured. */
   readonly disabledByEnv: boolean;
   readonly serviceName: string;
-  /** `OTEL_RESOURCE_ATTRIBUTES` under `resourceAttributes` (without service.name). */
+  readonly serviceVersion?: string;
   readonly resourceAttributes: Attributes;
-  readonly logLevel?: string;
+  /** `--otlp-endpoint` (the environment's endpoint the SDK reads itself). */
   readonly otlpEndpoint?: string;
   readonly metricsPort?: number;
+  /** Trace exporters by name; empty: none (or `spanProcessors` given). */
+  readonly tracesExporters: readonly string[];
+  /** Metric exporters by name, `prometheus` for `--metrics-port` too; empty: none. */
+  readonly metricsExporters: readonly string[];
   readonly sampleRatio: number;
   readonly maxTracesPerSecond: number;
   readonly stageSpans: boolean;
   readonly asyncContext: boolean;
 }
+
+type Environment = Readonly<Record<string, string | undefined>>;
 
 let running: Telemetry | undefined;
 let active = false;
@@ -212,25 +175,46 @@ export function spaTracer(): Tracer {
   return trace.getTracer(SPA_TRACER_NAME);
 }
 
-/** Reads options and env into one setting; bad values throw naming the input and what is allowed. */
-export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
-  const env = options.env ?? process.env;
-  const otlpEndpoint = options.otlpEndpoint ?? nonEmpty(env['OTEL_EXPORTER_OTLP_ENDPOINT']);
-  if (otlpEndpoint !== undefined && !/^https?:\/\/[^/]/.test(otlpEndpoint))
-    throw new Error(`OTLP endpoint "${otlpEndpoint}" must be an http(s) URL such as http://127.0.0.1:4318`);
-  const portText = nonEmpty(env['SPA_METRICS_PORT']);
-  const metricsPort = options.metricsPort ?? (portText === undefined ? undefined : Number(portText));
+/**
+ * Reads options and environment into one setting (options win over variables); bad values throw
+ * naming the input and what is allowed, where the SDK would only log and fall back.
+ */
+export function resolveTelemetryOptions(
+  options: TelemetryOptions,
+  env: Environment = process.env,
+): TelemetrySettings {
+  const otlpEndpoint = options.otlpEndpoint;
+  for (const [name, url] of [
+    ['--otlp-endpoint', otlpEndpoint],
+    ...['', 'TRACES_', 'METRICS_'].map((signal) => {
+      const variable = `OTEL_EXPORTER_OTLP_${signal}ENDPOINT`;
+      return [variable, nonEmpty(env[variable])];
+    }),
+  ] as const)
+    if (url !== undefined && !/^https?:\/\/[^/]/.test(url))
+      throw new Error(`${name} "${url}" must be an http(s) URL such as http://127.0.0.1:4318`);
+  for (const variable of ['', 'TRACES_', 'METRICS_'].map((s) => `OTEL_EXPORTER_OTLP_${s}PROTOCOL`)) {
+    const protocol = nonEmpty(env[variable]);
+    if (protocol !== undefined && !OTLP_PROTOCOLS.includes(protocol))
+      throw new Error(`${variable}="${protocol}" must be one of ${OTLP_PROTOCOLS.join(', ')}`);
+  }
+  const metricsPort = options.metricsPort;
   if (
     metricsPort !== undefined &&
     !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort < 65536)
   )
-    throw new Error(`metrics port "${options.metricsPort ?? portText}" must be an integer 0..65535`);
-  const ratioText = nonEmpty(env['SPA_TRACE_SAMPLE_RATIO']);
-  const sampleRatio =
-    options.sampleRatio ??
-    (ratioText === undefined ? (samplerRatio(env) ?? DEFAULT_SAMPLE_RATIO) : Number(ratioText));
+    throw new Error(`metrics port "${metricsPort}" must be an integer 0..65535`);
+  const endpointFor = (signal: 'TRACES' | 'METRICS') =>
+    otlpEndpoint ??
+    nonEmpty(env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]) ??
+    nonEmpty(env['OTEL_EXPORTER_OTLP_ENDPOINT']);
+  const tracesExporters = exporterList(env, 'traces', endpointFor('TRACES') !== undefined);
+  const metricsExporters = exporterList(env, 'metrics', endpointFor('METRICS') !== undefined);
+  if (metricsPort !== undefined && !metricsExporters.includes('prometheus'))
+    metricsExporters.push('prometheus');
+  const sampleRatio = options.sampleRatio ?? samplerRatio(env) ?? DEFAULT_SAMPLE_RATIO;
   if (!(sampleRatio >= 0 && sampleRatio <= 1))
-    throw new Error(`trace sample ratio "${options.sampleRatio ?? ratioText}" must be a number in 0..1`);
+    throw new Error(`trace sample ratio "${options.sampleRatio}" must be a number in 0..1`);
   const capText = nonEmpty(env['SPA_TRACE_MAX_PER_SECOND']);
   const maxTracesPerSecond =
     options.maxTracesPerSecond ?? (capText === undefined ? DEFAULT_MAX_TRACES_PER_SECOND : Number(capText));
@@ -238,30 +222,53 @@ export function resolveTelemetryOptions(options: TelemetryOptions): Resolved {
     throw new Error(
       `max traces per second "${options.maxTracesPerSecond ?? capText}" (SPA_TRACE_MAX_PER_SECOND) must be a number >= 0 (0: no cap)`,
     );
-  const stageSpans = options.stageSpans ?? flag(env, 'SPA_TRACE_STAGES');
-  const asyncContext = options.asyncContext ?? flag(env, 'SPA_OTEL_ASYNC_CONTEXT');
-  const { 'service.name': envResourceName, ...envResource } = parseResourceAttributes(env);
-  const serviceName = nonEmpty(env['OTEL_SERVICE_NAME']) ?? envResourceName ?? options.serviceName;
-  const logLevel = nonEmpty(env['OTEL_LOG_LEVEL']);
   const configured =
-    otlpEndpoint !== undefined ||
-    metricsPort !== undefined ||
+    tracesExporters.length > 0 ||
+    metricsExporters.length > 0 ||
     (options.spanProcessors?.length ?? 0) > 0 ||
     (options.metricReaders?.length ?? 0) > 0;
   const disabledByEnv = options.enabled === undefined && configured && flag(env, 'OTEL_SDK_DISABLED');
   return {
     enabled: options.enabled ?? (configured && !disabledByEnv),
     disabledByEnv,
-    serviceName,
-    resourceAttributes: { ...envResource, ...options.resourceAttributes },
-    ...(logLevel === undefined ? {} : { logLevel }),
+    serviceName: options.serviceName,
+    ...(options.serviceVersion === undefined ? {} : { serviceVersion: options.serviceVersion }),
+    resourceAttributes: { ...options.resourceAttributes },
     ...(otlpEndpoint === undefined ? {} : { otlpEndpoint: otlpEndpoint.replace(/\/+$/, '') }),
     ...(metricsPort === undefined ? {} : { metricsPort }),
+    tracesExporters,
+    metricsExporters,
     sampleRatio,
     maxTracesPerSecond,
-    stageSpans,
-    asyncContext,
+    stageSpans: options.stageSpans ?? flag(env, 'SPA_TRACE_STAGES'),
+    asyncContext: options.asyncContext ?? flag(env, 'SPA_OTEL_ASYNC_CONTEXT'),
   };
+}
+
+/**
+ * `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER` as a list of exporter names: `none` (alone)
+ * is the empty list; unset, `otlp` when an OTLP endpoint is configured, else the empty list
+ * (SPA's one departure from the specification's default `otlp`: telemetry stays off unless asked
+ * for). An unknown name throws, naming the variable and the allowed values.
+ */
+function exporterList(env: Environment, signal: 'traces' | 'metrics', hasEndpoint: boolean): string[] {
+  const variable = `OTEL_${signal.toUpperCase()}_EXPORTER`;
+  const names = [
+    ...new Set(
+      nonEmpty(env[variable])
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    ),
+  ];
+  if (names.length === 0) return hasEndpoint ? ['otlp'] : [];
+  const allowed: readonly string[] = EXPORTERS[signal];
+  for (const name of names)
+    if (!allowed.includes(name) && !(name === 'none' && names.length === 1))
+      throw new Error(
+        `${variable}="${env[variable]}": use ${[...allowed, 'none'].join(', ')} (a comma-separated list, or none alone)`,
+      );
+  return names.filter((name) => name !== 'none');
 }
 
 /** The OTEL_TRACES_SAMPLER values SPA reads, each as the fraction of episodes it traces. */
@@ -281,7 +288,7 @@ const SAMPLERS: Readonly<Record<string, 'ratio' | 0 | 1>> = {
  * (`always_on`, `traceidratio`, …) act as their `parentbased_` forms. Other samplers
  * (`jaeger_remote`, `xray`) and a bad argument throw.
  */
-export function samplerRatio(env: Readonly<Record<string, string | undefined>>): number | undefined {
+export function samplerRatio(env: Environment): number | undefined {
   const name = nonEmpty(env['OTEL_TRACES_SAMPLER'])?.toLowerCase();
   if (name === undefined) return undefined;
   const kind = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined;
@@ -297,21 +304,8 @@ export function samplerRatio(env: Readonly<Record<string, string | undefined>>):
   return ratio;
 }
 
-/** `OTEL_RESOURCE_ATTRIBUTES`: `key=value` pairs split by commas, percent-encoded; bad pairs throw. */
-function parseResourceAttributes(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
-  const text = nonEmpty(env['OTEL_RESOURCE_ATTRIBUTES']);
-  const attributes: Record<string, string> = {};
-  for (const pair of text?.split(',') ?? []) {
-    const at = pair.indexOf('=');
-    const key = at > 0 ? decodeURIComponent(pair.slice(0, at).trim()) : '';
-    if (key === '') throw new Error(`OTEL_RESOURCE_ATTRIBUTES: "${pair}" is not key=value`);
-    attributes[key] = decodeURIComponent(pair.slice(at + 1).trim());
-  }
-  return attributes;
-}
-
 /** A boolean env setting: 1/true/yes/on or 0/false/no/off (or unset: false); anything else throws. */
-function flag(env: Readonly<Record<string, string | undefined>>, name: string): boolean {
+function flag(env: Environment, name: string): boolean {
   const text = nonEmpty(env[name])?.toLowerCase();
   if (text === undefined || ['0', 'false', 'no', 'off'].includes(text)) return false;
   if (['1', 'true', 'yes', 'on'].includes(text)) return true;
@@ -325,63 +319,17 @@ function nonEmpty(value: string | undefined): string | undefined {
 /**
  * Starts telemetry for this process. Only one may run at a time (the OpenTelemetry API holds
  * process-global providers): starting a second one without shutting down the first throws.
+ * The Node SDK is imported here, on the first start, and only when telemetry is on.
  */
 export async function startTelemetry(options: TelemetryOptions): Promise<Telemetry> {
   if (running) throw new Error('telemetry is already running in this process: shut it down first');
   const settings = resolveTelemetryOptions(options);
   if (!settings.enabled) return disabledTelemetry();
-  const spanProcessors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
-  const metricReaders: IMetricReader[] = [...(options.metricReaders ?? [])];
-  if (settings.otlpEndpoint !== undefined) {
-    spanProcessors.push(
-      new BatchSpanProcessor(new OTLPTraceExporter({ url: `${settings.otlpEndpoint}/v1/traces` })),
-    );
-    metricReaders.push(
-      new PeriodicExportingMetricReader({
-        exporter: new OTLPMetricExporter({ url: `${settings.otlpEndpoint}/v1/metrics` }),
-        exportIntervalMillis: options.metricExportIntervalMs ?? 10_000,
-      }),
-    );
-  }
-  const scrape =
-    settings.metricsPort === undefined ? undefined : await startScrapeEndpoint(settings.metricsPort);
-  if (scrape) metricReaders.push(scrape.exporter);
-  // What NodeSDK.start() did with these options, without loading its other exporters: the
-  // resource (service name and attributes over the process and host detectors' ones), a context
-  // manager, the W3C propagator, and a provider per signal only when something consumes it.
-  if (settings.logLevel !== undefined)
-    diag.setLogger(new DiagConsoleLogger(), { logLevel: diagLogLevelFromString(settings.logLevel) });
-  const resource = detectResources({ detectors: [processDetector, hostDetector] }).merge(
-    resourceFromAttributes({
-      ...settings.resourceAttributes,
-      [ATTR_SERVICE_NAME]: settings.serviceName,
-      ...(options.serviceVersion === undefined ? {} : { [ATTR_SERVICE_VERSION]: options.serviceVersion }),
-    }),
-  );
-  // The synchronous manager by default; see the module doc for why not AsyncLocalStorage.
-  context.setGlobalContextManager(
-    (settings.asyncContext ? new AsyncLocalStorageContextManager() : new StackContextManager()).enable(),
-  );
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  const meterProvider =
-    metricReaders.length > 0 ? new MeterProvider({ resource, readers: metricReaders }) : undefined;
-  if (meterProvider) metrics.setGlobalMeterProvider(meterProvider);
-  const tracerProvider =
-    spanProcessors.length > 0
-      ? new TracerProvider({
-          resource,
-          spanProcessors,
-          // Episodes are sampled at their start (episodeSampleRatio); everything else follows its
-          // parent. A root span other than an episode's is kept unless the ratio is 0.
-          sampler: new ParentBasedSampler({
-            root: settings.sampleRatio === 0 ? new AlwaysOffSampler() : new AlwaysOnSampler(),
-          }),
-        })
-      : undefined;
-  if (tracerProvider) trace.setGlobalTracerProvider(tracerProvider);
+  const { startNodeSdk } = await import('./node-sdk.js');
+  const sdk = await startNodeSdk(settings, options);
   active = true;
   // Without a span processor (metrics only) spans would go nowhere: draw no episode at all.
-  episodeRatio = spanProcessors.length > 0 ? settings.sampleRatio : 0;
+  episodeRatio = sdk.tracing ? settings.sampleRatio : 0;
   traceBudget =
     settings.maxTracesPerSecond > 0
       ? new TraceBudget(settings.maxTracesPerSecond, performance.now())
@@ -389,9 +337,9 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
   stageSpansOn = settings.stageSpans;
   const telemetry: Telemetry = {
     enabled: true,
-    ...(scrape ? { metricsUrl: scrape.url } : {}),
+    ...(sdk.metricsUrl === undefined ? {} : { metricsUrl: sdk.metricsUrl }),
     metrics: resetSpaMetrics(),
-    flush: () => flushAll(spanProcessors, metricReaders),
+    flush: () => sdk.flush(),
     async shutdown() {
       if (running !== telemetry) return;
       running = undefined;
@@ -400,11 +348,9 @@ export async function startTelemetry(options: TelemetryOptions): Promise<Telemet
       traceBudget = undefined;
       stageSpansOn = false;
       try {
-        await Promise.all([tracerProvider?.shutdown(), meterProvider?.shutdown()]);
+        await sdk.shutdown();
       } finally {
-        if (settings.logLevel !== undefined) diag.disable();
-        await scrape?.close();
-        restoreNoopApi();
+        resetSpaMetrics();
       }
     },
   };
@@ -423,9 +369,7 @@ export async function withTelemetry<T>(
 ): Promise<T> {
   const telemetry = await startTelemetry(options);
   if (!telemetry.enabled && resolveTelemetryOptions(options).disabledByEnv)
-    process.stderr.write(
-      '[telemetry] off: OTEL_SDK_DISABLED=true (metrics port and OTLP endpoint ignored)\n',
-    );
+    process.stderr.write('[telemetry] off: OTEL_SDK_DISABLED=true (exporters and metrics port ignored)\n');
   if (telemetry.metricsUrl) process.stderr.write(`[telemetry] spa_* metrics at ${telemetry.metricsUrl}\n`);
   try {
     return await work(telemetry);
@@ -434,69 +378,11 @@ export async function withTelemetry<T>(
   }
 }
 
-async function flushAll(
-  processors: readonly SpanProcessor[],
-  readers: readonly IMetricReader[],
-): Promise<void> {
-  await Promise.all([...processors.map((p) => p.forceFlush()), ...readers.map((r) => r.forceFlush())]);
-}
-
-/** Drops the SDK's global registrations so the no-op API answers again (and a restart is possible). */
-function restoreNoopApi(): void {
-  trace.disable();
-  metrics.disable();
-  propagation.disable();
-  context.disable();
-  resetSpaMetrics();
-}
-
 function disabledTelemetry(): Telemetry {
   return {
     enabled: false,
     metrics: resetSpaMetrics(),
     flush: async () => {},
     shutdown: async () => {},
-  };
-}
-
-interface ScrapeEndpoint {
-  readonly exporter: PrometheusExporter;
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-/**
- * Serves the Prometheus exporter's text from our own `node:http` server on 127.0.0.1: the
- * exporter's built-in server cannot bind port 0 and only logs a bind failure, while this one
- * reports the port it got and fails `startTelemetry` with a clear message.
- */
-async function startScrapeEndpoint(port: number): Promise<ScrapeEndpoint> {
-  const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
-  const server: Server = createServer((request, response) => {
-    if (request.url?.split('?')[0] === '/metrics') exporter.getMetricsRequestHandler(request, response);
-    else response.writeHead(404, { 'content-type': 'text/plain' }).end('try /metrics\n');
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: Error) =>
-      reject(
-        new Error(
-          `cannot serve metrics on 127.0.0.1:${port}: ${error.message} (pick another --metrics-port)`,
-        ),
-      ),
-    );
-    server.listen({ host: '127.0.0.1', port }, resolve);
-  });
-  server.unref();
-  const address = server.address();
-  const bound = typeof address === 'object' && address !== null ? address.port : port;
-  diag.debug(`spa metrics at http://127.0.0.1:${bound}/metrics`);
-  return {
-    exporter,
-    url: `http://127.0.0.1:${bound}/metrics`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections(); // a scraper's keep-alive socket must not hold shutdown
-      }),
   };
 }

@@ -1,15 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tracedSink } from '../../streams/kafka/kafka-spans.js';
 import { episodeTraces, startEpisodeSpan } from '../../streams/telemetry/episode-spans.js';
 import { spaMetrics } from '../../streams/telemetry/metrics.js';
-import { startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';
+import { spaTracer, startTelemetry, type Telemetry } from '../../streams/telemetry/telemetry.js';
 import { startOtlpReceiver, type OtlpReceiver } from './harness.js';
 
 let telemetry: Telemetry | undefined;
 let receiver: OtlpReceiver | undefined;
+/** The SDK's Prometheus endpoint in the OTEL_METRICS_EXPORTER test: in this helper's port range (19950-19969). */
+const PROMETHEUS_PORT = 19951;
+
 afterEach(async () => {
+  vi.unstubAllEnvs();
+  vi.restoreAllMocks();
   await telemetry?.shutdown();
   await receiver?.close();
   telemetry = undefined;
@@ -19,7 +24,7 @@ afterEach(async () => {
 
 describe('Prometheus scrape endpoint', () => {
   it('serves spa_* metrics with units over real HTTP on 127.0.0.1', async () => {
-    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0, env: {} });
+    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0 });
     expect(telemetry.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     spaMetrics().envSteps.add(3, { env: 'sokoban' });
     const sokobanSteps = spaMetrics().envSteps.bind({ env: 'sokoban' }); // the same series
@@ -31,15 +36,17 @@ describe('Prometheus scrape endpoint', () => {
     expect(response.status).toBe(200);
     const text = await response.text();
     expect(text).toContain('# UNIT spa_env_steps_total {step}');
-    expect(text).toMatch(/^spa_env_steps_total\{env="sokoban"\} 7$/m);
-    expect(text).toMatch(/^spa_rejects_total\{reason="no-match",source="filterMalformed"\} 1$/m);
-    expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{le="0.5"\} 1$/m);
-    expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{le="0.1"\} 0$/m);
+    expect(text).toMatch(/^spa_env_steps_total\{env="sokoban",otel_scope_name="spa"\} 7$/m);
+    expect(text).toMatch(
+      /^spa_rejects_total\{reason="no-match",source="filterMalformed",otel_scope_name="spa"\} 1$/m,
+    );
+    expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{otel_scope_name="spa",le="0.5"\} 1$/m);
+    expect(text).toMatch(/^spa_wait_for_batch_seconds_bucket\{otel_scope_name="spa",le="0.1"\} 0$/m);
     expect((await fetch(telemetry.metricsUrl!.replace('/metrics', '/'))).status).toBe(404);
   });
 
   it('serves every spa_* series the Grafana dashboard queries', async () => {
-    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0, env: {} });
+    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: 0 });
     const m = spaMetrics();
     for (const counter of [
       m.envSteps,
@@ -92,24 +99,24 @@ describe('Prometheus scrape endpoint', () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen({ host: '127.0.0.1', port: 0 }, resolve));
     const port = (blocker.address() as { port: number }).port;
-    await expect(startTelemetry({ serviceName: 'spa-test', metricsPort: port, env: {} })).rejects.toThrow(
+    await expect(startTelemetry({ serviceName: 'spa-test', metricsPort: port })).rejects.toThrow(
       `cannot serve metrics on 127.0.0.1:${port}`,
     );
     await new Promise((resolve) => blocker.close(resolve));
-    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: port, env: {} });
+    telemetry = await startTelemetry({ serviceName: 'spa-test', metricsPort: port });
     expect(telemetry.metricsUrl).toBe(`http://127.0.0.1:${port}/metrics`);
     await telemetry.shutdown();
     await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow();
   });
 });
 
-describe('OTLP/HTTP export', () => {
+describe('OTLP export, configured by OTEL_EXPORTER_OTLP_*', () => {
   it('delivers episode and Kafka send spans of one trace, and spa_* metrics, to a real receiver', async () => {
     receiver = await startOtlpReceiver();
-    telemetry = await startTelemetry({
-      serviceName: 'spa-generator',
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, SPA_TRACE_SAMPLE_RATIO: '1' },
-    });
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.url);
+    vi.stubEnv('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json');
+    vi.stubEnv('OTEL_EXPORTER_OTLP_HEADERS', 'x-spa-key=s%3Dcret');
+    telemetry = await startTelemetry({ serviceName: 'spa-generator' });
     const episode = startEpisodeSpan({
       trajectoryId: 'r/t/b0/g0/m0',
       groupId: 'r/t/b0/g0',
@@ -147,5 +154,66 @@ describe('OTLP/HTTP export', () => {
     expect(sent[0]!.toString()).toBe(`00-${traceId}-${send.spanId}-01`);
     expect(send.attributes['messaging.system.name']).toBe('kafka');
     expect(receiver.metricNames).toContain('spa_env_steps_total');
+    expect(new Set(receiver.requests.map((r) => r.headers['x-spa-key']))).toEqual(new Set(['s=cret']));
+    expect(new Set(receiver.requests.map((r) => r.path))).toEqual(new Set(['/v1/traces', '/v1/metrics']));
+  });
+
+  it("speaks the specification's default protocol, http/protobuf, and --otlp-endpoint stands for the variable", async () => {
+    receiver = await startOtlpReceiver();
+    telemetry = await startTelemetry({ serviceName: 'spa-generator', otlpEndpoint: receiver.url });
+    spaTracer().startSpan('s').end();
+    await telemetry.flush().catch(() => {}); // the receiver refuses protobuf (415)
+    expect(receiver.requests.map((r) => [r.path, r.headers['content-type']])).toContainEqual([
+      '/v1/traces',
+      'application/x-protobuf',
+    ]);
+    expect(process.env['OTEL_EXPORTER_OTLP_ENDPOINT']).toBeUndefined(); // set only while the SDK was built
+  });
+
+  it('OTEL_TRACES_EXPORTER=none with an endpoint: metrics only, no episode drawn', async () => {
+    receiver = await startOtlpReceiver();
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.url);
+    vi.stubEnv('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json');
+    vi.stubEnv('OTEL_TRACES_EXPORTER', 'none');
+    telemetry = await startTelemetry({ serviceName: 'spa-generator' });
+    expect(startEpisodeSpan({ trajectoryId: 'x', groupId: 'g', env: 'sokoban', seed: 1 }).recording).toBe(
+      false,
+    );
+    spaMetrics().envSteps.add(1, { env: 'sokoban' });
+    await telemetry.flush();
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/v1/metrics']);
+  });
+});
+
+describe('console exporters', () => {
+  it('OTEL_TRACES_EXPORTER=console prints each span as it ends; OTEL_METRICS_EXPORTER=console the metrics', async () => {
+    vi.stubEnv('OTEL_TRACES_EXPORTER', 'console');
+    vi.stubEnv('OTEL_METRICS_EXPORTER', 'console');
+    const printed: unknown[] = [];
+    vi.spyOn(console, 'dir').mockImplementation((value: unknown) => void printed.push(value));
+    telemetry = await startTelemetry({ serviceName: 'spa-generator' });
+    const episode = startEpisodeSpan({ trajectoryId: 'r/t/b0/g0/m0', groupId: 'g', env: 'sokoban', seed: 1 });
+    episode.end({ success: true, turns: 0 });
+    await telemetry.flush(); // the span waits for the resource's asynchronous attributes (host.id)
+    expect(printed).toEqual([expect.objectContaining({ name: 'episode' })]);
+    spaMetrics().envSteps.add(2, { env: 'sokoban' });
+    await telemetry.flush();
+    expect(printed.slice(1)).toContainEqual(
+      expect.objectContaining({ descriptor: expect.objectContaining({ name: 'spa_env_steps_total' }) }),
+    );
+  });
+});
+
+describe('OTEL_METRICS_EXPORTER=prometheus', () => {
+  it("serves spa_* metrics on OTEL_EXPORTER_PROMETHEUS_HOST:_PORT, the SDK's own endpoint", async () => {
+    vi.stubEnv('OTEL_METRICS_EXPORTER', 'prometheus');
+    vi.stubEnv('OTEL_EXPORTER_PROMETHEUS_HOST', '127.0.0.1');
+    vi.stubEnv('OTEL_EXPORTER_PROMETHEUS_PORT', String(PROMETHEUS_PORT));
+    telemetry = await startTelemetry({ serviceName: 'spa-generator' });
+    expect(telemetry.metricsUrl).toBeUndefined(); // not SPA's --metrics-port endpoint
+    spaMetrics().records.add(5, { topic: 'sft' });
+    const text = await (await fetch(`http://127.0.0.1:${PROMETHEUS_PORT}/metrics`)).text();
+    expect(text).toMatch(/^spa_records_total\{[^}]*topic="sft"[^}]*\} 5$/m);
+    expect(text).toMatch(/^target_info\{[^}]*service_name="spa-generator"/m);
   });
 });

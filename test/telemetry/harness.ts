@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { AggregationTemporality, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
-import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { startTelemetry, type Telemetry, type TelemetryOptions } from '../../streams/telemetry/telemetry.js';
 
 /** A pull reader: `collect()` returns what the SDK has aggregated so far. */
@@ -40,8 +40,7 @@ export async function startInMemoryTelemetry(
   const telemetry = await startTelemetry({
     serviceName: 'spa-test',
     enabled: true,
-    env: {},
-    spanProcessors: [new SimpleSpanProcessor(spans)],
+    spanProcessors: [new SimpleSpanProcessor({ exporter: spans })],
     metricReaders: [reader],
     sampleRatio: 1,
     maxTracesPerSecond: 0, // the ratio alone, unless a test asks for the cap
@@ -86,6 +85,8 @@ export interface OtlpReceiver {
   readonly url: string;
   readonly spans: ReceivedSpan[];
   readonly metricNames: Set<string>;
+  /** Every request's path and headers (lower-case names), in arrival order. */
+  readonly requests: { path: string; headers: Readonly<Record<string, string | undefined>> }[];
   /** Resolves once `predicate` holds for the received spans (polls; rejects after `timeoutMs`). */
   waitFor(predicate: (spans: readonly ReceivedSpan[]) => boolean, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
@@ -141,10 +142,15 @@ function spansOfRequest(body: unknown): ReceivedSpan[] {
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const metricNames = new Set<string>();
+  const requests: OtlpReceiver['requests'] = [];
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
+      requests.push({
+        path: request.url ?? '',
+        headers: request.headers as Record<string, string | undefined>,
+      });
       if (request.method !== 'POST' || !String(request.headers['content-type']).includes('json')) {
         response.writeHead(415).end('OTLP/JSON only');
         return;
@@ -163,6 +169,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${port}`,
     spans,
     metricNames,
+    requests,
     async waitFor(predicate, timeoutMs = 10_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(spans)) {

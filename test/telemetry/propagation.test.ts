@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeSpaHeaders, encodeSpaHeaders } from '../../streams/kafka/headers.js';
 import {
   contextFromTraceparent,
@@ -13,6 +13,7 @@ import { startInMemoryTelemetry, type InMemoryTelemetry } from './harness.js';
 
 let running: InMemoryTelemetry | undefined;
 afterEach(async () => {
+  vi.unstubAllEnvs();
   await running?.telemetry.shutdown();
   running = undefined;
 });
@@ -49,5 +50,38 @@ describe('W3C traceparent in Kafka headers', () => {
     const headers = injectTraceHeaders(context, { other: Buffer.from('x') });
     expect(headers['other']!.toString()).toBe('x');
     expect(headers['traceparent']!.toString()).toBe(traceparent);
+  });
+});
+
+describe('OTEL_PROPAGATORS, read by the Node SDK', () => {
+  /** The headers a traced record gets while telemetry runs with `propagators` (unset: the default). */
+  async function headersWith(propagators?: string) {
+    if (propagators !== undefined) vi.stubEnv('OTEL_PROPAGATORS', propagators);
+    running = await startInMemoryTelemetry();
+    const span = spaTracer().startSpan('producer');
+    const headers = injectTraceHeaders(trace.setSpan(ROOT_CONTEXT, span));
+    span.end();
+    await running.telemetry.shutdown();
+    return { headers, traceId: span.spanContext().traceId };
+  }
+
+  it('adds the headers of the propagators it names beside traceparent, which SPA always writes', async () => {
+    expect(Object.keys((await headersWith()).headers)).toEqual(['traceparent']);
+    const b3 = await headersWith('b3');
+    expect(Object.keys(b3.headers).sort()).toEqual(['b3', 'traceparent']);
+    expect(b3.headers['b3']!.toString()).toMatch(new RegExp(`^${b3.traceId}-[0-9a-f]{16}-1$`));
+    const jaeger = await headersWith('tracecontext,jaeger');
+    expect(Object.keys(jaeger.headers).sort()).toEqual(['traceparent', 'uber-trace-id']);
+    expect(Object.keys((await headersWith('none')).headers)).toEqual(['traceparent']);
+  });
+
+  it("continues a record that carries only another propagator's context", async () => {
+    vi.stubEnv('OTEL_PROPAGATORS', 'b3');
+    running = await startInMemoryTelemetry();
+    const traceId = 'ab'.repeat(16);
+    const remote = spanContextFromHeaders({});
+    expect(remote).toBeUndefined();
+    const context = extractTraceContext({ b3: Buffer.from(`${traceId}-${'cd'.repeat(8)}-1`) });
+    expect(trace.getSpanContext(context)).toMatchObject({ traceId, isRemote: true });
   });
 });

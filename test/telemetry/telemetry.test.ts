@@ -1,6 +1,6 @@
 import { metrics, SpanStatusCode, trace } from '@opentelemetry/api';
 import { concat, lastValueFrom, map, merge, of, share, Subject, throwError, toArray } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
 import { toRollout } from '../../operators/to-rollout.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
@@ -69,68 +69,102 @@ function instrumentedRollouts() {
 }
 
 describe('resolveTelemetryOptions', () => {
-  it('is off unless something is configured, and options win over env', () => {
-    expect(resolveTelemetryOptions({ serviceName: 's', env: {} }).enabled).toBe(false);
-    const fromEnv = resolveTelemetryOptions({
-      serviceName: 's',
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/', SPA_METRICS_PORT: '9464' },
-    });
-    expect(fromEnv).toEqual({
+  const resolve = (env: Record<string, string>, options: Partial<TelemetryOptions> = {}) =>
+    resolveTelemetryOptions({ serviceName: 'spa-generator', ...options }, env);
+
+  it('is off unless an exporter is asked for; an OTLP endpoint alone means otlp for both signals', () => {
+    expect(resolve({}).enabled).toBe(false);
+    expect(resolve({ OTEL_TRACES_EXPORTER: 'none', OTEL_METRICS_EXPORTER: 'none' }).enabled).toBe(false);
+    expect(resolve({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/' })).toEqual({
       enabled: true,
       disabledByEnv: false,
-      serviceName: 's',
+      serviceName: 'spa-generator',
       resourceAttributes: {},
-      otlpEndpoint: 'http://127.0.0.1:4318',
-      metricsPort: 9464,
+      tracesExporters: ['otlp'],
+      metricsExporters: ['otlp'],
       sampleRatio: DEFAULT_SAMPLE_RATIO,
       maxTracesPerSecond: DEFAULT_MAX_TRACES_PER_SECOND,
       stageSpans: false,
       asyncContext: false,
     });
-    const options = resolveTelemetryOptions({
-      serviceName: 's',
-      metricsPort: 0,
-      sampleRatio: 0.25,
-      env: { SPA_METRICS_PORT: '9464', SPA_TRACE_SAMPLE_RATIO: '1', SPA_TRACE_STAGES: 'yes' },
+    expect(resolve({ OTEL_TRACES_EXPORTER: 'console' })).toMatchObject({
+      enabled: true,
+      tracesExporters: ['console'],
+      metricsExporters: [],
     });
-    expect(options).toMatchObject({ metricsPort: 0, sampleRatio: 0.25, stageSpans: true });
+    expect(resolve({ OTEL_METRICS_EXPORTER: 'prometheus' })).toMatchObject({
+      enabled: true,
+      tracesExporters: [],
+      metricsExporters: ['prometheus'],
+    });
+    // A per-signal endpoint turns on its own signal only.
+    expect(resolve({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://c:4318/v1/traces' })).toMatchObject({
+      tracesExporters: ['otlp'],
+      metricsExporters: [],
+    });
+  });
+
+  it('flags stand for variables: --otlp-endpoint for the endpoint, --metrics-port adds prometheus', () => {
+    expect(resolve({ OTEL_METRICS_EXPORTER: 'console' }, { metricsPort: 0 })).toMatchObject({
+      metricsPort: 0,
+      metricsExporters: ['console', 'prometheus'],
+      tracesExporters: [],
+    });
+    expect(
+      resolve(
+        { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' },
+        { otlpEndpoint: 'http://127.0.0.1:4318/' },
+      ),
+    ).toMatchObject({ otlpEndpoint: 'http://127.0.0.1:4318', tracesExporters: ['otlp'] });
+    expect(resolve({ OTEL_TRACES_EXPORTER: 'console,otlp,console' }).tracesExporters).toEqual([
+      'console',
+      'otlp',
+    ]);
+    expect(resolve({ SPA_TRACE_STAGES: 'yes' }, { sampleRatio: 0.25 })).toMatchObject({
+      sampleRatio: 0.25,
+      stageSpans: true,
+    });
   });
 
   it('names the bad input', () => {
-    const bad = (env: Record<string, string>) => () => resolveTelemetryOptions({ serviceName: 's', env });
-    expect(bad({ SPA_METRICS_PORT: '70000' })).toThrow(/metrics port "70000"/);
-    expect(bad({ SPA_TRACE_SAMPLE_RATIO: '2' })).toThrow(/sample ratio "2"/);
-    expect(bad({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toThrow(/must be an http/);
+    const bad =
+      (env: Record<string, string>, options: Partial<TelemetryOptions> = {}) =>
+      () =>
+        resolve(env, options);
+    expect(bad({}, { metricsPort: 70000 })).toThrow(/metrics port "70000"/);
+    expect(bad({}, { sampleRatio: 2 })).toThrow(/sample ratio "2"/);
+    expect(bad({ OTEL_EXPORTER_OTLP_ENDPOINT: 'localhost:4318' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT "localhost:4318" must be an http/,
+    );
+    expect(bad({}, { otlpEndpoint: 'collector' })).toThrow(/--otlp-endpoint "collector" must be an http/);
     expect(bad({ SPA_TRACE_STAGES: 'maybe' })).toThrow(/SPA_TRACE_STAGES="maybe" must be 1\/true/);
+    expect(bad({ OTEL_TRACES_EXPORTER: 'jaeger' })).toThrow(
+      /OTEL_TRACES_EXPORTER="jaeger": use otlp, console, zipkin, none/,
+    );
+    expect(bad({ OTEL_METRICS_EXPORTER: 'otlp,none' })).toThrow(/OTEL_METRICS_EXPORTER="otlp,none"/);
+    expect(bad({ OTEL_EXPORTER_OTLP_PROTOCOL: 'http' })).toThrow(
+      /OTEL_EXPORTER_OTLP_PROTOCOL="http" must be one of http\/protobuf, http\/json, grpc/,
+    );
   });
-});
 
-describe('standard OTEL_* settings beside the SPA_* ones', () => {
-  const resolve = (env: Record<string, string>, options: Partial<TelemetryOptions> = {}) =>
-    resolveTelemetryOptions({ serviceName: 'spa-generator', env, ...options });
-
-  it('sample ratio: option, then SPA_TRACE_SAMPLE_RATIO, then OTEL_TRACES_SAMPLER(+_ARG), then 0.05', () => {
+  it('sample ratio: option, then OTEL_TRACES_SAMPLER(+_ARG), then every episode (the standard default)', () => {
     const otel = { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' };
-    expect(resolve({}).sampleRatio).toBe(DEFAULT_SAMPLE_RATIO);
+    expect(DEFAULT_SAMPLE_RATIO).toBe(1);
+    expect(resolve({}).sampleRatio).toBe(1);
     expect(resolve(otel).sampleRatio).toBe(0.25);
-    expect(resolve({ ...otel, SPA_TRACE_SAMPLE_RATIO: '0.5' }).sampleRatio).toBe(0.5);
-    expect(resolve({ ...otel, SPA_TRACE_SAMPLE_RATIO: '0.5' }, { sampleRatio: 0.75 }).sampleRatio).toBe(0.75);
+    expect(resolve(otel, { sampleRatio: 0.75 }).sampleRatio).toBe(0.75);
     // The argument alone selects nothing: the sampler is what names a ratio.
     expect(resolve({ OTEL_TRACES_SAMPLER_ARG: '0.25' }).sampleRatio).toBe(DEFAULT_SAMPLE_RATIO);
   });
 
   it('traces per second: option, then SPA_TRACE_MAX_PER_SECOND, then the default; bad values name the setting', () => {
-    const resolve = (env: Record<string, string>, maxTracesPerSecond?: number) =>
-      resolveTelemetryOptions({
-        serviceName: 's',
-        env,
-        ...(maxTracesPerSecond === undefined ? {} : { maxTracesPerSecond }),
-      }).maxTracesPerSecond;
-    expect(resolve({})).toBe(DEFAULT_MAX_TRACES_PER_SECOND);
-    expect(resolve({ SPA_TRACE_MAX_PER_SECOND: '0' })).toBe(0);
-    expect(resolve({ SPA_TRACE_MAX_PER_SECOND: '2.5' }, 7)).toBe(7);
-    expect(() => resolve({ SPA_TRACE_MAX_PER_SECOND: 'lots' })).toThrow(/SPA_TRACE_MAX_PER_SECOND.*>= 0/);
-    expect(() => resolve({}, -1)).toThrow(/"-1"/);
+    const cap = (env: Record<string, string>, maxTracesPerSecond?: number) =>
+      resolve(env, maxTracesPerSecond === undefined ? {} : { maxTracesPerSecond }).maxTracesPerSecond;
+    expect(cap({})).toBe(DEFAULT_MAX_TRACES_PER_SECOND);
+    expect(cap({ SPA_TRACE_MAX_PER_SECOND: '0' })).toBe(0);
+    expect(cap({ SPA_TRACE_MAX_PER_SECOND: '2.5' }, 7)).toBe(7);
+    expect(() => cap({ SPA_TRACE_MAX_PER_SECOND: 'lots' })).toThrow(/SPA_TRACE_MAX_PER_SECOND.*>= 0/);
+    expect(() => cap({}, -1)).toThrow(/"-1"/);
   });
 
   it('the trace budget allows a burst of its capacity, then refills at its rate', () => {
@@ -162,56 +196,65 @@ describe('standard OTEL_* settings beside the SPA_* ones', () => {
     );
   });
 
-  it('OTEL_SDK_DISABLED=true turns off an endpoint or port from env or options, unless enabled: true', () => {
+  it('OTEL_SDK_DISABLED=true turns off exporters from env or flags, unless enabled: true', () => {
     const off = { OTEL_SDK_DISABLED: 'true', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
     expect(resolve(off)).toMatchObject({ enabled: false, disabledByEnv: true });
     expect(resolve({ OTEL_SDK_DISABLED: 'true' }, { metricsPort: 0 })).toMatchObject({ enabled: false });
+    expect(resolve({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'console' }).enabled).toBe(false);
     expect(resolve(off, { enabled: true })).toMatchObject({ enabled: true, disabledByEnv: false });
     expect(resolve({ ...off, OTEL_SDK_DISABLED: 'false' })).toMatchObject({ enabled: true });
     expect(resolve({ OTEL_SDK_DISABLED: 'true' })).toMatchObject({ enabled: false, disabledByEnv: false });
     expect(() => resolve({ ...off, OTEL_SDK_DISABLED: 'maybe' })).toThrow(/OTEL_SDK_DISABLED="maybe"/);
   });
+});
 
-  it('endpoint: option over OTEL_EXPORTER_OTLP_ENDPOINT', () => {
-    const env = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
-    expect(resolve(env).otlpEndpoint).toBe('http://collector:4318');
-    expect(resolve(env, { otlpEndpoint: 'http://127.0.0.1:4318/' }).otlpEndpoint).toBe(
-      'http://127.0.0.1:4318',
-    );
-  });
+describe('the Node SDK reads the standard variables', () => {
+  afterEach(() => vi.unstubAllEnvs());
 
-  it('service name: OTEL_SERVICE_NAME, then service.name in OTEL_RESOURCE_ATTRIBUTES, then the built-in name', () => {
-    const attributes = {
-      OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attrs,deployment.environment.name=lab%2C1',
-    };
-    expect(resolve({}).serviceName).toBe('spa-generator');
-    expect(resolve(attributes)).toMatchObject({
-      serviceName: 'from-attrs',
-      resourceAttributes: { 'deployment.environment.name': 'lab,1' },
-    });
-    expect(resolve({ ...attributes, OTEL_SERVICE_NAME: 'gen-7' }).serviceName).toBe('gen-7');
-    // Options' resource attributes are added over the environment's.
-    const options = { resourceAttributes: { 'deployment.environment.name': 'ci' } };
-    expect(resolve(attributes, options).resourceAttributes).toEqual({ 'deployment.environment.name': 'ci' });
-    expect(() => resolve({ OTEL_RESOURCE_ATTRIBUTES: 'oops' })).toThrow(/"oops" is not key=value/);
-  });
-
-  it('started telemetry puts the resolved service name and attributes on its spans', async () => {
-    running = await startInMemoryTelemetry({
-      env: { OTEL_SERVICE_NAME: 'gen-7', OTEL_RESOURCE_ATTRIBUTES: 'spa.site=lab' },
-    });
+  it('OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES go over the built-in name and SPA attributes', async () => {
+    vi.stubEnv('OTEL_RESOURCE_ATTRIBUTES', 'service.name=from-attrs,spa.site=lab%2C1');
+    running = await startInMemoryTelemetry({ resourceAttributes: { 'spa.run_id': 'r1' } });
     trace.getTracer('t').startSpan('s').end();
-    const [span] = await running.finished();
-    expect(span?.resource.attributes).toMatchObject({ 'service.name': 'gen-7', 'spa.site': 'lab' });
+    const [fromAttributes] = await running.finished();
+    expect(fromAttributes?.resource.attributes).toMatchObject({
+      'service.name': 'from-attrs',
+      'spa.site': 'lab,1',
+      'spa.run_id': 'r1',
+    });
+    await running.telemetry.shutdown();
+    vi.stubEnv('OTEL_SERVICE_NAME', 'gen-7');
+    running = await startInMemoryTelemetry();
+    trace.getTracer('t').startSpan('s').end();
+    const [named] = await running.finished();
+    expect(named?.resource.attributes['service.name']).toBe('gen-7');
+    await running.telemetry.shutdown();
+    vi.unstubAllEnvs();
+    running = await startInMemoryTelemetry();
+    trace.getTracer('t').startSpan('s').end();
+    const [builtIn] = await running.finished();
+    expect(builtIn?.resource.attributes['service.name']).toBe('spa-test');
+  });
+
+  it('OTEL_TRACES_SAMPLER(+_ARG) decides which episodes are traced', async () => {
+    const attributes = { trajectoryId: 'r/t/b0/g0/m0', groupId: 'g', env: 'sokoban', seed: 1 };
+    vi.stubEnv('OTEL_TRACES_SAMPLER', 'parentbased_traceidratio');
+    vi.stubEnv('OTEL_TRACES_SAMPLER_ARG', '0');
+    running = await startInMemoryTelemetry({ sampleRatio: undefined });
+    expect(startEpisodeSpan(attributes).recording).toBe(false);
+    await running.telemetry.shutdown();
+    vi.stubEnv('OTEL_TRACES_SAMPLER', 'always_on');
+    running = await startInMemoryTelemetry({ sampleRatio: undefined });
+    expect(startEpisodeSpan(attributes).recording).toBe(true);
   });
 
   it('an OTEL_SDK_DISABLED run reports why on stderr and records nothing', async () => {
+    vi.stubEnv('OTEL_SDK_DISABLED', 'true');
     const errors: string[] = [];
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = ((text: string) => (errors.push(text), true)) as typeof process.stderr.write;
     try {
       const enabled = await withTelemetry(
-        { serviceName: 's', metricsPort: 0, env: { OTEL_SDK_DISABLED: 'true' } },
+        { serviceName: 's', metricsPort: 0 },
         async (telemetry) => telemetry.enabled,
       );
       expect(enabled).toBe(false);
@@ -255,7 +298,7 @@ describe('EpisodeTraceRegistry', () => {
 
 describe('telemetry off', () => {
   it('uses the no-op API: nothing recorded, nothing registered', async () => {
-    const telemetry = await startTelemetry({ serviceName: 'spa-test', env: {} });
+    const telemetry = await startTelemetry({ serviceName: 'spa-test' });
     expect(telemetry.enabled).toBe(false);
     expect(telemetryActive()).toBe(false);
     expect(trace.getTracer('x').startSpan('s').isRecording()).toBe(false);

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { lastValueFrom, map, toArray } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { envFactory } from '../../envs/registry.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
 import { toTrajectory } from '../../operators/to-trajectory.js';
@@ -38,17 +38,18 @@ let telemetry: Telemetry;
 
 beforeAll(async () => {
   receiver = await startOtlpReceiver();
+  vi.stubEnv('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json'); // the receiver reads OTLP/JSON
   telemetry = await startTelemetry({
     serviceName: 'spa-generator',
     otlpEndpoint: receiver.url,
     sampleRatio: 1,
-    env: {},
   });
   brokers = (await startTestBroker('otel', ports)).brokers;
 }, 240_000);
 
 afterAll(async () => {
   await telemetry?.shutdown();
+  vi.unstubAllEnvs();
   await receiver?.close();
   await stopTestBroker('otel', ports);
 });
