@@ -164,7 +164,7 @@ export function warmupModeParts(mode: WarmupMode): { prompt: PromptMode; respons
   return mode === 'base-wm' ? { prompt: 'base', response: 'wm' } : { prompt: mode, response: mode };
 }
 
-/** Models the trainer builds locally from random weights (spa_trainer.tiny_model.TINY_MODELS). */
+/** Models the trainer builds locally from random weights (spa_trainer.models.tiny.TINY_MODELS). */
 export const TINY_MODELS: readonly string[] = ['tiny', 'tiny-cells', 'tiny-local'];
 
 /** Tokens of the oracle's one-action world-model turn (`Shortest plan: Down.`) in the tiny models' tokenizers. */

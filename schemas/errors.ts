@@ -7,7 +7,7 @@ import rejectReasons from './reject-reasons.json' with { type: 'json' };
 
 /**
  * Why a record was dead-lettered (Rejected.reason): a code of schemas/reject-reasons.json, the one
- * list the pipeline and the trainer share (trainer/spa_trainer/reject_reasons.py reads it too).
+ * list the pipeline and the trainer share (trainer/spa_trainer/data/reject_reasons.py reads it too).
  */
 export type RejectReason = keyof typeof rejectReasons;
 

@@ -58,7 +58,7 @@ interface CheckOptions {
   out: string;
 }
 
-/** The scores `spa_trainer.learning_check` writes to `<arm>/metrics.json`. */
+/** The scores `spa_trainer.experiments.learning_check` writes to `<arm>/metrics.json`. */
 interface Scores {
   rows: number;
   exact_match: number;
@@ -216,7 +216,7 @@ async function trainArm(o: CheckOptions, arm: Arm, train: string, heldout: strin
     ...['--probe-every', String(o.probeEvery), '--threads', String(o.threads), '--seed', String(o.seed)],
   ];
   const python = trainerPython();
-  await runTrainerModule(python, 'spa_trainer.learning_check', args, { label: arm }).done;
+  await runTrainerModule(python, 'spa_trainer.experiments.learning_check', args, { label: arm }).done;
   return JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8')) as ArmMetrics;
 }
 
@@ -265,7 +265,7 @@ async function main(argv: string[]): Promise<void> {
       Number,
       0.5,
     )
-    .option('--size <name>', 'model size in spa_trainer.learning_check.MODEL_SIZES', 'tiny-cells')
+    .option('--size <name>', 'model size in spa_trainer.experiments.learning_check.MODEL_SIZES', 'tiny-cells')
     .option('--epochs <n>', 'epochs over each arm', Number, 1)
     .option('--lr <lr>', 'peak learning rate', '5e-3')
     .option('--batch-size <n>', 'rows per optimizer step', Number, 16)

@@ -14,8 +14,8 @@ import sys
 import time
 from datetime import datetime
 
-from spa_trainer.kafka_source import KafkaLog
-from spa_trainer.rollout_source import RolloutSource
+from spa_trainer.data.rollouts import RolloutSource
+from spa_trainer.kafka.client import KafkaLog
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

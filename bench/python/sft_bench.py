@@ -67,14 +67,14 @@ def steady_tokens_per_s(ends: list[float], tokens: list[int], warmup: int) -> fl
 
 def spa_order(rows: int, seed: int) -> list[int]:
     """The order spa's sampler visits `rows` rows in epoch 0 (spa_trainer.sft_data.epoch_order)."""
-    from spa_trainer.sft_data import epoch_order
+    from spa_trainer.sft.sampler import epoch_order
 
     return epoch_order(rows, seed, 0)
 
 
 def read_rows(path: str, count: int):
     """The first `count` SftRows of a JSONL file (the same reader spa's `jsonl:` input uses)."""
-    from spa_trainer.sources import open_source
+    from spa_trainer.topics.sources import open_source
 
     source = open_source(f"jsonl:{path}")
     rows = [s.row for s in source.read({}, source.end_offsets())][:count]
@@ -92,9 +92,9 @@ def write_subset(rows_path: str, count: int, out: Path) -> Path:
 
 def run_spa(a: argparse.Namespace) -> Side:
     """spa_trainer.sft on the rows, timed by its step hook."""
-    from spa_trainer.masking import encode_faithful
-    from spa_trainer.models import load_tokenizer, resolve_model_dir
-    from spa_trainer.sft import SftConfig, run_sft
+    from spa_trainer.sft.masking import encode_faithful
+    from spa_trainer.models.load import load_tokenizer, resolve_model_dir
+    from spa_trainer.sft.train import SftConfig, run_sft
 
     count = a.steps * a.batch_size
     read_rows(a.rows, count)  # fails, naming the file, when it holds fewer rows than the run trains
@@ -137,7 +137,7 @@ def trl_dataset(tokenizer: Any, rows: list[Any], order: list[int]) -> list[dict[
     """TRL prompt-completion rows (plain text, not conversational) in `order`: the prompt and
     target texts spa's paper-faithful encoder trains on (spa_trainer.masking.faithful_texts), so
     TRL's completion-only loss covers the same tokens."""
-    from spa_trainer.masking import faithful_texts
+    from spa_trainer.sft.masking import faithful_texts
 
     pairs = [faithful_texts(tokenizer, rows[i]) for i in order]
     return [{"prompt": prompt, "completion": completion} for prompt, completion in pairs]
@@ -145,7 +145,7 @@ def trl_dataset(tokenizer: Any, rows: list[Any], order: list[int]) -> list[dict[
 
 def same_tokens(prepared: Any, tokenizer: Any, rows: list[Any], order: list[int], max_length: int) -> int:
     """How many of TRL's prepared rows have exactly spa's input ids and labels."""
-    from spa_trainer.masking import encode_faithful
+    from spa_trainer.sft.masking import encode_faithful
 
     same = 0
     for k, i in enumerate(order):
@@ -167,7 +167,7 @@ def run_trl(a: argparse.Namespace) -> Side:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
 
-    from spa_trainer.models import load_tokenizer, resolve_model_dir
+    from spa_trainer.models.load import load_tokenizer, resolve_model_dir
 
     if a.batch_size % a.micro_batch:
         raise ValueError(f"--micro-batch {a.micro_batch} must divide --batch-size {a.batch_size}")

@@ -9,7 +9,7 @@ import { TINY_MODELS } from '../../loop/configs.js';
 
 /**
  * Throws a {@link UsageError} unless `model` is a tiny model's name or a folder the trainer loads
- * (spa_trainer.models.resolve_model_dir): a Hugging Face folder with config.json, a trainer
+ * (spa_trainer.models.load.resolve_model_dir): a Hugging Face folder with config.json, a trainer
  * checkpoint (its `model/config.json`) or a trainer run folder (its `checkpoints/latest`).
  */
 export function checkModel(model: string): void {

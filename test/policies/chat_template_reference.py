@@ -15,7 +15,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer
 
-from spa_trainer.tiny_model import tiny_model_dir
+from spa_trainer.models.tiny import tiny_model_dir
 
 HEADERS_TEMPLATE = (
     "{{- bos_token }}"

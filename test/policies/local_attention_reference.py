@@ -20,7 +20,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from spa_trainer.export import export_policy
-from spa_trainer.tiny_model import TINY_MODELS, tiny_model_dir
+from spa_trainer.models.tiny import TINY_MODELS, tiny_model_dir
 
 
 def build(out: Path) -> dict[str, object]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 
-from spa_trainer.tiny_model import tiny_model_dir
+from spa_trainer.models.tiny import tiny_model_dir
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from spa_trainer import spa_text
-from spa_trainer.data import SftRow
-from spa_trainer.tiny_corpus import SOKOBAN_ACTIONS, _prefix, _turn
+from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.models import spa_text
+from spa_trainer.models.tiny_corpus import SOKOBAN_ACTIONS, _prefix, _turn
 
 S0 = (
     "######\n#O####\n#__###\n#X_###\n#_P_##\n######\n"

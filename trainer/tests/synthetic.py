@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from spa_trainer import spa_text
-from spa_trainer.tiny_corpus import SOKOBAN_ACTIONS, _prefix, _puzzle_rows, _turn, sokoban_sentence
+from spa_trainer.models import spa_text
+from spa_trainer.models.tiny_corpus import SOKOBAN_ACTIONS, _prefix, _puzzle_rows, _turn, sokoban_sentence
 
 
 def sokoban_rows(count: int) -> list[dict[str, object]]:

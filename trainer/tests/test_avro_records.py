@@ -12,7 +12,7 @@ import pytest
 from fastavro import json_reader
 from fastavro.schema import fingerprint
 
-from spa_trainer.avro_records import (
+from spa_trainer.data.avro import (
     SCHEMA_DIR,
     FrameDecodeError,
     RecordEncodeError,

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, get_cosine_schedule_with_warmup
 
-from spa_trainer.checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from spa_trainer.training.checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
 
 
 def _setup(tiny_dir: Path):

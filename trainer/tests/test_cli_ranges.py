@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from spa_trainer import export, learning_check, plan_probe, ppo_service, sft
+from spa_trainer import export
+from spa_trainer.experiments import learning_check, plan_probe
+from spa_trainer.ppo import service as ppo_service
+from spa_trainer.sft import train as sft
 
 TRAINER = Path(__file__).resolve().parents[1]
 

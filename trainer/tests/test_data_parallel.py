@@ -224,7 +224,7 @@ def kafka_reference(cluster: str, tmp_path_factory: pytest.TempPathFactory) -> I
     """An SFT topic (3 partitions, 3 replicas) on the cluster, trained uninterrupted in one
     process and on 2 ranks."""
     ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv")
-    from spa_trainer.avro_records import spa_schemas
+    from spa_trainer.data.avro import spa_schemas
 
     from .kafka_topics import topic_factory
 

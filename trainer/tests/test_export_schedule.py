@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from spa_trainer.avro_records import SCHEMA_DIR
-from spa_trainer.ppo import PpoConfig
-from spa_trainer.ppo_service import ServiceConfig, export_due, run_service
+from spa_trainer.data.avro import SCHEMA_DIR
+from spa_trainer.ppo.service import ServiceConfig, export_due, run_service
+from spa_trainer.ppo.step import PpoConfig
 
 from .ppo_rollouts import rollout
 

@@ -14,13 +14,13 @@ import pytest
 
 ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv")
 
-from spa_trainer.avro_records import spa_schemas
-from spa_trainer.checkpoint import latest_checkpoint
+from spa_trainer.data.avro import spa_schemas
 from spa_trainer.export import export_policy
-from spa_trainer.kafka_source import default_brokers
-from spa_trainer.policy_publish import policy_update_from_manifest, publish_policy_update
-from spa_trainer.sft import SftConfig, run_sft
-from spa_trainer.sources import open_source
+from spa_trainer.kafka.client import default_brokers
+from spa_trainer.sft.train import SftConfig, run_sft
+from spa_trainer.topics.policy_updates import policy_update_from_manifest, publish_policy_update
+from spa_trainer.topics.sources import open_source
+from spa_trainer.training.checkpoint import latest_checkpoint
 
 from .kafka_topics import topic_factory
 from .synthetic import sokoban_rows

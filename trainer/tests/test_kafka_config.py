@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spa_trainer.kafka_config import (
+from spa_trainer.kafka.connection import (
     KafkaSettings,
     Sasl,
     describe_client_error,
@@ -207,7 +207,7 @@ def test_a_tls_file_librdkafka_cannot_use_names_its_variable() -> None:
 def test_a_client_reports_through_the_error_callback(monkeypatch: pytest.MonkeyPatch) -> None:
     """librdkafka's error callback reaches `check_topic`: a closed port is 'cannot reach', quickly."""
     pytest.importorskip("confluent_kafka")
-    from spa_trainer.kafka_source import KafkaLog
+    from spa_trainer.kafka.client import KafkaLog
 
     for name in ("KAFKA_SASL_MECHANISM", "KAFKA_SSL", "KAFKA_SSL_CA_LOCATION"):
         monkeypatch.delenv(name, raising=False)

@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
-from spa_trainer.data import SftRow
-from spa_trainer.masking import (
+from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.sft.masking import (
     IGNORE_INDEX,
     OBS_PLACEHOLDER,
     PRED_PLACEHOLDER,
@@ -20,7 +20,7 @@ from spa_trainer.masking import (
     released_texts,
     strip_leading_think,
 )
-from spa_trainer.sft import SftConfig, make_encoder
+from spa_trainer.sft.train import SftConfig, make_encoder
 
 from .spa_rows import S1, S2, row, row_dict
 
@@ -97,7 +97,7 @@ def test_a_row_flagged_mask_transitions_masks_both_states(tiny_tokenizer: PreTra
 
 
 def test_learning_check_masks_a_flagged_row_like_the_trainer(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
-    from spa_trainer.learning_check import encode_all
+    from spa_trainer.experiments.learning_check import encode_all
 
     flagged = SftRow.from_dict({**row_dict(2), "mask_transitions": True})
     [batched] = encode_all(tiny_tokenizer, [flagged], 2048)

@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from spa_trainer.data import SftRow
-from spa_trainer.plan_probe import probe, read_rows
+from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.experiments.plan_probe import probe, read_rows
 
 from .synthetic import sokoban_rows
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from spa_trainer.ppo import PpoConfig, add_advantages, init_ppo, ppo_step, token_log_probs
-from spa_trainer.ppo_batch import build_batch
-from spa_trainer.ppo_math import LOSS_AGGS, LossAgg, MaskMode, policy_loss, turn_indicators
-from spa_trainer.value_head import critic_from_actor
+from spa_trainer.ppo.batch import build_batch
+from spa_trainer.ppo.critic import critic_from_actor
+from spa_trainer.ppo.functional import LOSS_AGGS, LossAgg, MaskMode, policy_loss, turn_indicators
+from spa_trainer.ppo.step import PpoConfig, add_advantages, init_ppo, ppo_step, token_log_probs
 
 from .ppo_rollouts import rollout
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from spa_trainer.ppo_batch import build_batch, filter_groups, staleness_histogram, total_score
-from spa_trainer.ppo_math import MaskMode
+from spa_trainer.ppo.batch import build_batch, filter_groups, staleness_histogram, total_score
+from spa_trainer.ppo.functional import MaskMode
 
 from .ppo_rollouts import USER_2, rollout
 

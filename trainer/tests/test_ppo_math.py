@@ -8,7 +8,7 @@ from typing import cast
 import pytest
 import torch
 
-from spa_trainer.ppo_math import (
+from spa_trainer.ppo.functional import (
     MaskMode,
     dual_clip_token_losses,
     entropy_from_logits,

@@ -11,13 +11,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from spa_trainer.avro_records import SCHEMA_DIR, spa_schemas
-from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.models import resolve_model_dir
-from spa_trainer.ppo import PpoConfig
-from spa_trainer.ppo_service import InputExhausted, ServiceConfig, parse_args, run_service
-from spa_trainer.rollout_groups import GroupBuffer, pending_item, pending_line
-from spa_trainer.rollout_source import SourcedRollout, check_rollout, decode_rollout, sourced
+from spa_trainer.data.avro import SCHEMA_DIR, spa_schemas
+from spa_trainer.data.rollouts import SourcedRollout, check_rollout, decode_rollout, sourced
+from spa_trainer.models.load import resolve_model_dir
+from spa_trainer.ppo.groups import GroupBuffer, pending_item, pending_line
+from spa_trainer.ppo.service import InputExhausted, ServiceConfig, parse_args, run_service
+from spa_trainer.ppo.step import PpoConfig
+from spa_trainer.training.checkpoint import latest_checkpoint
 
 from .ppo_rollouts import rollout
 
@@ -171,7 +171,7 @@ def test_crash_and_resume_train_every_record_once_as_an_uninterrupted_run(tmp_pa
 def test_a_crash_between_checkpoint_and_export_is_finished_on_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import spa_trainer.ppo_service as service
+    from spa_trainer.ppo import service
 
     data = _write(tmp_path / "rollouts.jsonl", [json.dumps(r) for r in _interleaved(2)])
     cfg = _config(tmp_path, data, steps=1, export_every=1)
@@ -297,7 +297,7 @@ def test_context_window_sets_the_prompt_budget_of_turn_rows(capsys: pytest.Captu
 
 
 def test_policy_update_headers_use_the_ts_names() -> None:
-    from spa_trainer.policy_publish import encode_policy_update, policy_update_headers
+    from spa_trainer.topics.policy_updates import encode_policy_update, policy_update_headers
 
     record = {"version": 7, "uri": "/a", "sha256": "0" * 64, "stage": "ppo", "step": 3, "model": "tiny",
               "format": "onnx", "created_at": 0}  # fmt: skip

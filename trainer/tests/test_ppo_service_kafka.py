@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from spa_trainer.avro_records import spa_schemas
-from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.kafka_source import KafkaLog, default_brokers
-from spa_trainer.ppo import PpoConfig
-from spa_trainer.ppo_service import ServiceConfig, run_service
-from spa_trainer.rollout_groups import pending_item
-from spa_trainer.rollout_source import SourcedRollout
+from spa_trainer.data.avro import spa_schemas
+from spa_trainer.data.rollouts import SourcedRollout
+from spa_trainer.kafka.client import KafkaLog, default_brokers
+from spa_trainer.ppo.groups import pending_item
+from spa_trainer.ppo.service import ServiceConfig, run_service
+from spa_trainer.ppo.step import PpoConfig
+from spa_trainer.training.checkpoint import latest_checkpoint
 
 from .kafka_topics import topic_factory
 from .ppo_rollouts import rollout

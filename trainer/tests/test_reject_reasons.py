@@ -10,12 +10,12 @@ from typing import cast, get_args
 
 import pytest
 
-from spa_trainer.avro_records import FrameErrorCode, spa_schemas
-from spa_trainer.data import BadRow, RowSource
-from spa_trainer.dead_letters import JsonlDeadLetters, rejected_record
-from spa_trainer.records import ConsumedRecord, Headers, Offsets, RecordLog
-from spa_trainer.reject_reasons import REJECT_REASONS_FILE, RejectReason, reject_reasons
-from spa_trainer.rollout_source import SourcedRollout, sourced
+from spa_trainer.data.avro import FrameErrorCode, spa_schemas
+from spa_trainer.data.records import ConsumedRecord, Headers, Offsets, RecordLog
+from spa_trainer.data.reject_reasons import REJECT_REASONS_FILE, RejectReason, reject_reasons
+from spa_trainer.data.rollouts import SourcedRollout, sourced
+from spa_trainer.data.sft_rows import BadRow, RowSource
+from spa_trainer.topics.dead_letters import JsonlDeadLetters, rejected_record
 
 from .ppo_rollouts import rollout
 from .synthetic import sokoban_rows

@@ -11,12 +11,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.data import SftRow, SourcedRow
-from spa_trainer.masking import OBS_PLACEHOLDER
-from spa_trainer.sft import SftConfig, run_sft
-from spa_trainer.sft_data import epoch_order, is_held_out, read_range
-from spa_trainer.sources import open_source
+from spa_trainer.data.sft_rows import SftRow, SourcedRow
+from spa_trainer.sft.masking import OBS_PLACEHOLDER
+from spa_trainer.sft.sampler import epoch_order, is_held_out, read_range
+from spa_trainer.sft.train import SftConfig, run_sft
+from spa_trainer.topics.sources import open_source
+from spa_trainer.training.checkpoint import latest_checkpoint
 
 from .synthetic import sokoban_rows, write_jsonl
 
@@ -267,7 +267,7 @@ def test_progress_is_a_line_every_log_every_steps(tmp_path: Path, capsys: pytest
 def test_cli_errors_are_one_line_and_bad_rows_can_be_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from spa_trainer.sft import main
+    from spa_trainer.sft.train import main
 
     missing = ["--model", "tiny", "--input", f"jsonl:{tmp_path / 'none.jsonl'}", "--out", str(tmp_path / "a")]
     assert main(missing) == 2

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from transformers import PreTrainedTokenizerBase
 
-from spa_trainer.masking import encode_faithful
+from spa_trainer.sft.masking import encode_faithful
 from tests.spa_rows import row
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "python" / "sft_bench.py"

@@ -8,9 +8,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
-from spa_trainer.data import SftRow
-from spa_trainer.masking import encode_faithful, faithful_texts, prediction_spans
-from spa_trainer.sft_metrics import next_state_exact_match
+from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.sft.masking import encode_faithful, faithful_texts, prediction_spans
+from spa_trainer.sft.metrics import next_state_exact_match
 
 from .synthetic import sokoban_rows
 

@@ -13,9 +13,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from spa_trainer.data import SftRow
-from spa_trainer.masking import encode_faithful, faithful_texts, observation_spans
-from spa_trainer.sft_metrics import (
+from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.models.tiny import TINY_MODELS, tiny_model_dir
+from spa_trainer.sft.masking import encode_faithful, faithful_texts, observation_spans
+from spa_trainer.sft.metrics import (
     ACTION_WORDS,
     action_choice_tokens,
     action_distributions,
@@ -26,7 +27,6 @@ from spa_trainer.sft_metrics import (
     observation_copy,
     thought_action,
 )
-from spa_trainer.tiny_model import TINY_MODELS, tiny_model_dir
 
 from .spa_rows import S0, S1, row, row_dict
 from .synthetic import sokoban_rows

@@ -21,12 +21,12 @@ import torch
 from safetensors.torch import load_file
 from transformers import PreTrainedTokenizerBase
 
-from spa_trainer import sft
-from spa_trainer.checkpoint import latest_checkpoint
-from spa_trainer.data import SftRow
-from spa_trainer.masking import Example
-from spa_trainer.models import load_policy
-from spa_trainer.sft import Encoded, SftConfig, make_encoder, row_losses, run_sft
+from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.models.load import load_policy
+from spa_trainer.sft import train as sft
+from spa_trainer.sft.masking import Example
+from spa_trainer.sft.train import Encoded, SftConfig, make_encoder, row_losses, run_sft
+from spa_trainer.training.checkpoint import latest_checkpoint
 
 from .synthetic import sokoban_rows, write_jsonl
 

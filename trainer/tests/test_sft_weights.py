@@ -13,7 +13,8 @@ import pytest
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from spa_trainer.masking import (
+from spa_trainer.models.load import load_policy
+from spa_trainer.sft.masking import (
     IGNORE_INDEX,
     Example,
     encode_faithful,
@@ -22,9 +23,8 @@ from spa_trainer.masking import (
     observation_spans,
     prediction_spans,
 )
-from spa_trainer.models import load_policy
-from spa_trainer.sft import Encoded, SftConfig, make_encoder, parse_args, row_losses, run_sft
-from spa_trainer.sft_metrics import validation_loss
+from spa_trainer.sft.metrics import validation_loss
+from spa_trainer.sft.train import Encoded, SftConfig, make_encoder, parse_args, row_losses, run_sft
 
 from .spa_rows import S1, S2, row
 from .synthetic import sokoban_rows, write_jsonl

@@ -18,8 +18,8 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from spa_trainer.export import KvCacheLM, kv_shape, sliding_window
-from spa_trainer.models import generate
-from spa_trainer.tiny_model import TINY_MODELS, TinySpec, attention_config, spec_fields, tiny_model_dir
+from spa_trainer.models.load import generate
+from spa_trainer.models.tiny import TINY_MODELS, TinySpec, attention_config, spec_fields, tiny_model_dir
 
 WINDOW = 48
 

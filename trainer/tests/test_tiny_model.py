@@ -9,13 +9,13 @@ from pathlib import Path
 
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
-from spa_trainer.qwen_template import SPA_TAG_TOKENS
-from spa_trainer.tiny_model import TinySpec, train_tiny_tokenizer
+from spa_trainer.models.qwen_template import SPA_TAG_TOKENS
+from spa_trainer.models.tiny import TinySpec, train_tiny_tokenizer
 
 from .spa_rows import RESPONSE_1, S2, USER_1
 
 _HASH = (
-    "from spa_trainer.tiny_model import train_tiny_tokenizer as t; import hashlib; "
+    "from spa_trainer.models.tiny import train_tiny_tokenizer as t; import hashlib; "
     "print(hashlib.sha256(t().to_str().encode()).hexdigest())"
 )
 
@@ -88,7 +88,7 @@ def test_the_ts_tests_render_the_tiny_models_chat_template() -> None:
     """test/protocol/conversation.test.ts renders SPA's prompts with a copy of this template."""
     from pathlib import Path
 
-    from spa_trainer.qwen_template import QWEN25_CHAT_TEMPLATE
+    from spa_trainer.models.qwen_template import QWEN25_CHAT_TEMPLATE
 
     copy = Path(__file__).resolve().parents[2] / "test/protocol/fixtures/qwen2.5-instruct.chat_template.jinja"
     assert copy.read_text(encoding="utf-8") == QWEN25_CHAT_TEMPLATE

@@ -35,7 +35,7 @@ from fastavro.validation import validate
 
 from .reject_reasons import RecordRejected
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "schemas"
 """The repository's schema directory (trainer/spa_trainer/ → repo root → schemas/)."""
 
 SINGLE_OBJECT_MAGIC = b"\xc3\x01"

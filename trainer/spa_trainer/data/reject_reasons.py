@@ -39,7 +39,7 @@ RejectReason = Literal[
     "incomplete-group",
 ]
 
-REJECT_REASONS_FILE = Path(__file__).resolve().parents[2] / "schemas" / "reject-reasons.json"
+REJECT_REASONS_FILE = Path(__file__).resolve().parents[3] / "schemas" / "reject-reasons.json"
 """The shared list (trainer/spa_trainer/ → repo root → schemas/)."""
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .avro_records import decode_value
+from .avro import decode_value
 from .records import POLICY_VERSION_HEADER, Headers, Offsets, RecordLog, check_spa_headers
 from .reject_reasons import RecordRejected
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .avro_records import decode_value
+from .avro import decode_value
 from .records import ConsumedRecord, Headers, Offsets, RecordLog, check_spa_headers
 from .reject_reasons import RecordRejected, RejectReason
 

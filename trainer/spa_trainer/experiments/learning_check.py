@@ -34,10 +34,12 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from .cli_errors import EPOCHS_MAX, ROWS_MAX, SEED_MAX, STEPS_MAX, THREADS_MAX, TOKENS_MAX, float_arg, int_arg
-from .data import SftRow
-from .json_files import dumps
-from .masking import (
+from ..cli.errors import EPOCHS_MAX, ROWS_MAX, SEED_MAX, STEPS_MAX, THREADS_MAX, TOKENS_MAX, float_arg, int_arg
+from ..data.sft_rows import SftRow
+from ..json_files import dumps
+from ..models.load import generate, load_policy, pad_token_id
+from ..models.tiny import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
+from ..sft.masking import (
     IGNORE_INDEX,
     Example,
     faithful_texts,
@@ -46,10 +48,8 @@ from .masking import (
     prediction_spans,
     tokens_in_spans,
 )
-from .models import generate, load_policy, pad_token_id
-from .sft_metrics import next_state_exact_match
-from .sources import open_source
-from .tiny_model import DEFAULT_SPEC, TINY_MODELS, TinySpec, tiny_model_dir
+from ..sft.metrics import next_state_exact_match
+from ..topics.sources import open_source
 
 _SMALL = TinySpec(hidden_size=128, intermediate_size=512, num_hidden_layers=4, num_attention_heads=4)
 MODEL_SIZES: dict[str, TinySpec] = {
@@ -398,7 +398,9 @@ def run_check(cfg: CheckConfig) -> dict[str, object]:
 def parse_args(argv: list[str]) -> CheckConfig:
     """CLI flags → CheckConfig."""
     d = CheckConfig(arm="", train="", heldout="", out="")
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.learning_check", description=(__doc__ or "").split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m spa_trainer.experiments.learning_check", description=(__doc__ or "").split("\n")[0]
+    )
     p.add_argument("--arm", required=True, help="name of the arm (gt, self-belief, ...), for logs and the table")
     p.add_argument("--train", required=True, help="JSONL of SftRow to train on")
     p.add_argument("--heldout", required=True, help="JSONL of ground-truth SftRow to evaluate on")

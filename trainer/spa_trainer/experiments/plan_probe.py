@@ -26,10 +26,10 @@ from dataclasses import asdict, dataclass
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .cli_errors import ROWS_MAX, TOKENS_MAX, int_arg
-from .data import SftRow
-from .masking import faithful_texts
-from .models import load_policy
+from ..cli.errors import ROWS_MAX, TOKENS_MAX, int_arg
+from ..data.sft_rows import SftRow
+from ..models.load import load_policy
+from ..sft.masking import faithful_texts
 
 ACTIONS = ("Up", "Down", "Left", "Right")
 PLAN = "Shortest plan:"
@@ -89,7 +89,9 @@ def read_rows(path: str, limit: int) -> list[SftRow]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.plan_probe", description=(__doc__ or "").split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m spa_trainer.experiments.plan_probe", description=(__doc__ or "").split("\n\n")[0]
+    )
     p.add_argument("--model", required=True, help="'tiny-cells', a HF folder or a trainer run folder")
     p.add_argument("--rows", required=True, help="JSON Lines of SftRows (or spa tap --json envelopes)")
     int_arg(p, "--limit", 1, ROWS_MAX, default=400, help="first-turn rows probed")

@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from .kafka_config import (
+from ..data.records import ConsumedRecord, Offsets
+from .connection import (
     LOCAL_BROKERS,
     describe_client_error,
     describe_connect_failure,
@@ -31,7 +32,6 @@ from .kafka_config import (
     librdkafka_config,
     settings_from_env,
 )
-from .records import ConsumedRecord, Offsets
 
 try:
     import confluent_kafka as ck

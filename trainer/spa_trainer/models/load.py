@@ -12,8 +12,8 @@ from typing import Any, cast
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from .checkpoint import latest_checkpoint
-from .tiny_model import TINY_MODELS, tiny_model_dir
+from ..training.checkpoint import latest_checkpoint
+from .tiny import TINY_MODELS, tiny_model_dir
 
 
 def pick_device() -> torch.device:

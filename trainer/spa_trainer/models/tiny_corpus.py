@@ -19,8 +19,8 @@ FROZENLAKE_ACTIONS = ("Left", "Down", "Right", "Up")
 
 
 def repo_root() -> Path:
-    """The repository root (this file lives in `trainer/spa_trainer/`)."""
-    return Path(__file__).resolve().parents[2]
+    """The repository root (this file lives in `trainer/spa_trainer/models/`)."""
+    return Path(__file__).resolve().parents[3]
 
 
 def _cells(grid: str, symbols: str) -> list[tuple[int, int]]:

@@ -18,8 +18,8 @@ from typing import Any
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from .models import pad_token_id
-from .ppo_math import MaskMode, loss_mask, score_tensor, select_groups_by_std, turn_indicators
+from ..models.load import pad_token_id
+from .functional import MaskMode, loss_mask, score_tensor, select_groups_by_std, turn_indicators
 
 IM_START = "<|im_start|>"
 THINK_OPEN = "<think>"

@@ -27,12 +27,19 @@ from typing import Any
 from safetensors.torch import load_model, save_model
 from transformers import PreTrainedTokenizerBase
 
-from .checkpoint import TrainerState, read_optimizer, restore_rng, write_atomic_checkpoint, write_optimizer, write_rng
-from .json_files import dumps, write_json
-from .ppo import PpoState
-from .records import Offsets
-from .rollout_groups import pending_item, pending_line
-from .rollout_source import SourcedRollout
+from ..data.records import Offsets
+from ..data.rollouts import SourcedRollout
+from ..json_files import dumps, write_json
+from ..training.checkpoint import (
+    TrainerState,
+    read_optimizer,
+    restore_rng,
+    write_atomic_checkpoint,
+    write_optimizer,
+    write_rng,
+)
+from .groups import pending_item, pending_line
+from .step import PpoState
 
 
 @dataclass

@@ -13,8 +13,8 @@ import json
 from collections import OrderedDict
 from collections.abc import Iterable
 
-from .reject_reasons import RejectReason
-from .rollout_source import SourcedRollout
+from ..data.reject_reasons import RejectReason
+from ..data.rollouts import SourcedRollout
 
 
 class GroupBuffer:

@@ -38,8 +38,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
-from .checkpoint import latest_checkpoint
-from .cli_errors import (
+from ..cli.errors import (
     BATCHES_MAX,
     EPOCHS_MAX,
     GROUP_SIZE_MAX,
@@ -56,15 +55,18 @@ from .cli_errors import (
     float_arg,
     int_arg,
 )
-from .data_parallel import Ranks, from_main, join_ranks, leave, single
-from .dead_letters import DeadLetters, open_dead_letters
-from .export import export_policy, next_version
-from .json_files import dumps
-from .models import load_policy, resolve_model_dir
-from .otlp import OtlpJsonTracer, tracer_from_env
-from .ppo import PpoConfig, PpoState, init_ppo, ppo_step
-from .ppo_batch import Rollout
-from .ppo_checkpoint import (
+from ..data.records import Offsets
+from ..data.rollouts import RolloutSource, SourcedRollout
+from ..export import export_policy, next_version
+from ..json_files import dumps
+from ..models.load import load_policy, resolve_model_dir
+from ..otlp import OtlpJsonTracer, tracer_from_env
+from ..topics.dead_letters import DeadLetters, open_dead_letters
+from ..topics.sources import open_rollout_source
+from ..training.checkpoint import latest_checkpoint
+from ..training.data_parallel import Ranks, from_main, join_ranks, leave, single
+from .batch import Rollout
+from .checkpoint import (
     Progress,
     read_pending,
     read_progress,
@@ -73,11 +75,9 @@ from .ppo_checkpoint import (
     write_ppo_checkpoint,
     write_progress_file,
 )
-from .ppo_math import AdvEstimator, LossAgg, MaskMode
-from .records import Offsets
-from .rollout_groups import GroupBuffer
-from .rollout_source import RolloutSource, SourcedRollout
-from .sources import open_rollout_source
+from .functional import AdvEstimator, LossAgg, MaskMode
+from .groups import GroupBuffer
+from .step import PpoConfig, PpoState, init_ppo, ppo_step
 
 
 @dataclass
@@ -184,7 +184,7 @@ def _open_io(cfg: ServiceConfig, out: Path, start: Offsets) -> tuple[RolloutSour
         default_dlq = "kafka:spa.dlq" if cfg.input.startswith("kafka:") else f"jsonl:{out / 'dlq.jsonl'}"
         dead_letters = open_dead_letters(cfg.dlq or default_dlq, brokers=cfg.brokers)
         if cfg.publish:
-            from .kafka_source import require_topic
+            from ..kafka.client import require_topic
 
             require_topic(cfg.publish, cfg.brokers)
     except BaseException:
@@ -281,7 +281,7 @@ def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
 def export_and_publish(svc: Service, checkpoint: Path) -> Path:
     """ONNX artifact `<export-root>/v<version>/` of the checkpoint's actor, then a PolicyUpdate.
     Idempotent, so a restart after a crash between checkpoint and publish simply redoes it."""
-    from .policy_publish import policy_update_from_manifest, publish_policy_update
+    from ..topics.policy_updates import policy_update_from_manifest, publish_policy_update
 
     version, step = svc.progress.version, svc.progress.exported_step
     root = Path(svc.cfg.export_root)
@@ -559,7 +559,3 @@ def main(argv: list[str]) -> int:
                      "rejected": progress.rejected, "out": cfg.out}))  # fmt: skip
 
     return exit_code("ppo", serve, also=(InputExhausted,))
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
-from .ppo_batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
-from .ppo_math import (
+from ..training.data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
+from .batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
+from .critic import ValueModel, critic_from_actor, response_values
+from .functional import (
     AdvEstimator,
     LossAgg,
     MaskMode,
@@ -38,7 +39,6 @@ from .ppo_math import (
     value_loss,
     weighted_mean,
 )
-from .value_head import ValueModel, critic_from_actor, response_values
 
 
 @dataclass(frozen=True)

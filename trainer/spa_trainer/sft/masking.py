@@ -32,7 +32,7 @@ from typing import Literal
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .data import SftRow
+from ..data.sft_rows import SftRow
 
 IGNORE_INDEX = -100
 OBS_PLACEHOLDER = "<obs_content>"

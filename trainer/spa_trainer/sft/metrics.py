@@ -38,7 +38,8 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .data import SftRow
+from ..data.sft_rows import SftRow
+from ..models.load import generate
 from .masking import (
     IGNORE_INDEX,
     Example,
@@ -49,7 +50,6 @@ from .masking import (
     tokens_in_spans,
     weighted_token_mean,
 )
-from .models import generate
 
 ACTION_WORDS = ("Up", "Down", "Left", "Right")
 """The action vocabulary of Sokoban and FrozenLake (the same four words), probed by `action_probe`."""

@@ -18,8 +18,8 @@ from typing import TypeVar
 
 import torch
 
-from .data import RowSource, SftRow, SourcedRow
-from .records import Offsets
+from ..data.records import Offsets
+from ..data.sft_rows import RowSource, SftRow, SourcedRow
 
 T = TypeVar("T")
 

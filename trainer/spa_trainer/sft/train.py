@@ -34,10 +34,25 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from .checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from .cli_errors import EPOCHS_MAX, ROWS_MAX, SEED_MAX, STEPS_MAX, TOKENS_MAX, WEIGHT_MAX, exit_code, float_arg, int_arg
-from .data import BadRow, RowSource, SftRow, SourcedRow
-from .data_parallel import (
+from ..cli.errors import (
+    EPOCHS_MAX,
+    ROWS_MAX,
+    SEED_MAX,
+    STEPS_MAX,
+    TOKENS_MAX,
+    WEIGHT_MAX,
+    exit_code,
+    float_arg,
+    int_arg,
+)
+from ..data.sft_rows import BadRow, RowSource, SftRow, SourcedRow
+from ..json_files import dumps, write_json
+from ..models.load import load_policy
+from ..otlp import OtlpJsonTracer, tracer_from_env
+from ..topics.dead_letters import DeadLetters, open_dead_letters
+from ..topics.sources import open_source
+from ..training.checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from ..training.data_parallel import (
     Ranks,
     accumulating,
     data_parallel,
@@ -50,8 +65,6 @@ from .data_parallel import (
     single,
     sum_over_ranks,
 )
-from .dead_letters import DeadLetters, open_dead_letters
-from .json_files import dumps, write_json
 from .masking import (
     IGNORE_INDEX,
     OBS_PLACEHOLDER,
@@ -62,11 +75,8 @@ from .masking import (
     encode_released,
     weighted_token_mean,
 )
-from .models import load_policy
-from .otlp import OtlpJsonTracer, tracer_from_env
-from .sft_data import read_range, remaining_batches
-from .sft_metrics import evaluate
-from .sources import open_source
+from .metrics import evaluate
+from .sampler import read_range, remaining_batches
 
 
 @dataclass
@@ -506,7 +516,7 @@ def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int, ear
     """Export the final SFT policy to ONNX (and announce it on `publish_topic` if set). A re-run of
     a finished SFT reuses the artifact it exported then, and announces it only if that run did not
     (the same weights never become a second policy version)."""
-    from .export import export_policy
+    from ..export import export_policy
 
     before = earlier.get("artifact")
     if before and Path(before).is_dir() and Path(before).parent.resolve() == Path(cfg.export_dir or "").resolve():
@@ -520,7 +530,7 @@ def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int, ear
         artifact = export_policy(checkpoint_dir / "model", Path(cfg.export_dir or ""), "sft", step, cfg.model)
         print(f"[sft] exported {artifact}", flush=True)
     if cfg.publish_topic:
-        from .policy_publish import policy_update_from_manifest, publish_policy_update
+        from ..topics.policy_updates import policy_update_from_manifest, publish_policy_update
 
         publish_policy_update(policy_update_from_manifest(artifact), cfg.publish_topic, cfg.brokers)
         print(f"[sft] published {artifact.name} to {cfg.publish_topic}", flush=True)
@@ -647,7 +657,3 @@ def main(argv: list[str]) -> int:
     line and exit 2. Anything else is a bug and keeps its traceback."""
     cfg = parse_args(argv)
     return exit_code("sft", lambda: run_sft(cfg))
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from .avro_records import SINGLE_OBJECT_MAGIC, spa_schemas
-from .records import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER, Headers
-from .reject_reasons import REJECT_REASONS_FILE, reject_reasons
+from ..data.avro import SINGLE_OBJECT_MAGIC, spa_schemas
+from ..data.records import SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER, Headers
+from ..data.reject_reasons import REJECT_REASONS_FILE, reject_reasons
 
 
 class Rejection(Protocol):
@@ -104,7 +104,7 @@ class KafkaDeadLetters:
     """Rejections produced to a topic (idempotent producer, acks=all), key = the original key."""
 
     def __init__(self, topic: str, brokers: str | None) -> None:
-        from .kafka_source import KafkaSink  # optional dependency: confluent-kafka
+        from ..kafka.client import KafkaSink  # optional dependency: confluent-kafka
 
         self.sink = KafkaSink(topic, brokers)
 

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .avro_records import spa_schemas
-from .records import POLICY_VERSION_HEADER, SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER
+from ..data.avro import spa_schemas
+from ..data.records import POLICY_VERSION_HEADER, SCHEMA_FINGERPRINT_HEADER, TRACEPARENT_HEADER
 
 POLICY_KEY = b"policy"
 # W3C traceparent, checked as streams/kafka/headers.ts checks it
@@ -62,7 +62,7 @@ def publish_policy_update(
     record: dict[str, Any], topic: str = "spa.policy", brokers: str | None = None, traceparent: str | None = None
 ) -> None:
     """Produce the record (idempotent producer, acks=all) and wait until the broker has it."""
-    from .kafka_source import KafkaSink  # optional dependency: confluent-kafka
+    from ..kafka.client import KafkaSink  # optional dependency: confluent-kafka
 
     sink = KafkaSink(topic, brokers)
     sink.produce(POLICY_KEY, encode_policy_update(record), policy_update_headers(record, traceparent))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .data import RowSource
-from .records import JsonlLog, Offsets, RecordLog
-from .rollout_source import RolloutSource
+from ..data.records import JsonlLog, Offsets, RecordLog
+from ..data.rollouts import RolloutSource
+from ..data.sft_rows import RowSource
 
 
 def open_log(
@@ -24,7 +24,7 @@ def open_log(
     if kind == "jsonl" and target:
         return JsonlLog(Path(target), missing)
     if kind == "kafka" and target:
-        from .kafka_source import KafkaLog  # optional dependency: confluent-kafka
+        from ..kafka.client import KafkaLog  # optional dependency: confluent-kafka
 
         return KafkaLog(target, brokers, group_id=group_id, hint=hint)
     raise ValueError(f"input {spec!r}: expected jsonl:<path> or kafka:<topic>")

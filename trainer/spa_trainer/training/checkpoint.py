@@ -31,8 +31,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from .json_files import dumps
-from .records import Offsets
+from ..data.records import Offsets
+from ..json_files import dumps
 
 
 @dataclass

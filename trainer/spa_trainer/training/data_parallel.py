@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from .models import pick_device
+from ..models.load import pick_device
 
 T = TypeVar("T")
 

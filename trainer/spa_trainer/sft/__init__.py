@@ -1,0 +1,1 @@
+"""World-model SFT (docs/spa-sft.md): `python -m spa_trainer.sft`."""
