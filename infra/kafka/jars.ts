@@ -41,9 +41,13 @@ export function jarsDir(version = kafkaVersion()): string {
   return join(kafkaInfraDir, 'dist', 'libs', version);
 }
 
-/** The stamp's content: the pom and the version it was provisioned for. */
+/**
+ * The stamp's content: the pom, less the pinned default (moving it leaves other releases' folders
+ * valid), and the version the folder was provisioned for.
+ */
 function pomDigest(version: string): string {
-  return createHash('sha256').update(readFileSync(pomPath)).update(`\0${version}`).digest('hex');
+  const pom = readFileSync(pomPath, 'utf8').replace(/<kafka\.version>[^<]*<\/kafka\.version>/, '');
+  return createHash('sha256').update(pom).update(`\0${version}`).digest('hex');
 }
 
 /** True when `version`'s folder was provisioned from the current pom.xml. */

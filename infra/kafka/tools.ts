@@ -6,14 +6,14 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { kafkaClasspath, kafkaInfraDir, kafkaVersion } from './jars.js';
 
-/** Main classes of the tools in Apache Kafka 3.9 (what bin/kafka-*.sh would run). */
+/** Main classes of the tools in Apache Kafka 4.x (what bin/kafka-*.sh would run). */
 const kafkaToolClasses = {
   /** kafka-storage.sh */
   storage: 'kafka.tools.StorageTool',
   /** kafka-topics.sh */
   topics: 'org.apache.kafka.tools.TopicCommand',
-  /** kafka-configs.sh (e.g. SCRAM users on a running cluster) */
-  configs: 'kafka.admin.ConfigCommand',
+  /** kafka-configs.sh (e.g. SCRAM users on a running cluster); 3.x had it in kafka.admin. */
+  configs: 'org.apache.kafka.tools.ConfigCommand',
   /** kafka-producer-perf-test.sh */
   producerPerf: 'org.apache.kafka.tools.ProducerPerformance',
   /** kafka-consumer-perf-test.sh */
@@ -59,9 +59,12 @@ export async function runKafkaTool(
   args: readonly string[],
   options: { timeoutMs?: number; logsDir?: string; kafkaVersion?: string } = {},
 ): Promise<ToolResult> {
-  const classpath = await kafkaClasspath((line) => console.error(line), kafkaVersion(options.kafkaVersion));
+  const version = kafkaVersion(options.kafkaVersion);
+  const classpath = await kafkaClasspath((line) => console.error(line), version);
   const logsDir = options.logsDir ?? join(kafkaInfraDir, 'data', 'tools');
-  const argv = [...jvmFlags(logsDir, '-Xmx256m'), '-cp', classpath, kafkaToolClasses[tool], ...args];
+  const main =
+    tool === 'configs' && version.startsWith('3.') ? 'kafka.admin.ConfigCommand' : kafkaToolClasses[tool];
+  const argv = [...jvmFlags(logsDir, '-Xmx256m'), '-cp', classpath, main, ...args];
   return new Promise((resolve, reject) => {
     const child = spawn(javaExecutable(), argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
