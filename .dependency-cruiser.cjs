@@ -1,5 +1,5 @@
 /**
- * Import rules of the TypeScript layers (README.md#architecture), checked by `npm run lint:deps`.
+ * Import rules of the TypeScript layers (docs/architecture.md#imports), checked by `npm run lint:deps`.
  *
  *                     ┌─ policies ◄──┐            ┌─ web ◄──┐
  *   envs ◄─ schemas ◄─┼─ operators ◄─┼─ streams ◄─┤         ├─ cli   (bench, scripts, test: anything)

@@ -65,7 +65,7 @@ function parseArgs(args: readonly string[]): Options {
   const o = {
     models: ['tiny-cells'] as readonly string[],
     steps: 24,
-    batchSize: 4, // spa run's SFT batch (README: "SFT steps of 4 rows, 512-token window")
+    batchSize: 4, // spa run's SFT batch (sftBatchSize in loop/configs.ts)
     maxLength: 512,
     lr: 1e-4,
     rounds: 3,

@@ -16,7 +16,7 @@ export interface LoopConfig {
   readonly generator: 'self-play' | 'random' | 'oracle';
   /**
    * Generator processes of the SFT data stage and of self-play during PPO: n `spa generate
-   * --shard i/n` processes that split each stage's groups (README, "Sharded generators"), one by
+   * --shard i/n` processes that split each stage's groups (docs/scaling.md#sharded-generators), one by
    * default. The warm-up's oracle demonstrations play in `spa run`'s own process.
    */
   readonly generators: number;

@@ -3,7 +3,7 @@
  * is one call of kafkajs' admin client, with its strings turned into bigints and its errors
  * passed on untouched. kafkajs' own retries apply as before, and so does the fix in
  * patches/kafkajs+2.2.4.patch that has ListOffsets refresh metadata and retry after a leader
- * moved (README.md, `patches/` in the layout table).
+ * moved (infra/kafka/client/README.md#the-kafkajs-patch).
  */
 import kafkajs from 'kafkajs';
 import type { Admin } from 'kafkajs';
