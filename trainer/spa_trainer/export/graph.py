@@ -74,7 +74,7 @@ AttentionMaskInterface.register(GROUPED, eager_mask)
 @contextmanager
 def attention_implementation(model: PreTrainedModel, name: str) -> Iterator[None]:
     """`model` runs attention `name` inside the block, its own implementation again after it."""
-    before = model.config._attn_implementation
+    before = model.config._attn_implementation or "eager"
     model.set_attn_implementation(name)
     try:
         yield
@@ -122,12 +122,15 @@ class GeneratorLM(torch.nn.Module):
     ) -> tuple[torch.Tensor, ...]:
         n = 2 * self.num_layers
         past, recent = cache[:n], cache[n:]
-        layers = [SplitCacheLayer(past[2 * i : 2 * i + 2], recent[2 * i : 2 * i + 2]) for i in range(self.num_layers)]  # type: ignore[arg-type]
+        layers = [
+            SplitCacheLayer((past[2 * i], past[2 * i + 1]), (recent[2 * i], recent[2 * i + 1]))
+            for i in range(self.num_layers)
+        ]
         out = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            past_key_values=Cache(layers=layers),
+            past_key_values=Cache(layers=[*layers]),
             use_cache=True,
             logits_to_keep=1,
         )
