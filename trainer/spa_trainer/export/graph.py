@@ -10,7 +10,7 @@ Attention reads `past ++ recent ++ new`; the caller keeps the cache in two parts
 `present` into `past` now and then (policies/onnx/kv-cache.ts).
 
 Three things make it the generator's graph rather than HF's eager forward as is, each because of
-a cost measured on the TS side (policies/onnx/README.md#speed-measured):
+a cost measured on the TS side (policies/onnx/README.md#speed):
 - **Split cache**: onnxruntime-node copies every output into a fresh JS buffer, so a graph that
   returned the whole cache copied all of it out on every decoding step; this one returns only the
   newest columns (`SplitCacheLayer`).
