@@ -32,7 +32,7 @@ import {
   type Attributes,
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { NodeSDK, resources } from '@opentelemetry/sdk-node';
+import { metrics as sdkMetrics, NodeSDK, resources } from '@opentelemetry/sdk-node';
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -84,7 +84,7 @@ export async function startNodeSdk(settings: SdkSettings, hooks: SdkHooks): Prom
     OTEL_SDK_DISABLED: 'false',
     OTEL_TRACES_EXPORTER: settings.tracesExporters.join(',') || 'none',
     OTEL_METRICS_EXPORTER: settings.metricsExporters.join(',') || 'none',
-    OTEL_LOGS_EXPORTER: process.env['OTEL_LOGS_EXPORTER'] ?? 'none',
+    OTEL_LOGS_EXPORTER: process.env['OTEL_LOGS_EXPORTER']?.trim() || 'none',
     ...(settings.otlpEndpoint === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: settings.otlpEndpoint }),
     ...(port === undefined
       ? {}
@@ -114,14 +114,10 @@ export async function startNodeSdk(settings: SdkSettings, hooks: SdkHooks): Prom
     return nodeSdk;
   });
   const tracerProvider = registeredTracerProvider();
-  const meterProvider = metrics.getMeterProvider();
+  const registeredMeters = metrics.getMeterProvider();
+  const meterProvider = registeredMeters instanceof sdkMetrics.MeterProvider ? registeredMeters : undefined;
   const flush = async () => {
-    await Promise.all([
-      tracerProvider?.forceFlush(),
-      'forceFlush' in meterProvider && typeof meterProvider.forceFlush === 'function'
-        ? (meterProvider.forceFlush as () => Promise<void>)()
-        : undefined,
-    ]);
+    await Promise.all([tracerProvider?.forceFlush(), meterProvider?.forceFlush()]);
   };
   return {
     tracing: tracerProvider !== undefined,
