@@ -26,8 +26,8 @@ class _Receiver(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"{}")
 
-    def log_message(self, *args: object) -> None:
-        pass
+    def log_message(self, format: str, *args: object) -> None:
+        """Silent: the default handler logs every request on stderr."""
 
 
 @pytest.fixture()
