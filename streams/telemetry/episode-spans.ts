@@ -43,7 +43,7 @@ interface EpisodeEntry {
  *
  * The generations are quick-lru's scheme, written out here (a few lines, no dependency): a
  * registration is one Map insert, where evicting the single oldest entry on every insert cost a
- * delete, an iterator and a hash-table compaction per episode (infra/otel/README.md#cost).
+ * delete, an iterator and a hash-table compaction per episode (docs/experiments/2026-11-26-telemetry-cost.md).
  *
  * An episode not drawn for tracing is not registered at all: the first time a record of it
  * asks for a `traceparent` (the Kafka sink), it is registered with fresh unsampled ids (flags

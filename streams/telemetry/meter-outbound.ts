@@ -23,10 +23,10 @@ export function meterOutbound<T extends Outbound>(): MonoTypeOperatorFunction<T>
 /**
  * Counts each record, then passes it on. A Subscriber subclass, as RxJS's own operators are:
  * `tap` would add an operator subscriber and a wrapped observer that every record crosses
- * (infra/otel/README.md#cost).
+ * (docs/experiments/2026-11-26-telemetry-cost.md).
  */
 class OutboundMeter<T extends Outbound> extends Subscriber<T> {
-  // Handles per label value, so counting a record builds no key string (infra/otel/README.md#cost).
+  // Handles per label value, so counting a record builds no key string (docs/experiments/2026-11-26-telemetry-cost.md).
   private readonly records: (topic: string) => BoundCounter;
   private readonly envSteps: (env: string) => BoundCounter;
   private readonly trajectories: (env: string) => (policy: string) => BoundCounter;

@@ -21,7 +21,7 @@ interface TracedEpisode {
  * unsampled ids only when a record asks), a few comparisons per record and a clock read at its
  * first and final record (below). A generator drawing ~10 episodes a second out of thousands
  * (the default cap) mostly has none traced, and then pays nothing else per record
- * (infra/otel/README.md#cost).
+ * (docs/experiments/2026-11-26-telemetry-cost.md).
  *
  * Timing as seen from the stream: the episode span opens when the stream emitted its previous
  * turn-1 or final record before the episode's first turn arrived, and ends with its `final`
@@ -46,7 +46,7 @@ export function traceEpisodes(): MonoTypeOperatorFunction<StepRecord> {
 /**
  * The per-subscription state. A Subscriber subclass, as RxJS's own operators are, not a
  * partial observer: `subscribe({ next })` adds two wrapping layers every record would cross
- * (infra/otel/README.md#cost).
+ * (docs/experiments/2026-11-26-telemetry-cost.md).
  */
 class EpisodeTracer extends Subscriber<StepRecord> {
   /** The open episodes drawn for tracing, by trajectory id. */

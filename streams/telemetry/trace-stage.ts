@@ -83,7 +83,7 @@ class StageClock {
 
 // The two sides are Subscriber subclasses, as RxJS's own operators are, not partial observers:
 // `subscribe({ next })` wraps an observer in two more layers (SafeSubscriber, ConsumerObserver)
-// that every element of every traced stage would cross (infra/otel/README.md#cost).
+// that every element of every traced stage would cross (docs/experiments/2026-11-26-telemetry-cost.md).
 
 /** Marks each input of the stage on its way into the operator. */
 class StageInput<T> extends Subscriber<T> {
