@@ -183,6 +183,18 @@ describe('OTLP export, configured by OTEL_EXPORTER_OTLP_*', () => {
     await telemetry.flush();
     expect(receiver.requests.map((r) => r.path)).toEqual(['/v1/metrics']);
   });
+
+  it('OTEL_METRICS_EXPORTER=none with an endpoint: traces only', async () => {
+    receiver = await startOtlpReceiver();
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.url);
+    vi.stubEnv('OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json');
+    vi.stubEnv('OTEL_METRICS_EXPORTER', 'none');
+    telemetry = await startTelemetry({ serviceName: 'spa-generator' });
+    spaMetrics().envSteps.add(1, { env: 'sokoban' });
+    startEpisodeSpan({ trajectoryId: 'x', groupId: 'g', env: 'sokoban', seed: 1 }).end({ success: true });
+    await telemetry.flush();
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/v1/traces']);
+  });
 });
 
 describe('console exporters', () => {
