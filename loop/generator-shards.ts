@@ -29,7 +29,7 @@ export interface ShardsReport {
  * processes are also what runs on separate machines, and a killed one is restarted alone (its own
  * transactional id fences its zombie, streams/episodes/shard.ts). Progress lines go to stderr as
  * they come (`[generate shard i/n] …`). If one child fails the others are stopped and the stage
- * fails, naming the shard; a restart resumes from what each shard committed. The loop plays every
+ * fails, naming the shard; so does `stop` (the stage failed elsewhere). A restart resumes from what each shard committed. The loop plays every
  * generator stage this way, in one process by default (`generators` 1, shard 0/1): one code path
  * for one generator or n.
  */
@@ -37,8 +37,13 @@ export async function generateInShards(
   args: readonly string[],
   shards: number,
   brokers: string,
+  stop?: AbortSignal,
 ): Promise<ShardsReport> {
   const children: ChildProcess[] = [];
+  const killAll = () => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+  };
+  stop?.addEventListener('abort', killAll);
   const runs = Array.from({ length: shards }, (_, index) => {
     const shardArgs = ['generate', ...args, '--shard', `${index}/${shards}`];
     const child = spawn(process.execPath, [SPA_BIN, ...shardArgs], {
@@ -65,9 +70,11 @@ export async function generateInShards(
   try {
     return sumReports(await Promise.all(runs));
   } catch (error) {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+    killAll();
     await Promise.allSettled(runs);
     throw error;
+  } finally {
+    stop?.removeEventListener('abort', killAll);
   }
 }
 

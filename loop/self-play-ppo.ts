@@ -48,17 +48,22 @@ export function selfPlayAndPpo(ctx: LoopContext, startModel: string): Promise<Se
           `${join(runDir, 'policies')}: evaluate them with ${typedCommand(['eval', '--policy'])} onnx:<folder>, or start a new --run-id`,
       );
     const trainer = startPpoService(ctx, startModel);
+    const stopGenerators = new AbortController();
     try {
       if (done > 0) log(`self-play + ppo: resuming after PPO step ${done} of ${config.ppoSteps}`);
       log(`self-play: ${generatorProcesses(config.generators)} (spa generate --shard)`);
-      const report = await generateInShards(selfPlayFlags(ctx, resumed), config.generators, ctx.brokers);
-      await trainer.done;
+      // a trainer that fails stops the stage at once, not after the generators' wait for a policy
+      const [report] = await Promise.all([
+        generateInShards(selfPlayFlags(ctx, resumed), config.generators, ctx.brokers, stopGenerators.signal),
+        trainer.done,
+      ]);
       // The trainer's last export is the final policy.
       const finalVersion = readPpoProgress(join(runDir, 'ppo')).version;
       const artifacts = publishedPolicies(join(runDir, 'policies'), finalVersion);
       return { selfPlay: report.counts, generatorVersions: report.policyVersions, artifacts, finalVersion };
     } catch (error) {
       trainer.kill();
+      stopGenerators.abort();
       throw error;
     }
   });
