@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- generate [--tokens n] [--pairs n] [--no-python] [--large-tokens n] [--no-large]`:
+ * `npm run bench -- generate [--tokens n] [--pairs n] [--no-python] [--large-tokens n] [--no-large] [--no-tiny]`:
  * decoding tokens/s of the
  * ONNX policy (onnxruntime-node) beside Python onnxruntime running the same incremental loop and
  * Python transformers `generate`, on the same tiny model and the same real SPA prompts
@@ -57,6 +57,8 @@ interface Options {
   readonly tokens: number;
   readonly pairs: number;
   readonly python: boolean;
+  /** False: leave the tiny model out (`--no-tiny`, for the larger model's goal alone). */
+  readonly tiny: boolean;
   /** New tokens per row on the larger model; 0 = leave it out. */
   readonly largeTokens: number;
 }
@@ -71,9 +73,11 @@ function parseArgs(args: readonly string[]): Options {
   let tokens = 400; // SPA's response budget, docs/spa-prompts.md#sampling
   let pairs = 7;
   let python = true;
+  let tiny = true;
   let largeTokens = 100; // the larger model's prompt pass dominates anyway; keeps the suite to minutes
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--no-python') python = false;
+    else if (args[i] === '--no-tiny') tiny = false;
     else if (args[i] === '--no-large') largeTokens = 0;
     else if (args[i] === '--large-tokens') largeTokens = positive('--large-tokens', Number(args[++i]));
     else if (args[i] === '--tokens') tokens = positive('--tokens', Number(args[++i]));
@@ -81,10 +85,10 @@ function parseArgs(args: readonly string[]): Options {
     else
       throw new Error(
         `bench generate: unknown argument "${args[i]}"; expected --tokens n, --pairs n, --no-python, ` +
-          '--large-tokens n, --no-large',
+          '--large-tokens n, --no-large, --no-tiny',
       );
   }
-  return { tokens, pairs, python, largeTokens };
+  return { tokens, pairs, python, tiny, largeTokens };
 }
 
 const NODE = 'onnxruntime-node (this policy)';
@@ -332,9 +336,8 @@ async function largeModel(options: Options): Promise<Measured[]> {
   return measured;
 }
 
-/** Entry point of the `generate` bench suite. */
-export async function run(args: string[]): Promise<void> {
-  const options = parseArgs(args);
+/** The tiny model: node and Python onnxruntime paired, then transformers, the goals and the call floor. */
+async function tinyModel(options: Options): Promise<Measured[]> {
   const fixture = await referenceFixture();
   const prompts = spaPrompts(
     (await loadPolicyArtifact(fixture.artifact)).chatTemplate,
@@ -344,35 +347,41 @@ export async function run(args: string[]): Promise<void> {
     `model: ${fixture.artifact} (tiny Qwen2, test fixture); ${options.tokens} new tokens/row, greedy; ` +
       `${options.pairs} paired runs per configuration; ${loadAverage()}`,
   );
-  const tiny = await measureArtifact(fixture.artifact, prompts, options, options.tokens);
-  const measured = tiny.measured;
-  if (!tiny.python) {
+  const { measured, python } = await measureArtifact(fixture.artifact, prompts, options, options.tokens);
+  if (!python) {
     console.log(table(measured));
-  } else {
-    // transformers runs last, once per configuration (it is the slow one and far from its goal).
-    const hf = await callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
-      'bench',
-      [
-        ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', 'hf'],
-        ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
-        ...['--repeats', '3'],
-      ],
-      { prompts },
-    );
-    console.log(`python: torch ${hf.torch}, onnxruntime ${hf.onnxruntime}`);
-    const all = [...measured, ...hf.results.map((result) => ({ result, ratios: [] }))];
-    console.log(table(all));
-    console.log(goals(all.map((m) => m.result)));
-    const nodeB1 = measured.find(
-      (m) => m.result.engine === NODE && m.result.threads === 1 && m.result.batch === 1,
-    );
-    if (nodeB1) console.log(await callFloor(fixture.artifact, options.tokens, nodeB1.result.seconds));
+    return measured;
   }
+  // transformers runs last, once per configuration (it is the slow one and far from its goal).
+  const hf = await callReference<{ results: GenerateResult[]; torch: string; onnxruntime: string }>(
+    'bench',
+    [
+      ...['--artifact', fixture.artifact, '--model-dir', fixture.model_dir, '--engines', 'hf'],
+      ...['--max-new-tokens', String(options.tokens), '--batch-sizes', BATCH_SIZES.join(',')],
+      ...['--repeats', '3'],
+    ],
+    { prompts },
+  );
+  console.log(`python: torch ${hf.torch}, onnxruntime ${hf.onnxruntime}`);
+  const all = [...measured, ...hf.results.map((result) => ({ result, ratios: [] }))];
+  console.log(table(all));
+  console.log(goals(all.map((m) => m.result)));
+  const nodeB1 = measured.find(
+    (m) => m.result.engine === NODE && m.result.threads === 1 && m.result.batch === 1,
+  );
+  if (nodeB1) console.log(await callFloor(fixture.artifact, options.tokens, nodeB1.result.seconds));
+  return measured;
+}
+
+/** Entry point of the `generate` bench suite. */
+export async function run(args: string[]): Promise<void> {
+  const options = parseArgs(args);
+  const tiny = options.tiny ? await tinyModel(options) : undefined;
   const large = options.largeTokens > 0 ? await largeModel(options) : undefined;
-  if (tiny.python && large) {
+  if (options.python && tiny && large) {
     console.log(
       `\nonnxruntime-node ÷ python onnxruntime, median of the per-pair ratios (range):\n` +
-        `  tiny (0.2 M parameters, ${options.tokens} tokens/row; goal ≥ 0.9): ${nodeOverPython(measured)}\n` +
+        `  tiny (0.2 M parameters, ${options.tokens} tokens/row; goal ≥ 0.9): ${nodeOverPython(tiny)}\n` +
         `  25m (24.6 M parameters, ${options.largeTokens} tokens/row; goal ≥ ${LARGE_GOAL}): ${nodeOverPython(large)}`,
     );
   }
