@@ -12,7 +12,7 @@ import type { Command } from 'commander';
 import { kafkaConfigFromEnv } from '../../infra/kafka/client/config.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/client/connect-failure.js';
-import { jarsProvisioned, kafkaInfraDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
+import { jarsProvisioned, kafkaInfraDir, kafkaVersion } from '../../infra/kafka/jars.js';
 import { openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
 
@@ -99,9 +99,9 @@ async function checkMaven(remote: boolean): Promise<DoctorCheck> {
 }
 
 function checkJars(remote: boolean): DoctorCheck {
-  const version = pinnedKafkaVersion();
-  return jarsProvisioned()
-    ? ok('kafka jars', `Apache Kafka ${version} in infra/kafka/dist/libs`)
+  const version = kafkaVersion();
+  return jarsProvisioned(version)
+    ? ok('kafka jars', `Apache Kafka ${version} in infra/kafka/dist/libs/${version}`)
     : bad(
         'kafka jars',
         remote ? 'warn' : 'fail',
