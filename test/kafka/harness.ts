@@ -7,7 +7,10 @@ import type { BrokerStartOptions, RunningBroker } from '../../infra/kafka/broker
 import { kafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 
-/** Starts a fresh instance `test-<name>` (wiping its data) with a generous timeout for a busy CI box. */
+/**
+ * Starts a fresh instance `test-<name>` (wiping its data) with a generous timeout for a busy CI box,
+ * of the pinned Kafka release unless `options.kafkaVersion` (or SPA_KAFKA_VERSION) names another.
+ */
 export function startTestBroker(name: string, options: BrokerStartOptions): Promise<RunningBroker> {
   return startBroker({
     startTimeoutMs: 180_000,
