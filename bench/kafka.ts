@@ -22,7 +22,7 @@
  * CPU seconds its client (this process, or the JVM in its timed rounds) and the local broker
  * spent, which move far less with load. `--compression none` makes both producers send
  * uncompressed batches to topics that keep them as sent. Levers measured before:
- * infra/kafka/README.md#throughput.
+ * docs/experiments/2026-11-25-kafka-throughput-levers.md.
  *
  * Broker: KAFKA_BROKERS' cluster, or a local instance, "bench" on 19460 unless KAFKA_INSTANCE /
  * KAFKA_PORT name another as for `npm run kafka:start` (reused when running, stopped again when

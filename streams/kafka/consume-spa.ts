@@ -38,9 +38,9 @@ export type ReadStart =
 /**
  * Bytes a read fetches per partition and request: 4 MiB instead of the sources' 1 MiB, so a
  * replay reads a partition in a quarter of the round trips (bench/kafka.ts at 4096 trajectories:
- * read ÷ ConsumerPerformance 0.56× and 0.87× against 0.36× and 0.49× with 1 MiB; README of
- * infra/kafka, "Throughput"). What waits in memory stays bounded: a fetch holds at most this per
- * partition, and records past `maxInFlight` are left in Kafka.
+ * read ÷ ConsumerPerformance 0.56× and 0.87× against 0.36× and 0.49× with 1 MiB;
+ * docs/experiments/2026-11-25-kafka-throughput-levers.md). What waits in memory stays bounded: a
+ * fetch holds at most this per partition, and records past `maxInFlight` are left in Kafka.
  */
 const READ_BYTES_PER_PARTITION = 4 << 20;
 

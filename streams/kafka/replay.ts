@@ -59,7 +59,8 @@ export interface ReplayOptions extends SftDataOptions {
 /**
  * Trajectories per replay transaction at most (a transaction also closes after
  * {@link TRANSACTION_MS}). 256 instead of 32 took the bench's full replay from ~230 to ~300
- * trajectories/s (README of infra/kafka, "Throughput"); the read keeps 4× that in flight (~6 MB).
+ * trajectories/s (docs/experiments/2026-11-25-kafka-throughput-levers.md); the read keeps 4× that
+ * in flight (~6 MB).
  */
 export const REPLAY_TRAJECTORIES_PER_TRANSACTION = 256;
 

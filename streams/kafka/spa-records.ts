@@ -33,7 +33,8 @@ function policyVersionOf(outbound: Outbound): number | undefined {
 
 /**
  * The header text of a schema version's fingerprint, hex-encoded once per version: per record,
- * the encoding showed in the ingest's CPU profile (README of infra/kafka, "Throughput").
+ * the encoding showed in the ingest's CPU profile
+ * (docs/experiments/2026-11-25-kafka-throughput-levers.md).
  */
 const fingerprintTexts = new WeakMap<object, string>();
 function fingerprintText(name: SpaRecordName): string {

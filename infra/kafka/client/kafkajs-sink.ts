@@ -83,8 +83,8 @@ function isRetriable(error: unknown, depth = 0): boolean {
  * `retry.initialRetryTimeMs` (300 ms by default). Right after a commit the coordinator is still
  * writing the previous transaction's markers and answers the next transaction's
  * AddPartitionsToTxn with CONCURRENT_TRANSACTIONS for a few ms; waiting 300 ms for that capped
- * a sink that always had its next transaction ready at ~7 transactions/s (README of
- * infra/kafka, "Throughput").
+ * a sink that always had its next transaction ready at ~7 transactions/s
+ * (docs/experiments/2026-11-25-kafka-throughput-levers.md).
  */
 const PRODUCER_SEND_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 20 };
 
