@@ -63,9 +63,6 @@ function benchInstance(env: NodeJS.ProcessEnv = process.env) {
 /** Trajectories of the untimed warm-up round that starts each client's run. */
 const WARMUP_TRAJECTORIES = 1024;
 
-/** readTopic's quiet period for the bench's read (see replayRead). */
-const READ_QUIET_MS = 5000;
-
 /** The goals of issue 35: ours ÷ Kafka's Java client on the same records, records/s. */
 const GOALS = { ingest: 1.0, read: 0.7 } as const;
 
@@ -230,14 +227,10 @@ async function ourClientSameRecords(
 }
 
 async function replayRead(kafka: KafkaConnection, topic: string): Promise<Rate> {
-  // A read of a transactional topic ends with readTopic's quiet period (its last offsets are
-  // commit markers), which also starts at the join: on a busy box the first fetch of 4 MiB per
-  // partition took 1.0–1.7 s, so the default 1.5 s ended reads with no record. Untimed here.
   const read = await readTopic(kafka, {
     topic,
     start: { kind: 'earliest' },
     maxInFlight: 1024,
-    quietMs: READ_QUIET_MS,
   });
   let joinedAt: number | undefined;
   void read.joined.then(() => (joinedAt = performance.now()));
@@ -255,8 +248,7 @@ async function replayRead(kafka: KafkaConnection, topic: string): Promise<Rate> 
     ),
   );
   await read.closed;
-  // From joining the group to the last record (the Java consumer's clock starts at its first
-  // poll); the quiet period that ends a read of a transactional topic is not reading either.
+  // From joining the group to the last record (the Java consumer's clock starts at its first poll).
   const seconds = (last - (joinedAt ?? last)) / 1000;
   return {
     what: 'replay read: readTopic + Avro decode',
@@ -276,7 +268,7 @@ async function fullReplay(kafka: KafkaConnection, topics: RoundTopics, read: Rat
     annotation: 'gt',
     log: () => {},
   });
-  // replay's read ends by the default quiet period (see replayRead): say so when it cut it short.
+  // Says so should replay's read ever end short of the read above.
   const short = replay.read < read.records ? ` (ended early: ${replay.read} of ${read.records})` : '';
   return {
     what: `full replay → SftRows (tx), incl. setup${short}`,

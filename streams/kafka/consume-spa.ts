@@ -2,7 +2,8 @@
  * A bounded, ephemeral read of one topic for tools (replay, tap, bench): a fresh consumer
  * group nobody else uses (deleted again on close), the start resolved to offsets up front, and
  * the end offsets captured at start, so "read what is there now, then stop" is well defined
- * while producers keep writing. The read keeps its own position and commits nothing, so a
+ * while producers keep writing: a bounded read ends once it has reached every end offset,
+ * however long its first fetch takes. The read keeps its own position and commits nothing, so a
  * broker restart neither repeats nor skips a record. Records come through {@link recordStream},
  * so backpressure is its policy: **block** (partitions pause at `maxInFlight` un-acked records,
  * nothing buffers).
@@ -68,11 +69,6 @@ export interface ReadTopicOptions {
   readonly purpose?: string;
   /** Most records emitted and not yet acked. Default 256. */
   readonly maxInFlight?: number;
-  /**
-   * How long a read with nothing in flight and nothing arriving waits before it treats the
-   * remaining offsets below the end as transaction markers or aborted records. Default 1500.
-   */
-  readonly quietMs?: number;
   /** Where the read says it lost the broker, and where it resumes once it is back. */
   readonly log?: (line: string) => void;
 }
@@ -162,7 +158,6 @@ export async function readTopic(kafka: KafkaConnection, options: ReadTopicOption
     topic: options.topic,
     ranges,
     maxInFlight: options.maxInFlight ?? 256,
-    quietMs: options.quietMs ?? 1500,
     log: options.log ?? (() => undefined),
     onClosed: markClosed,
     onJoined: markJoined,
@@ -175,7 +170,6 @@ interface BoundedOptions {
   readonly topic: string;
   readonly ranges: readonly PartitionRange[];
   readonly maxInFlight: number;
-  readonly quietMs: number;
   readonly log: (line: string) => void;
   readonly onClosed: () => void;
   readonly onJoined: () => void;
@@ -224,9 +218,6 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
     const pending = new Set(
       options.ranges.filter((r) => r.end !== undefined && r.start < r.end).map((r) => r.partition),
     );
-    let inFlight = 0;
-    let lastActivity = Date.now();
-    let joined = false;
     let finished = false;
     let inner: Subscription | undefined;
     const finish = (): void => {
@@ -241,15 +232,12 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
       finish();
       return;
     }
-    // Kafka delivers no record for a transaction marker or an aborted record, so a partition
-    // whose range ends in one never shows its last offset: after a quiet period with nothing
-    // in flight (every paused partition resumed and fetched again), the rest is taken as read.
-    const quiet = setInterval(
-      () => {
-        if (!following && joined && inFlight === 0 && Date.now() - lastActivity >= options.quietMs) finish();
-      },
-      Math.min(100, options.quietMs),
-    );
+    // A partition is read to its end once a record or a fetched batch reaches it.
+    const reached = (partition: number, next: bigint): void => {
+      const end = ends.get(partition);
+      if (end !== undefined && next >= end) pending.delete(partition);
+      if (!following && pending.size === 0) finish();
+    };
     const positions = new ReadPositions(options.topic, options.ranges, options.log);
     let seek: RecordSource['seek'] = () => undefined; // the source's, once it exists (before it joins)
     void kafka.transport
@@ -262,40 +250,29 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
         maxBytesPerPartition: READ_BYTES_PER_PARTITION,
         onAssigned: (partitions) => positions.assigned(partitions, seek),
         onConnection: (state) => positions.connection(state),
+        // Kafka delivers no record for a transaction marker or an aborted record, so a partition
+        // whose range ends in one shows its end only in what the fetch covered.
+        onFetched: ({ partition, offset }) => reached(partition, offset),
       })
       .then(
         (source) => {
           seek = (position) => source.seek(position);
-          const joinedNow = () => {
-            joined = true;
-            lastActivity = Date.now();
-            options.onJoined();
-          };
-          const tracked = instrumented(source, options.groupId, kafka.config.brokers, joinedNow, cleanup);
+          const tracked = instrumented(
+            source,
+            options.groupId,
+            kafka.config.brokers,
+            options.onJoined,
+            cleanup,
+          );
           if (subscriber.closed) return void tracked.close();
           inner = recordStream(tracked, { maxInFlight: options.maxInFlight }).subscribe({
             next: ({ record, ack }) => {
               const end = ends.get(record.partition);
               if (!positions.take(record))
                 ack(); // handed out before the broker restarted
-              else if (end !== undefined && record.offset >= end) {
-                pending.delete(record.partition);
-                ack();
-              } else {
-                inFlight += 1;
-                lastActivity = Date.now();
-                let acked = false;
-                const release = (): void => {
-                  if (acked) return;
-                  acked = true;
-                  inFlight -= 1;
-                  lastActivity = Date.now();
-                  if (!finished) ack();
-                };
-                if (end !== undefined && record.offset + 1n >= end) pending.delete(record.partition);
-                subscriber.next({ record, ack: release });
-              }
-              if (!following && pending.size === 0) finish();
+              else if (end !== undefined && record.offset >= end) ack();
+              else subscriber.next({ record, ack: () => (finished ? undefined : ack()) });
+              reached(record.partition, record.offset + 1n);
             },
             error: (error: unknown) => subscriber.error(error),
             complete: finish,
@@ -307,7 +284,6 @@ function boundedRecords(kafka: KafkaConnection, options: BoundedOptions): Observ
         },
       );
     return () => {
-      clearInterval(quiet);
       inner?.unsubscribe();
     };
   });

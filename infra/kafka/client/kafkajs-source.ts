@@ -79,7 +79,11 @@ function byTopic(partitions: readonly TopicPartition[]): { topic: string; partit
   return [...grouped].map(([topic, list]) => ({ topic, partitions: list }));
 }
 
-async function deliver(payload: EachBatchPayload, handler: BatchHandler): Promise<void> {
+async function deliver(
+  payload: EachBatchPayload,
+  handler: BatchHandler,
+  onFetched: SourceOptions['onFetched'],
+): Promise<void> {
   const { batch } = payload;
   const records = batch.messages.map((m) => toRecord(batch.topic, batch.partition, m));
   const outcome = await handler({
@@ -95,8 +99,10 @@ async function deliver(payload: EachBatchPayload, handler: BatchHandler): Promis
     );
   // Only taken records are resolved: kafkajs fetches again from the first untaken one.
   const last = records[taken - 1];
-  if (taken === records.length && records.length > 0) payload.resolveOffset(batch.lastOffset());
-  else if (last) payload.resolveOffset(last.offset.toString());
+  if (taken === records.length && records.length > 0) {
+    payload.resolveOffset(batch.lastOffset());
+    onFetched?.({ topic: batch.topic, partition: batch.partition, offset: BigInt(batch.lastOffset()) + 1n });
+  } else if (last) payload.resolveOffset(last.offset.toString());
   await payload.heartbeat();
 }
 
@@ -141,6 +147,16 @@ export async function createKafkajsSource(
     lost = false;
     options.onConnection?.('regained');
   });
+  // kafkajs hands a batch of only markers or aborted records to no handler; it moves past it
+  // and reports it here, with no record in it.
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    if (payload.batchSize === 0)
+      options.onFetched?.({
+        topic: payload.topic,
+        partition: payload.partition,
+        offset: BigInt(payload.lastOffset) + 1n,
+      });
+  });
   try {
     await retryWhileRetriable(() => applyStart(kafka, options, start), 10_000);
     await consumer.connect();
@@ -161,7 +177,7 @@ export async function createKafkajsSource(
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
-        eachBatch: (payload) => deliver(payload, handler),
+        eachBatch: (payload) => deliver(payload, handler, options.onFetched),
       });
     },
     pause: (partitions) => consumer.pause(byTopic(partitions)),

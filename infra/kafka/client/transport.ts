@@ -153,6 +153,13 @@ export interface SourceOptions {
    * outage it rides out within its retries goes unreported.
    */
   readonly onConnection?: (state: 'lost' | 'regained') => void;
+  /**
+   * Told, once a fetched batch of a partition has been handed over whole, the offset after the
+   * last one it covered: transaction markers and aborted records, which are never delivered,
+   * included (a batch of nothing else is told too). How a bounded read knows it has reached an
+   * end offset whose last offsets are commit markers (consume-spa.ts).
+   */
+  readonly onFetched?: (position: TopicPartitionOffset) => void;
 }
 
 /** A connection to a Kafka cluster that hands out sinks, sources and admins. */
