@@ -4,6 +4,11 @@ import type { EnvName } from '../envs/types.js';
 import { SPA_MALFORMED_FILTER, type MalformedFilter } from '../operators/filter-malformed.js';
 import { lastSeed, type EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { parseShard, type Shard } from '../streams/episodes/shard.js';
+import {
+  resolveTelemetryOptions,
+  TelemetrySettingError,
+  type TelemetryOptions,
+} from '../streams/telemetry/telemetry.js';
 
 /**
  * The exit code of a usage error: a flag or config field out of its range, an output path that
@@ -17,6 +22,19 @@ export class UsageError extends CommanderError {
     super(USAGE_EXIT_CODE, 'spa.usage', message);
     this.name = 'UsageError';
   }
+}
+
+/**
+ * Checks telemetry's flags and variables (`--otlp-endpoint`, `OTEL_*`) before any work: a bad
+ * one is a usage error (exit 2), as a bad flag is.
+ */
+export function checkTelemetry(options: TelemetryOptions): TelemetryOptions {
+  try {
+    resolveTelemetryOptions(options);
+  } catch (error) {
+    throw error instanceof TelemetrySettingError ? new UsageError(error.message) : error;
+  }
+  return options;
 }
 
 // The ranges of the numeric options. Each is checked when the flag or config field is read; the

@@ -16,6 +16,7 @@ import {
   addGenerationOptions,
   addMalformedFilterOptions,
   checkEpisodeLimits,
+  checkTelemetry,
   malformedFilterOf,
   MAX_ACTIONS_PER_TURN,
   MAX_BATCH_EPISODES,
@@ -179,11 +180,11 @@ export function registerGenerateCommand(program: Command): void {
     .option('--otlp-endpoint <url>', 'send traces and metrics over OTLP/HTTP, e.g. http://127.0.0.1:4318')
     .action((options: GenerateFlags) =>
       withTelemetry(
-        {
+        checkTelemetry({
           serviceName: 'spa-generator',
           metricsPort: options.metricsPort,
           otlpEndpoint: options.otlpEndpoint,
-        },
+        }),
         () => generate(options),
       ),
     );

@@ -14,10 +14,10 @@ import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
 import type { DataStageSummary } from '../../loop/data-stage.js';
 import type { LoopEvaluation } from '../../loop/evaluate.js';
 import { runSpaLoop, type LoopSummary } from '../../loop/spa-loop.js';
-import { withTelemetry } from '../../streams/telemetry/telemetry.js';
+import { withTelemetry, type TelemetryOptions } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { pairedDifference } from '../../streams/eval/pass-at-k.js';
-import { oneOf, port, UsageError } from '../options.js';
+import { checkTelemetry, oneOf, port, UsageError } from '../options.js';
 import { checkOutputDirectory } from '../output-paths.js';
 import { checkLoopLimits } from '../run/loop-limits.js';
 import { checkModel } from '../run/model-folder.js';
@@ -77,6 +77,7 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
       // Usage errors first, before a broker, a model or an episode is touched.
       const config = resolveRunConfig(options);
       checkOutputDirectory('--runs-dir', options.runsDir);
+      checkTelemetry(runTelemetry(options));
       return runLoop(config, options);
     });
   withConfigFile(command);
@@ -150,12 +151,20 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
     );
     process.exit(130);
   });
-  const telemetry = { metricsPort: options.metricsPort, otlpEndpoint: options.otlpEndpoint };
-  const summary = await withTelemetry({ serviceName: 'spa-generator', ...telemetry }, () =>
+  const summary = await withTelemetry(runTelemetry(options), () =>
     runSpaLoop(config, { runsDir: options.runsDir, runId }),
   );
   printSummary(summary);
   console.log(summary.runDir);
+}
+
+/** Telemetry of the loop's own process (the trainers read the same variables). */
+function runTelemetry(options: RunOptions): TelemetryOptions {
+  return {
+    serviceName: 'spa-generator',
+    metricsPort: options.metricsPort,
+    otlpEndpoint: options.otlpEndpoint,
+  };
 }
 
 /** The summary of run `runId` under `runsDir` when it finished: summary.json is its last write. */

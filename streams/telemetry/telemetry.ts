@@ -176,8 +176,20 @@ export function spaTracer(): Tracer {
 }
 
 /**
+ * A telemetry flag or variable (`--otlp-endpoint`, `OTEL_*`, `SPA_TRACE_*`) out of its allowed
+ * values: a usage error, which the CLI ends with exit code 2 before any work.
+ */
+export class TelemetrySettingError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TelemetrySettingError';
+  }
+}
+
+/**
  * Reads options and environment into one setting (options win over variables); bad values throw
- * naming the input and what is allowed, where the SDK would only log and fall back.
+ * a {@link TelemetrySettingError} naming the input and what is allowed, where the SDK would only
+ * log and fall back.
  */
 export function resolveTelemetryOptions(
   options: TelemetryOptions,
@@ -192,18 +204,22 @@ export function resolveTelemetryOptions(
     }),
   ] as const)
     if (url !== undefined && !/^https?:\/\/[^/]/.test(url))
-      throw new Error(`${name} "${url}" must be an http(s) URL such as http://127.0.0.1:4318`);
+      throw new TelemetrySettingError(
+        `${name} "${url}" must be an http(s) URL such as http://127.0.0.1:4318`,
+      );
   for (const variable of ['', 'TRACES_', 'METRICS_'].map((s) => `OTEL_EXPORTER_OTLP_${s}PROTOCOL`)) {
     const protocol = nonEmpty(env[variable]);
     if (protocol !== undefined && !OTLP_PROTOCOLS.includes(protocol))
-      throw new Error(`${variable}="${protocol}" must be one of ${OTLP_PROTOCOLS.join(', ')}`);
+      throw new TelemetrySettingError(
+        `${variable}="${protocol}" must be one of ${OTLP_PROTOCOLS.join(', ')}`,
+      );
   }
   const metricsPort = options.metricsPort;
   if (
     metricsPort !== undefined &&
     !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort < 65536)
   )
-    throw new Error(`metrics port "${metricsPort}" must be an integer 0..65535`);
+    throw new TelemetrySettingError(`metrics port "${metricsPort}" must be an integer 0..65535`);
   const endpointFor = (signal: 'TRACES' | 'METRICS') =>
     otlpEndpoint ??
     nonEmpty(env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]) ??
@@ -214,12 +230,12 @@ export function resolveTelemetryOptions(
     metricsExporters.push('prometheus');
   const sampleRatio = options.sampleRatio ?? samplerRatio(env) ?? DEFAULT_SAMPLE_RATIO;
   if (!(sampleRatio >= 0 && sampleRatio <= 1))
-    throw new Error(`trace sample ratio "${options.sampleRatio}" must be a number in 0..1`);
+    throw new TelemetrySettingError(`trace sample ratio "${options.sampleRatio}" must be a number in 0..1`);
   const capText = nonEmpty(env['SPA_TRACE_MAX_PER_SECOND']);
   const maxTracesPerSecond =
     options.maxTracesPerSecond ?? (capText === undefined ? DEFAULT_MAX_TRACES_PER_SECOND : Number(capText));
   if (!(maxTracesPerSecond >= 0 && Number.isFinite(maxTracesPerSecond)))
-    throw new Error(
+    throw new TelemetrySettingError(
       `max traces per second "${options.maxTracesPerSecond ?? capText}" (SPA_TRACE_MAX_PER_SECOND) must be a number >= 0 (0: no cap)`,
     );
   const configured =
@@ -265,7 +281,7 @@ function exporterList(env: Environment, signal: 'traces' | 'metrics', hasEndpoin
   const allowed: readonly string[] = EXPORTERS[signal];
   for (const name of names)
     if (!allowed.includes(name) && !(name === 'none' && names.length === 1))
-      throw new Error(
+      throw new TelemetrySettingError(
         `${variable}="${env[variable]}": use ${[...allowed, 'none'].join(', ')} (a comma-separated list, or none alone)`,
       );
   return names.filter((name) => name !== 'none');
@@ -293,14 +309,14 @@ export function samplerRatio(env: Environment): number | undefined {
   if (name === undefined) return undefined;
   const kind = Object.hasOwn(SAMPLERS, name) ? SAMPLERS[name] : undefined;
   if (kind === undefined)
-    throw new Error(
+    throw new TelemetrySettingError(
       `OTEL_TRACES_SAMPLER="${env['OTEL_TRACES_SAMPLER']}" is not supported: use ${Object.keys(SAMPLERS).join(', ')}`,
     );
   if (kind !== 'ratio') return kind;
   const arg = nonEmpty(env['OTEL_TRACES_SAMPLER_ARG']);
   const ratio = arg === undefined ? 1 : Number(arg);
   if (!(ratio >= 0 && ratio <= 1))
-    throw new Error(`OTEL_TRACES_SAMPLER_ARG="${arg}" must be a number in 0..1 for ${name}`);
+    throw new TelemetrySettingError(`OTEL_TRACES_SAMPLER_ARG="${arg}" must be a number in 0..1 for ${name}`);
   return ratio;
 }
 
@@ -309,7 +325,7 @@ function flag(env: Environment, name: string): boolean {
   const text = nonEmpty(env[name])?.toLowerCase();
   if (text === undefined || ['0', 'false', 'no', 'off'].includes(text)) return false;
   if (['1', 'true', 'yes', 'on'].includes(text)) return true;
-  throw new Error(`${name}="${env[name]}" must be 1/true/yes/on or 0/false/no/off`);
+  throw new TelemetrySettingError(`${name}="${env[name]}" must be 1/true/yes/on or 0/false/no/off`);
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
