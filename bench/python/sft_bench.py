@@ -66,7 +66,7 @@ def steady_tokens_per_s(ends: list[float], tokens: list[int], warmup: int) -> fl
 
 
 def spa_order(rows: int, seed: int) -> list[int]:
-    """The order spa's sampler visits `rows` rows in epoch 0 (spa_trainer.sft_data.epoch_order)."""
+    """The order spa's sampler visits `rows` rows in epoch 0 (spa_trainer.sft.sampler.epoch_order)."""
     from spa_trainer.sft.sampler import epoch_order
 
     return epoch_order(rows, seed, 0)
@@ -94,7 +94,8 @@ def run_spa(a: argparse.Namespace) -> Side:
     """spa_trainer.sft on the rows, timed by its step hook."""
     from spa_trainer.sft.masking import encode_faithful
     from spa_trainer.models.load import load_tokenizer, resolve_model_dir
-    from spa_trainer.sft.train import SftConfig, run_sft
+    from spa_trainer.sft.config import SftConfig
+    from spa_trainer.sft.train import run_sft
 
     count = a.steps * a.batch_size
     read_rows(a.rows, count)  # fails, naming the file, when it holds fewer rows than the run trains
@@ -135,7 +136,7 @@ def run_spa(a: argparse.Namespace) -> Side:
 
 def trl_dataset(tokenizer: Any, rows: list[Any], order: list[int]) -> list[dict[str, str]]:
     """TRL prompt-completion rows (plain text, not conversational) in `order`: the prompt and
-    target texts spa's paper-faithful encoder trains on (spa_trainer.masking.faithful_texts), so
+    target texts spa's paper-faithful encoder trains on (spa_trainer.sft.masking.faithful_texts), so
     TRL's completion-only loss covers the same tokens."""
     from spa_trainer.sft.masking import faithful_texts
 

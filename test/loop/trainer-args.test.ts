@@ -4,7 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { loopConfig } from '../../loop/configs.js';
-import { exportCommand, ppoServiceCommand, sftCommand } from '../../loop/trainer-args.js';
+import trainerSettings from '../../schemas/trainer-settings.json' with { type: 'json' };
+import {
+  exportCommand,
+  fromLoop,
+  ppoServiceCommand,
+  sftCommand,
+  trainerCommand,
+} from '../../loop/trainer-args.js';
 
 const config = loopConfig('_2_sokoban');
 
@@ -92,6 +99,54 @@ describe('trainer-args', () => {
     expect(whole['--no-grpo-std-norm']).toBeUndefined();
   });
 
+  it('passes only flags of schemas/trainer-settings.json, with its modules', () => {
+    const sft = sftCommand(config, { ...sftRun(), valFraction: 0.1, publish: { root: 'r', topic: 't' } });
+    const ppo = ppoServiceCommand({ ...config, ppoAdvEstimator: 'grpo-mean', contextWindow: 256 }, baseRun());
+    for (const [command, name] of [
+      [sft, 'sft'],
+      [ppo, 'ppo'],
+    ] as const) {
+      const schema = trainerSettings.$defs[name];
+      const known = Object.values(schema.properties).flatMap((p) => [
+        p['x-flag'],
+        `--no-${p['x-flag'].slice(2)}`,
+      ]);
+      expect(Object.keys(flags(command.args)).filter((flag) => !known.includes(flag))).toEqual([]);
+      expect(command.module).toBe(schema['x-module']);
+    }
+  });
+
+  it('names settings by trainer field: an unknown name does not compile, a refused value throws', () => {
+    // @ts-expect-error -- not a field of the PPO service's config (the trainer calls it keep_ratio)
+    expect(() => trainerCommand('ppo', { ...ppoRequired, group_keep_ratio: 0.5 })).not.toThrow();
+    expect(() => trainerCommand('ppo', { ...ppoRequired, keep_ratio: 0 })).toThrow(
+      'spa_trainer.ppo_service --keep-ratio must be a number with 0 < x ≤ 1, got 0',
+    );
+    expect(() => trainerCommand('ppo', { ...ppoRequired, group_size: 2.5 })).toThrow(
+      '--group-size must be of type integer, got 2.5',
+    );
+    expect(() => trainerCommand('ppo', { ...ppoRequired, mask: 'everything' })).toThrow(
+      '--mask must be one of generated, response-only, all-after-system, got everything',
+    );
+    expect(() => trainerCommand('ppo', { model: 'm', input: 'i', out: 'o' })).toThrow(
+      'spa_trainer.ppo_service: no value for steps',
+    );
+    expect(trainerCommand('ppo', { ...ppoRequired, grpo_std_norm: true }).args).not.toContain(
+      '--grpo-std-norm',
+    );
+  });
+
+  it('reads a LoopConfig field by the trainer setting it feeds, prefixed by its stage or not', () => {
+    expect(fromLoop<'ppo', 'ppo'>(config, 'ppo', ['keep_ratio', 'export_every'])).toEqual({
+      keep_ratio: config.ppoKeepRatio,
+      export_every: config.exportEvery,
+    });
+    // @ts-expect-error -- LoopConfig holds this one as ppoGroups, not under the trainer's name
+    expect(fromLoop<'ppo', 'ppo'>(config, 'ppo', ['groups_per_step'])).toEqual({
+      groups_per_step: undefined,
+    });
+  });
+
   it('exports an init policy named after the model, publishing only when asked', () => {
     const root = '/runs/r/policies';
     const quiet = exportCommand(config, { model: 'm', root, version: 0 });
@@ -112,6 +167,12 @@ describe('trainer-args', () => {
     expect(flags(published.args)).toMatchObject({ '--version': '1', '--publish': 'p', '--brokers': 'b' });
   });
 });
+
+const ppoRequired = { model: 'm', input: 'jsonl:r', out: 'o', steps: 1 };
+
+function sftRun() {
+  return { model: 'tiny', topic: 't', epochs: 1, lr: 0.001, out: 'o', brokers: 'b', evalRows: 96 };
+}
 
 function baseRun() {
   return {

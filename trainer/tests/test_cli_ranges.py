@@ -15,7 +15,7 @@ import pytest
 from spa_trainer import export
 from spa_trainer.experiments import learning_check, plan_probe
 from spa_trainer.ppo import service as ppo_service
-from spa_trainer.sft import train as sft
+from spa_trainer.sft import config as sft
 
 TRAINER = Path(__file__).resolve().parents[1]
 

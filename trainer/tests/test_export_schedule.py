@@ -48,7 +48,7 @@ def test_the_service_exports_and_counts_staleness_on_the_shared_schedule(tmp_pat
     cfg = ServiceConfig(
         model="tiny", input=f"jsonl:{data}", out=str(tmp_path / "run"), steps=3, groups_per_step=1, group_size=2,
         export_every=2, export_root=str(tmp_path / "policy"), start_version=1, max_staleness=0,
-        ppo=PpoConfig(group_keep_ratio=1.0, micro_batch_size=2),
+        ppo=PpoConfig(keep_ratio=1.0, micro_batch_size=2),
     )  # fmt: skip
 
     progress = run_service(cfg)

@@ -17,7 +17,8 @@ ck = pytest.importorskip("confluent_kafka", reason="no Kafka client in this venv
 from spa_trainer.data.avro import spa_schemas
 from spa_trainer.export import export_policy
 from spa_trainer.kafka.client import default_brokers
-from spa_trainer.sft.train import SftConfig, run_sft
+from spa_trainer.sft.config import SftConfig
+from spa_trainer.sft.train import run_sft
 from spa_trainer.topics.policy_updates import policy_update_from_manifest, publish_policy_update
 from spa_trainer.topics.sources import open_source
 from spa_trainer.training.checkpoint import latest_checkpoint

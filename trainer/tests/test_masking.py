@@ -7,6 +7,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
 from spa_trainer.data.sft_rows import SftRow
+from spa_trainer.sft.config import SftConfig
 from spa_trainer.sft.masking import (
     IGNORE_INDEX,
     OBS_PLACEHOLDER,
@@ -20,7 +21,7 @@ from spa_trainer.sft.masking import (
     released_texts,
     strip_leading_think,
 )
-from spa_trainer.sft.train import SftConfig, make_encoder
+from spa_trainer.sft.train import make_encoder
 
 from .spa_rows import S1, S2, row, row_dict
 

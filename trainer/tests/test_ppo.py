@@ -71,7 +71,7 @@ def test_positive_advantage_sequence_gains_log_prob(
 ) -> None:
     winner = rollout("w", "g", ["Right"], [10.9], success=True)
     loser = rollout("l", "g", ["Left"], [-0.1], penalty=-0.1)
-    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2)
+    config = PpoConfig(keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2)
     state = init_ppo(actor, config, device=CPU)
     before = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser)]
     report = ppo_step(state, [winner, loser], tiny_tokenizer)
@@ -89,7 +89,7 @@ def test_grpo_scores_each_episode_against_its_group_and_trains_no_critic(
     winner = rollout("w", "a", ["Right"], [10.9], success=True)
     loser = rollout("l", "a", ["Left"], [-0.1], penalty=-0.1)
     flat = [rollout(f"f{i}", "b", ["Up"], [-0.1]) for i in range(2)]
-    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=4, adv_estimator="grpo")
+    config = PpoConfig(keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=4, adv_estimator="grpo")
     state = init_ppo(actor, config, device=CPU)
     critic_before = {k: v.clone() for k, v in state.critic.state_dict().items()}
     before = [_sequence_log_prob(actor, tiny_tokenizer, r) for r in (winner, loser, flat[0])]
@@ -130,9 +130,7 @@ def test_micro_batch_size_changes_no_update(
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
         before = [p.detach().clone() for p in model.parameters()]
-        config = PpoConfig(
-            group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, micro_batch_size=micro, loss_agg=loss_agg
-        )
+        config = PpoConfig(keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, micro_batch_size=micro, loss_agg=loss_agg)
         state = init_ppo(model, config, device=CPU)
         report = ppo_step(state, _round(groups=2), tiny_tokenizer)
         after = [p.detach().clone() for p in state.actor.parameters()]
@@ -153,7 +151,7 @@ def test_token_mean_weighs_tokens_and_seq_mean_weighs_sequences(
     losses = {}
     for loss_agg in LOSS_AGGS:
         model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
-        state = init_ppo(model, PpoConfig(group_keep_ratio=1.0, loss_agg=loss_agg), device=CPU)
+        state = init_ppo(model, PpoConfig(keep_ratio=1.0, loss_agg=loss_agg), device=CPU)
         losses[loss_agg] = ppo_step(state, _round(groups=2), tiny_tokenizer).metrics["actor/pg_loss"]
     assert losses["token-mean"] == pytest.approx(0.0, abs=1e-5)
     assert abs(losses["seq-mean-token-mean"]) > 1e-3
@@ -163,7 +161,7 @@ def test_kl_loss_holds_the_actor_to_the_frozen_start_model(
     tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
 ) -> None:
     model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
-    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-2, kl_loss_coef=0.1)
+    config = PpoConfig(keep_ratio=1.0, actor_lr=1e-2, kl_loss_coef=0.1)
     state = init_ppo(model, config, device=CPU)
     assert state.reference is not None and state.reference is not state.actor
     start = [p.detach().clone() for p in state.reference.parameters()]
@@ -183,7 +181,7 @@ def test_kl_loss_holds_the_actor_to_the_frozen_start_model(
 def test_several_minibatches_and_epochs_go_off_policy(
     actor: PreTrainedModel, tiny_tokenizer: PreTrainedTokenizerBase
 ) -> None:
-    config = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, mini_batch_size=2, micro_batch_size=2, ppo_epochs=2)
+    config = PpoConfig(keep_ratio=1.0, actor_lr=1e-4, mini_batch_size=2, micro_batch_size=2, epochs=2)
     state = init_ppo(actor, config, device=CPU)
     report = ppo_step(state, _round(groups=2), tiny_tokenizer)
     # 4 optimizer steps: every minibatch after the first sees weights that moved since the
@@ -266,7 +264,7 @@ def test_turn_rows_with_a_window_larger_than_every_prompt_train_as_one_sequence_
         model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
         # Two minibatches of 2 episodes (the second one off-policy): turn rows must split by episode.
         config = PpoConfig(
-            group_keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, mini_batch_size=2, micro_batch_size=3,
+            keep_ratio=1.0, actor_lr=1e-3, critic_lr=1e-3, mini_batch_size=2, micro_batch_size=3,
             prompt_budget=budget, loss_agg=loss_agg,
         )  # fmt: skip
         state = init_ppo(model, config, device=CPU)

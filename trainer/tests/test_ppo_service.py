@@ -64,14 +64,14 @@ def _config(tmp_path: Path, data: Path, **overrides: Any) -> ServiceConfig:
         "export_every": 2,
         "export_root": str(tmp_path / "policy"),
         "start_version": 3,
-        "ppo": PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, critic_lr=1e-4, micro_batch_size=2),
+        "ppo": PpoConfig(keep_ratio=1.0, actor_lr=1e-4, critic_lr=1e-4, micro_batch_size=2),
     }
     return ServiceConfig(**{**base, **overrides})
 
 
 def test_grpo_service_writes_metrics_without_a_critic_loss(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     lines = [json.dumps(r) for r in _interleaved(2)]
-    ppo = PpoConfig(group_keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2, adv_estimator="grpo")
+    ppo = PpoConfig(keep_ratio=1.0, actor_lr=1e-4, micro_batch_size=2, adv_estimator="grpo")
     cfg = _config(tmp_path, _write(tmp_path / "rollouts.jsonl", lines), steps=1, ppo=ppo)
     run_service(cfg)
     (metrics,) = [json.loads(line) for line in (Path(cfg.out) / "metrics.jsonl").read_text().splitlines()]
@@ -268,24 +268,24 @@ def test_cli_flags_map_to_the_config() -> None:
                       "--publish", "spa.policy", "--start-version", "1", "--mask", "all-after-system",
                       "--max-staleness", "2"])  # fmt: skip
     assert (cfg.steps, cfg.groups_per_step, cfg.group_size, cfg.export_every) == (5, 4, 3, 2)
-    assert (cfg.publish, cfg.start_version, cfg.mask, cfg.max_staleness) == ("spa.policy", 1, "all-after-system", 2)
+    assert (cfg.publish, cfg.start_version, cfg.ppo.mask, cfg.max_staleness) == ("spa.policy", 1, "all-after-system", 2)
     assert cfg.ppo.actor_lr == 1e-6  # docs/spa-ppo.md#hyperparameters
     assert (cfg.ppo.adv_estimator, cfg.ppo.grpo_std_norm) == ("gae", True)  # SPA: GAE
     base = ["--model", "tiny", "--input", "x", "--out", "r", "--steps", "1"]
     grpo = parse_args([*base, "--adv-estimator", "grpo", "--no-grpo-std-norm"]).ppo
     assert (grpo.adv_estimator, grpo.grpo_std_norm) == ("grpo", False)
-    assert (cfg.ppo.ppo_epochs, cfg.ppo.mini_batch_size) == (1, 64)  # SPA: one pass, one step per update
-    epochs = parse_args([*base, "--ppo-epochs", "4", "--mini-batch-size", "32"]).ppo
-    assert (epochs.ppo_epochs, epochs.mini_batch_size) == (4, 32)
-    for flag in ("--steps", "--ppo-epochs", "--mini-batch-size"):
+    assert (cfg.ppo.epochs, cfg.ppo.mini_batch_size) == (1, 64)  # SPA: one pass, one step per update
+    epochs = parse_args([*base, "--epochs", "4", "--mini-batch-size", "32"]).ppo
+    assert (epochs.epochs, epochs.mini_batch_size) == (4, 32)
+    for flag in ("--steps", "--epochs", "--mini-batch-size"):
         with pytest.raises(SystemExit):
             parse_args([*base, flag, "0"])
 
 
 def test_context_window_sets_the_prompt_budget_of_turn_rows(capsys: pytest.CaptureFixture[str]) -> None:
     base = ["--model", "tiny", "--input", "x", "--out", "r", "--steps", "1", "--mask", "generated"]
-    assert parse_args(base).ppo.prompt_budget is None  # whole episodes, as SPA
-    assert parse_args([*base, "--context-window", "512", "--max-new-tokens", "200"]).ppo.prompt_budget == 312
+    assert parse_args(base).prompt_budget() is None  # whole episodes, as SPA
+    assert parse_args([*base, "--context-window", "512", "--max-new-tokens", "200"]).prompt_budget() == 312
     for extra, message in (
         (["--context-window", "512"], "needs --max-new-tokens"),
         (["--context-window", "200", "--max-new-tokens", "200"], "must exceed --max-new-tokens"),

@@ -121,8 +121,8 @@ def test_kafka_service_resumes_exactly_and_publishes(
     cfg = ServiceConfig(
         model="tiny", input=f"kafka:{rollouts}", out=str(tmp_path / f"run-{rollouts}"), steps=3, groups_per_step=2,
         group_size=2, export_every=3, export_root=str(tmp_path / "policy"), publish=policy, start_version=5,
-        brokers=brokers, dlq=f"kafka:{dlq}", idle_timeout_s=60, max_staleness=4,
-        ppo=PpoConfig(group_keep_ratio=1.0, micro_batch_size=2),
+        brokers=brokers, dlq=f"kafka:{dlq}", idle_timeout=60, max_staleness=4,
+        ppo=PpoConfig(keep_ratio=1.0, micro_batch_size=2),
     )  # fmt: skip
     trained: list[SourcedRollout] = []
 

@@ -12,9 +12,10 @@ import torch
 from safetensors.torch import load_file
 
 from spa_trainer.data.sft_rows import SftRow, SourcedRow
+from spa_trainer.sft.config import SftConfig
 from spa_trainer.sft.masking import OBS_PLACEHOLDER
 from spa_trainer.sft.sampler import epoch_order, is_held_out, read_range
-from spa_trainer.sft.train import SftConfig, run_sft
+from spa_trainer.sft.train import run_sft
 from spa_trainer.topics.sources import open_source
 from spa_trainer.training.checkpoint import latest_checkpoint
 
@@ -194,7 +195,7 @@ def test_a_crash_mid_epoch_resumes_the_same_permutation(tmp_path: Path) -> None:
 
 
 def test_stop_after_steps_is_an_interruption(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, 6, stop_after_steps=1, val_fraction=0.0, eval_rows=0, export_dir=str(tmp_path / "art"))
+    cfg = _config(tmp_path, 6, stop_after_steps=1, val_fraction=0.0, eval_rows=0, export=str(tmp_path / "art"))
     assert run_sft(cfg) == {"finished": False, "step": 1, "epoch": 0, "rows_trained": 2}
     assert json.loads((Path(cfg.out) / "metrics.json").read_text())["finished"] is False
     assert not (tmp_path / "art").exists()  # nothing exported

@@ -24,8 +24,9 @@ from transformers import PreTrainedTokenizerBase
 from spa_trainer.data.sft_rows import SftRow
 from spa_trainer.models.load import load_policy
 from spa_trainer.sft import train as sft
+from spa_trainer.sft.config import SftConfig
 from spa_trainer.sft.masking import Example
-from spa_trainer.sft.train import Encoded, SftConfig, make_encoder, row_losses, run_sft
+from spa_trainer.sft.train import Encoded, make_encoder, row_losses, run_sft
 from spa_trainer.training.checkpoint import latest_checkpoint
 
 from .synthetic import sokoban_rows, write_jsonl

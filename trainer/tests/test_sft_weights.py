@@ -14,6 +14,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from spa_trainer.models.load import load_policy
+from spa_trainer.sft.config import SftConfig, parse_args
 from spa_trainer.sft.masking import (
     IGNORE_INDEX,
     Example,
@@ -24,7 +25,7 @@ from spa_trainer.sft.masking import (
     prediction_spans,
 )
 from spa_trainer.sft.metrics import validation_loss
-from spa_trainer.sft.train import Encoded, SftConfig, make_encoder, parse_args, row_losses, run_sft
+from spa_trainer.sft.train import Encoded, make_encoder, row_losses, run_sft
 
 from .spa_rows import S1, S2, row
 from .synthetic import sokoban_rows, write_jsonl

@@ -74,7 +74,7 @@ def int_in(flag: str, lo: int, hi: int) -> Callable[[str], int]:
 
 def float_in(flag: str, lo: float, hi: float, *, above: bool = False, below: bool = False) -> Callable[[str], float]:
     """argparse type: a finite number from lo to hi (`above`/`below`: that bound excluded)."""
-    bounds = _float_range(lo, hi, above, below)
+    bounds = float_range(lo, hi, above, below)
 
     def parse(text: str) -> float:
         try:
@@ -89,7 +89,7 @@ def float_in(flag: str, lo: float, hi: float, *, above: bool = False, below: boo
     return parse
 
 
-def _float_range(lo: float, hi: float, above: bool, below: bool) -> str:
+def float_range(lo: float, hi: float, above: bool, below: bool) -> str:
     return f"{lo:g} {'<' if above else '≤'} x {'<' if below else '≤'} {hi:g}"
 
 
@@ -116,7 +116,7 @@ def float_arg(
     **kw: Any,
 ) -> None:
     """Adds a number flag checked against lo..hi (`above`/`below`: exclusive); its help ends with the range."""
-    bounds = _float_range(lo, hi, above, below)
+    bounds = float_range(lo, hi, above, below)
     parser.add_argument(
         flag, type=float_in(flag, lo, hi, above=above, below=below), help=_with_range(help, bounds), **kw
     )

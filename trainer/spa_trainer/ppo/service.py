@@ -23,37 +23,22 @@ publishes (trainer/README.md, "Data-parallel training").
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
 from transformers.utils import logging as hf_logging
 
 from ..cli.errors import (
-    BATCHES_MAX,
-    EPOCHS_MAX,
-    GROUP_SIZE_MAX,
-    GROUPS_MAX,
-    IDLE_TIMEOUT_MAX_S,
-    OPEN_GROUPS_MAX,
-    ROWS_MAX,
-    SEED_MAX,
-    STALENESS_MAX,
-    TOKENS_MAX,
-    VERSION_MAX,
-    WEIGHT_MAX,
     exit_code,
-    float_arg,
-    int_arg,
 )
 from ..data.records import Offsets
 from ..data.rollouts import RolloutSource, SourcedRollout
@@ -75,34 +60,9 @@ from .checkpoint import (
     write_ppo_checkpoint,
     write_progress_file,
 )
-from .functional import AdvEstimator, LossAgg, MaskMode
+from .config import ServiceConfig, parse_args
 from .groups import GroupBuffer
-from .step import PpoConfig, PpoState, init_ppo, ppo_step
-
-
-@dataclass
-class ServiceConfig:
-    """Flags of `python -m spa_trainer.ppo_service` (PPO hyperparameters: `PpoConfig`,
-    docs/spa-ppo.md#hyperparameters)."""
-
-    model: str
-    input: str
-    out: str
-    steps: int
-    groups_per_step: int = 32  # docs/spa-ppo.md#hyperparameters: 32 env groups
-    group_size: int = 8  # × 8 samples
-    export_every: int = 10
-    export_root: str = "runs/policy"
-    publish: str | None = None
-    start_version: int | None = None  # None: the highest v<n> under export_root (0 if none)
-    mask: MaskMode = "generated"
-    max_staleness: int | None = None
-    brokers: str | None = None
-    dlq: str | None = None  # default kafka:spa.dlq (kafka input) or jsonl:<out>/dlq.jsonl
-    idle_timeout_s: float | None = None  # give up after this long without a record (None: wait)
-    max_open_groups: int | None = None  # incomplete groups held at most (default 4 × G)
-    ppo: PpoConfig = field(default_factory=PpoConfig)
-    seed: int = 0
+from .step import PpoState, init_ppo, ppo_step
 
 
 class InputExhausted(RuntimeError):
@@ -203,7 +163,7 @@ def load_training_state(
     actor, tokenizer, _ = load_policy(str(resume / "model") if resume else start_model, ranks.device)
     # The KL reference is the start model, also when the actor resumes from a checkpoint.
     reference = load_policy(start_model, ranks.device)[0] if resume and cfg.ppo.kl_loss_coef > 0 else None
-    ppo_config = PpoConfig(**{**asdict(cfg.ppo), "mask_mode": cfg.mask})
+    ppo_config = replace(cfg.ppo, prompt_budget=cfg.prompt_budget()) if cfg.context_window else cfg.ppo
     state = init_ppo(actor, ppo_config, reference=reference, ranks=ranks)
     if resume is not None:
         restore_training_state(resume, state, read_progress(resume)[1])
@@ -261,7 +221,7 @@ def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
                     f"{svc.source.describe()} ended after step {svc.progress.step} of {svc.cfg.steps} "
                     f"({len(svc.buffer.complete)} complete groups of {svc.cfg.groups_per_step} for the next step)"
                 )
-            if svc.cfg.idle_timeout_s is not None and idle > svc.cfg.idle_timeout_s:
+            if svc.cfg.idle_timeout is not None and idle > svc.cfg.idle_timeout:
                 raise TimeoutError(f"no record from {svc.source.describe()} for {idle:.0f} s (--idle-timeout)")
             if time.monotonic() - last_note > 30:
                 last_note = time.monotonic()
@@ -420,123 +380,6 @@ def run_service(cfg: ServiceConfig, on_step: StepHook | None = None, ranks: Rank
     svc.log(f"done: step {svc.progress.step}, version {svc.progress.version}, {svc.progress.records_trained} records, "
             f"staleness {dict(sorted(totals.items()))}, rejected {svc.progress.rejected}")  # fmt: skip
     return svc.progress
-
-
-def parse_args(argv: list[str]) -> ServiceConfig:
-    """CLI flags → ServiceConfig."""
-    d, p_d = ServiceConfig(model="", input="", out="", steps=0), PpoConfig()
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.ppo_service", description=(__doc__ or "").split("\n")[0])
-    p.add_argument("--model", required=True, help="'tiny', a HF folder, an SFT run folder (its --out) or checkpoint")
-    p.add_argument("--input", required=True, help="kafka:<topic> (e.g. kafka:spa.rollouts) or jsonl:<path>")
-    p.add_argument("--out", required=True, help="run folder (checkpoints, metrics.jsonl); resumes if present")
-    int_arg(p, "--steps", 1, BATCHES_MAX, required=True, help="stop cleanly after this many PPO steps")
-    int_arg(p, "--groups-per-step", 1, GROUPS_MAX, default=d.groups_per_step, help="complete groups per step (G)")
-    int_arg(p, "--group-size", 1, GROUP_SIZE_MAX, default=d.group_size, help="records per group (K)")
-    int_arg(p, "--export-every", 1, BATCHES_MAX, default=d.export_every, help="export + publish every M steps")
-    p.add_argument("--export-root", default=d.export_root, help="ONNX artifacts go to <root>/v<version>/")
-    p.add_argument("--publish", default=None, metavar="TOPIC", help="PolicyUpdate topic, e.g. spa.policy")
-    int_arg(p, "--start-version", 0, VERSION_MAX, default=None, help="the SFT export's version (default: root's max)")
-    p.add_argument(
-        "--mask",
-        default=d.mask,
-        choices=get_args(MaskMode),
-        help="loss mask (docs/spa-ppo.md#mask; SPA: all-after-system)",
-    )
-    p.add_argument(
-        "--loss-agg",
-        default=p_d.loss_agg,
-        choices=get_args(LossAgg),
-        help="loss aggregation (docs/spa-ppo.md#aggregation; SPA's released run: seq-mean-token-mean)",
-    )
-    float_arg(
-        p,
-        "--kl-loss-coef",
-        0,
-        WEIGHT_MAX,
-        default=p_d.kl_loss_coef,
-        help="k3 KL-to-start-model loss coefficient (docs/spa-ppo.md#kl; SPA: 0, off)",
-    )
-    p.add_argument(
-        "--adv-estimator",
-        default=p_d.adv_estimator,
-        choices=get_args(AdvEstimator),
-        help="advantages: gae with the critic (SPA) or grpo, each episode against its group, no critic "
-        "(docs/spa-ppo.md#grpo)",
-    )
-    p.add_argument(
-        "--grpo-std-norm",
-        default=p_d.grpo_std_norm,
-        action=argparse.BooleanOptionalAction,
-        help="grpo: divide by the group's std (verl's default); --no-grpo-std-norm centres only (Dr. GRPO)",
-    )
-    int_arg(p, "--max-staleness", 0, STALENESS_MAX, default=None, help="count records older than this many versions")
-    p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS or 127.0.0.1:9092)")
-    p.add_argument("--dlq", default=None, help="rejects: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq / <out>)")
-    float_arg(
-        p,
-        "--idle-timeout",
-        0,
-        IDLE_TIMEOUT_MAX_S,
-        above=True,
-        default=None,
-        help="seconds without a record before giving up",
-    )
-    int_arg(p, "--max-open-groups", 1, OPEN_GROUPS_MAX, default=None, help="incomplete groups held (default 4 × G)")
-    float_arg(p, "--actor-lr", 0, 1, default=p_d.actor_lr)
-    float_arg(p, "--critic-lr", 0, 1, default=p_d.critic_lr)
-    float_arg(
-        p, "--keep-ratio", 0, 1, above=True, default=p_d.group_keep_ratio, help="std filter: fraction of groups kept"
-    )
-    int_arg(p, "--micro-batch-size", 1, ROWS_MAX, default=p_d.micro_batch_size)
-    int_arg(p, "--ppo-epochs", 1, EPOCHS_MAX, default=p_d.ppo_epochs, help="passes over each step's episodes (SPA: 1)")
-    int_arg(
-        p,
-        "--mini-batch-size",
-        1,
-        ROWS_MAX,
-        default=p_d.mini_batch_size,
-        help="episodes per optimizer step; a step's episodes in fewer means fewer steps (SPA: 64, one step)",
-    )
-    int_arg(
-        p,
-        "--context-window",
-        0,
-        TOKENS_MAX,
-        default=0,
-        help="the generator's context window in tokens (spa --context-window; 0: whole prompts, as SPA): score each "
-        "turn on the prompt it was sampled from (docs/spa-ppo.md#window)",
-    )
-    int_arg(
-        p,
-        "--max-new-tokens",
-        1,
-        TOKENS_MAX,
-        default=None,
-        help="with --context-window: the generator's tokens per turn",
-    )
-    int_arg(p, "--seed", 0, SEED_MAX, default=d.seed)
-    a = p.parse_args(argv)
-    prompt_budget = None
-    if a.context_window != 0:
-        if a.max_new_tokens is None:
-            p.error("--context-window needs --max-new-tokens (the generator keeps window − max new tokens of a prompt)")
-        prompt_budget = a.context_window - a.max_new_tokens
-        if prompt_budget < 1:
-            p.error(f"--context-window {a.context_window}: must exceed --max-new-tokens {a.max_new_tokens}")
-        if a.mask != "generated":
-            p.error(f"--context-window scores each turn on its cut prompt: only --mask generated applies, not {a.mask}")
-    ppo = PpoConfig(
-        actor_lr=a.actor_lr, critic_lr=a.critic_lr, group_keep_ratio=a.keep_ratio,
-        micro_batch_size=a.micro_batch_size, loss_agg=a.loss_agg, kl_loss_coef=a.kl_loss_coef,
-        prompt_budget=prompt_budget, adv_estimator=a.adv_estimator, grpo_std_norm=a.grpo_std_norm,
-        ppo_epochs=a.ppo_epochs, mini_batch_size=a.mini_batch_size,
-    )  # fmt: skip
-    return ServiceConfig(
-        model=a.model, input=a.input, out=a.out, steps=a.steps, groups_per_step=a.groups_per_step,
-        group_size=a.group_size, export_every=a.export_every, export_root=a.export_root, publish=a.publish,
-        start_version=a.start_version, mask=a.mask, max_staleness=a.max_staleness, brokers=a.brokers, dlq=a.dlq,
-        idle_timeout_s=a.idle_timeout, max_open_groups=a.max_open_groups, ppo=ppo, seed=a.seed,
-    )  # fmt: skip
 
 
 def main(argv: list[str]) -> int:

@@ -6,7 +6,7 @@
                loss (critic) ─► optimizer steps ─► metrics
 
 Hyperparameters default to SPA's run (docs/spa-ppo.md#hyperparameters) except the loss mask, whose default is
-the paper's: only the tokens the policy sampled (`mask_mode="all-after-system"` gives SPA
+the paper's: only the tokens the policy sampled (`mask="all-after-system"` gives SPA
 parity; docs/spa-ppo.md#mask).
 The model and tokenizer come in as arguments: any HF causal LM with a chat-template tokenizer.
 """
@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from ..cli.errors import EPOCHS_MAX, ROWS_MAX, WEIGHT_MAX
+from ..cli.settings import setting
 from ..training.data_parallel import Ranks, accumulating, data_parallel, dp_scale, gather_to_all, share, single
 from .batch import Rollout, RolloutBatch, build_batch, filter_groups, staleness_histogram, total_score
 from .critic import ValueModel, critic_from_actor, response_values
@@ -43,41 +45,56 @@ from .functional import (
 
 @dataclass(frozen=True)
 class PpoConfig:
-    """PPO hyperparameters; defaults are SPA's (docs/spa-ppo.md#hyperparameters) unless noted."""
+    """PPO hyperparameters; defaults are SPA's (docs/spa-ppo.md#hyperparameters) unless noted. The
+    fields with a `setting` are flags of the PPO service (spa_trainer.cli.settings)."""
 
-    mask_mode: MaskMode = "generated"  # SPA parity: "all-after-system"
-    group_keep_ratio: float = 0.25  # rollout_filter_ratio, filter type std
-    # SPA's run: GAE with the critic; `grpo` scores each episode against its group and trains no
-    # critic (docs/spa-ppo.md#grpo); `grpo_std_norm` False is Dr. GRPO's mean-only centring.
-    adv_estimator: AdvEstimator = "gae"
-    grpo_std_norm: bool = True
+    # The paper's mask: only the tokens the policy sampled; SPA parity: "all-after-system".
+    mask: MaskMode = setting("generated", help="loss mask (docs/spa-ppo.md#mask; SPA: all-after-system)")
+    keep_ratio: float = setting(
+        0.25, help="std filter: fraction of groups kept (SPA's rollout_filter_ratio)", range=(0, 1), above=True
+    )
+    adv_estimator: AdvEstimator = setting(
+        "gae",
+        help="advantages: gae with the critic (SPA) or grpo, each episode against its group, no critic "
+        "(docs/spa-ppo.md#grpo)",
+    )
+    grpo_std_norm: bool = setting(
+        True, help="grpo: divide by the group's std (verl's default); --no-grpo-std-norm centres only (Dr. GRPO)"
+    )
     gamma: float = 1.0
     lam: float = 1.0
     clip_ratio_low: float = 0.2
     clip_ratio_high: float = 0.28
     clip_ratio_c: float = 3.0  # dual clip
     entropy_coeff: float = 0.001
-    # k3 KL of the actor to the start model in the actor loss (verl `use_kl_loss`, `low_var_kl`):
-    # SPA runs without (0); a small model drifts into text it never saw without it (docs/spa-ppo.md#kl).
-    kl_loss_coef: float = 0.0
+    # verl `use_kl_loss`, `low_var_kl`: a small model drifts into text it never saw without it.
+    kl_loss_coef: float = setting(
+        0.0, help="k3 KL-to-start-model loss coefficient (docs/spa-ppo.md#kl; SPA: 0, off)", range=(0, WEIGHT_MAX)
+    )
     cliprange_value: float = 0.5
-    actor_lr: float = 1e-6
-    critic_lr: float = 1e-5
+    actor_lr: float = setting(1e-6, help="actor AdamW learning rate (SPA: 1e-6)", range=(0, 1))
+    critic_lr: float = setting(1e-5, help="critic AdamW learning rate (SPA: 1e-5)", range=(0, 1))
     betas: tuple[float, float] = (0.9, 0.999)
     weight_decay: float = 0.01
     grad_clip: float = 1.0
-    ppo_epochs: int = 1
-    mini_batch_size: int = 64  # trajectories per optimizer step (64 = one step per update)
-    # How the losses average over a mini-batch: SPA's configured token-mean, or the mean of
-    # per-sequence token means its released run computes (docs/spa-ppo.md#aggregation).
-    loss_agg: LossAgg = "token-mean"
-    # Sequences per forward pass: memory and speed only; either aggregation is computed exactly
-    # for any micro-batch size (docs/spa-ppo.md#aggregation).
-    micro_batch_size: int = 1
+    epochs: int = setting(1, help="passes over each step's episodes (SPA: 1)", range=(1, EPOCHS_MAX))
+    mini_batch_size: int = setting(
+        64,
+        help="episodes per optimizer step; a step's episodes in fewer means fewer steps (SPA: 64, one step)",
+        range=(1, ROWS_MAX),
+    )
+    loss_agg: LossAgg = setting(
+        "token-mean", help="loss aggregation (docs/spa-ppo.md#aggregation; SPA's released run: seq-mean-token-mean)"
+    )
+    # Memory and speed only: either aggregation is exact for any micro-batch size.
+    micro_batch_size: int = setting(
+        1, help="sequences per forward pass; memory and speed only (docs/spa-ppo.md#aggregation)", range=(1, ROWS_MAX)
+    )
     temperature: float = 1.0  # log-probs at the sampling temperature (docs/spa-ppo.md#losses)
     # Prompt tokens the generator kept (its context window − max new tokens): each turn is then
     # scored as the generator saw it, one row per turn (docs/spa-ppo.md#window). None: the whole
-    # episode as one sequence, as SPA (whose prompts always fit).
+    # episode as one sequence, as SPA (whose prompts always fit). Set from the service's
+    # --context-window and --max-new-tokens.
     prompt_budget: int | None = None
 
 
@@ -336,7 +353,7 @@ def _join_with_zeros(state: PpoState, with_critic: bool) -> None:
 
 
 def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str, float]:
-    """`ppo_epochs` passes over the batch in minibatches; one actor and one critic optimizer step
+    """`epochs` passes over the batch in minibatches; one actor and one critic optimizer step
     per minibatch, gradients accumulated over micro-batches weighted by their share of the
     minibatch's loss weights (`loss_weights`: per episode with `seq-mean-token-mean`, per trained
     token with `token-mean`), so the sum is the minibatch's loss for any micro-batch size
@@ -359,7 +376,7 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     )
     with_critic = config.adv_estimator == "gae"  # grpo trains no critic
     trained = ((actor_micro_loss, actor), (critic_micro_loss, critic)) if with_critic else ((actor_micro_loss, actor),)
-    for _ in range(config.ppo_epochs):
+    for _ in range(config.epochs):
         # A minibatch is `mini_batch_size` episodes: their rows (one, or one per turn).
         for start in range(0, episodes, config.mini_batch_size):
             in_mini = (batch.episodes >= start) & (batch.episodes < start + config.mini_batch_size)
@@ -396,8 +413,8 @@ def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedT
     config = state.config
     started = time.perf_counter()
     staleness = staleness_histogram(records, state.version)
-    kept = filter_groups(records, config.group_keep_ratio)
-    batch = build_batch(kept, tokenizer, config.mask_mode, config.prompt_budget).to(state.device)
+    kept = filter_groups(records, config.keep_ratio)
+    batch = build_batch(kept, tokenizer, config.mask, config.prompt_budget).to(state.device)
     batch = add_advantages(state, batch, config, [r["group_id"] for r in kept])
     metrics = update(state, batch, config)
     elapsed = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""World-model SFT (docs/spa-sft.md), read top to bottom: config, data, model, loop, checkpoints, metrics.
+"""World-model SFT (docs/spa-sft.md), read top to bottom: data, model, loop, checkpoints, metrics (settings: config.py).
 
     python -m spa_trainer.sft --model tiny --input jsonl:rows.jsonl --epochs 5 --out runs/sft
 
@@ -18,7 +18,6 @@ evaluates and exports.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
@@ -26,7 +25,7 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +33,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from ..cli.errors import (
-    EPOCHS_MAX,
-    ROWS_MAX,
-    SEED_MAX,
-    STEPS_MAX,
-    TOKENS_MAX,
-    WEIGHT_MAX,
-    exit_code,
-    float_arg,
-    int_arg,
-)
+from ..cli.errors import exit_code
 from ..data.sft_rows import BadRow, RowSource, SftRow, SourcedRow
 from ..json_files import dumps, write_json
 from ..models.load import load_policy
@@ -65,6 +54,7 @@ from ..training.data_parallel import (
     single,
     sum_over_ranks,
 )
+from .config import SftConfig, parse_args
 from .masking import (
     IGNORE_INDEX,
     OBS_PLACEHOLDER,
@@ -77,43 +67,6 @@ from .masking import (
 )
 from .metrics import evaluate
 from .sampler import read_range, remaining_batches
-
-
-@dataclass
-class SftConfig:
-    """Hyperparameters (docs/spa-sft.md#target) and run options."""
-
-    model: str = "tiny"
-    input: str = ""
-    out: str = "runs/sft"
-    epochs: int = 5
-    batch_size: int = 16  # rows per optimizer step (SPA: global batch 16, micro-batch 1)
-    micro_batch_size: int = 1  # rows per forward pass (SPA: 1); speed and memory only, the same loss
-    lr: float = 1e-4
-    betas: tuple[float, float] = (0.9, 0.95)
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.1
-    max_grad_norm: float = 1.0
-    max_length: int = 2048
-    val_fraction: float = 0.2  # held out by puzzle, so no puzzle straddles the split
-    val_input: str | None = None  # a separate held-out source instead of the split
-    released_masking: bool = False
-    mask_transitions: bool = False  # both states out of the loss (the paper's masking ablation)
-    mask_predictions: bool = False  # only the next state out of the loss
-    decision_weight: float = 1.0  # loss weight of target tokens outside the state contents (1: SPA's plain mean)
-    checkpoint_every: int = 50  # optimizer steps; one more at the end of every epoch
-    log_every: int = 50  # a progress line every this many steps (and at the first and last)
-    max_steps: int | None = None  # budget: training ends after this step (evaluated, exported)
-    stop_after_steps: int | None = None  # interruption: checkpoint after this step and exit
-    eval_rows: int = 32  # rows for greedy next-state exact match
-    seed: int = 0  # also the shuffle seed: epoch e visits the rows in the permutation of seed + e
-    brokers: str | None = None
-    export_dir: str | None = None  # after training: ONNX artifact under <export_dir>/v<n>/
-    publish_topic: str | None = None  # and a PolicyUpdate on this topic (e.g. spa.policy)
-    skip_bad_rows: bool = False  # undecodable input rows go to the dead letters instead of stopping the run
-    dlq: str | None = None  # where: kafka:<topic> or jsonl:<path>; default kafka:spa.dlq / jsonl:<out>/dlq.jsonl
-    extra: dict[str, object] = field(default_factory=dict)
-
 
 StepHook = Callable[[int, list[SourcedRow], float], None]
 """Called after every optimizer step with (global step, rows of its global batch, loss)."""
@@ -480,7 +433,7 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
         return position
     earlier = finished_before(out, state.step)
     metrics = evaluate(run.model, run.tokenizer, run.held_out, run.encode, cfg.eval_rows, window=cfg.max_length)
-    artifact = publish_artifact(cfg, latest_checkpoint(out), state.step, earlier) if cfg.export_dir else None
+    artifact = publish_artifact(cfg, latest_checkpoint(out), state.step, earlier) if cfg.export else None
     result = {
         **position,
         "model_dir": str(run.model_dir),
@@ -488,7 +441,7 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
         **asdict(metrics),
         "exported_version": exported_version(artifact),
         "artifact": str(artifact) if artifact else None,
-        "published_to": cfg.publish_topic if artifact else None,
+        "published_to": cfg.publish if artifact else None,
     }
     write_json(out / "metrics.json", result)
     print(f"[sft] metrics {dumps(result)}", flush=True)
@@ -513,143 +466,28 @@ def finished_before(out: Path, step: int) -> dict[str, Any]:
 
 
 def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int, earlier: dict[str, Any]) -> Path:
-    """Export the final SFT policy to ONNX (and announce it on `publish_topic` if set). A re-run of
+    """Export the final SFT policy to ONNX (and announce it on `publish` if set). A re-run of
     a finished SFT reuses the artifact it exported then, and announces it only if that run did not
     (the same weights never become a second policy version)."""
     from ..export import export_policy
 
     before = earlier.get("artifact")
-    if before and Path(before).is_dir() and Path(before).parent.resolve() == Path(cfg.export_dir or "").resolve():
+    if before and Path(before).is_dir() and Path(before).parent.resolve() == Path(cfg.export or "").resolve():
         artifact = Path(before)
         print(f"[sft] finished before: {artifact} holds these weights already; not exporting again", flush=True)
-        if not cfg.publish_topic or earlier.get("published_to") == cfg.publish_topic:
+        if not cfg.publish or earlier.get("published_to") == cfg.publish:
             return artifact
     else:
         if checkpoint_dir is None:
             raise FileNotFoundError(f"no checkpoint in {cfg.out} to export")
-        artifact = export_policy(checkpoint_dir / "model", Path(cfg.export_dir or ""), "sft", step, cfg.model)
+        artifact = export_policy(checkpoint_dir / "model", Path(cfg.export or ""), "sft", step, cfg.model)
         print(f"[sft] exported {artifact}", flush=True)
-    if cfg.publish_topic:
+    if cfg.publish:
         from ..topics.policy_updates import policy_update_from_manifest, publish_policy_update
 
-        publish_policy_update(policy_update_from_manifest(artifact), cfg.publish_topic, cfg.brokers)
-        print(f"[sft] published {artifact.name} to {cfg.publish_topic}", flush=True)
+        publish_policy_update(policy_update_from_manifest(artifact), cfg.publish, cfg.brokers)
+        print(f"[sft] published {artifact.name} to {cfg.publish}", flush=True)
     return artifact
-
-
-def parse_args(argv: list[str]) -> SftConfig:
-    """CLI flags → SftConfig."""
-    d = SftConfig()
-    p = argparse.ArgumentParser(prog="python -m spa_trainer.sft", description=(__doc__ or "").split("\n")[0])
-    p.add_argument("--model", default=d.model, help="'tiny' or a local HF causal-LM folder")
-    p.add_argument("--input", required=True, help="jsonl:<path> or kafka:<topic>")
-    p.add_argument("--out", default=d.out, help="run folder (checkpoints, metrics); resumes if present")
-    int_arg(p, "--epochs", 1, EPOCHS_MAX, default=d.epochs)
-    int_arg(p, "--batch-size", 1, ROWS_MAX, default=d.batch_size, help="rows per optimizer step (SPA: 16)")
-    int_arg(
-        p,
-        "--micro-batch-size",
-        1,
-        ROWS_MAX,
-        default=d.micro_batch_size,
-        help="rows per forward pass (SPA: 1); speed and memory only, the loss is the same",
-    )
-    float_arg(p, "--lr", 0, 1, above=True, default=d.lr)
-    int_arg(p, "--max-length", 1, TOKENS_MAX, default=d.max_length, help="window in tokens, left-truncated")
-    float_arg(p, "--val-fraction", 0, 1, below=True, default=d.val_fraction, help="rows held out, by puzzle")
-    p.add_argument("--val-input", default=None, help="separate held-out source (jsonl:/kafka:)")
-    p.add_argument("--released-masking", action="store_true", help="SPA's released placeholder variant")
-    masks = p.add_mutually_exclusive_group()
-    masks.add_argument(
-        "--mask-transitions",
-        action="store_true",
-        help="the paper's masking ablation: the contents of <observation> (current state) and <prediction> "
-        "(next state) are not trained; rows written by `spa generate --mask-transitions` ask for the same",
-    )
-    masks.add_argument(
-        "--mask-predictions", action="store_true", help="only the contents of <prediction> (next state) are not trained"
-    )
-    float_arg(
-        p,
-        "--decision-weight",
-        0,
-        WEIGHT_MAX,
-        above=True,
-        default=d.decision_weight,
-        metavar="W",
-        help="loss weight of the target tokens outside the <observation>/<prediction> contents (thoughts, tags, "
-        "answer, end of turn; state tokens weigh 1); each row's loss is its weighted mean. Default 1 (SPA's plain "
-        "mean); for a tiny model whose 1-2 action tokens drown in ~150 state tokens. No effect with "
-        "--released-masking",
-    )
-    int_arg(p, "--checkpoint-every", 1, STEPS_MAX, default=d.checkpoint_every, help="optimizer steps")
-    int_arg(
-        p, "--log-every", 1, STEPS_MAX, default=d.log_every, help="a progress line every N steps (and the first, last)"
-    )
-    int_arg(
-        p,
-        "--max-steps",
-        1,
-        STEPS_MAX,
-        default=None,
-        help="training budget: end after this optimizer step (evaluate, checkpoint, export); "
-        "the LR schedule stays that of --epochs, as SPA's total_training_steps",
-    )
-    int_arg(
-        p,
-        "--stop-after-steps",
-        1,
-        STEPS_MAX,
-        default=None,
-        help="interruption: checkpoint after this step and exit without evaluating or exporting; "
-        "the same command without it resumes",
-    )
-    int_arg(p, "--eval-rows", 0, ROWS_MAX, default=d.eval_rows, help="held-out rows scored by exact match")
-    int_arg(p, "--seed", 0, SEED_MAX, default=d.seed)
-    p.add_argument("--brokers", default=None, help="Kafka bootstrap servers (default $KAFKA_BROKERS)")
-    p.add_argument("--export", default=None, metavar="DIR", help="export ONNX to DIR/v<n>/ after training")
-    p.add_argument("--publish", default=None, metavar="TOPIC", help="publish a PolicyUpdate (needs --export)")
-    p.add_argument(
-        "--skip-bad-rows",
-        action="store_true",
-        help="an input record that is not an SftRow goes to the dead letters (reason: schemas/reject-reasons.json) instead of stopping the run",
-    )
-    p.add_argument(
-        "--dlq",
-        default=None,
-        help="dead letters of --skip-bad-rows: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq for kafka input, "
-        "jsonl:<out>/dlq.jsonl for jsonl input)",
-    )
-    a = p.parse_args(argv)
-    if a.publish and not a.export:
-        p.error("--publish needs --export DIR (the PolicyUpdate points at the exported artifact)")
-    return SftConfig(
-        model=a.model,
-        input=a.input,
-        out=a.out,
-        epochs=a.epochs,
-        batch_size=a.batch_size,
-        micro_batch_size=a.micro_batch_size,
-        lr=a.lr,
-        max_length=a.max_length,
-        val_fraction=a.val_fraction,
-        val_input=a.val_input,
-        released_masking=a.released_masking,
-        mask_transitions=a.mask_transitions,
-        mask_predictions=a.mask_predictions,
-        decision_weight=a.decision_weight,
-        checkpoint_every=a.checkpoint_every,
-        log_every=a.log_every,
-        max_steps=a.max_steps,
-        stop_after_steps=a.stop_after_steps,
-        eval_rows=a.eval_rows,
-        seed=a.seed,
-        brokers=a.brokers,
-        export_dir=a.export,
-        publish_topic=a.publish,
-        skip_bad_rows=a.skip_bad_rows,
-        dlq=a.dlq,
-    )
 
 
 def main(argv: list[str]) -> int:
