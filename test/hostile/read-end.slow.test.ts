@@ -3,7 +3,8 @@
  * committed record even when its first fetch comes back late: the broker is frozen (SIGSTOP) for
  * 3 s right after the read's consumer joins, as a busy box delayed the first fetch by 1.0–1.7 s
  * and a replay of 8,192 trajectories ended with no record. The topic is transactional, so each
- * partition ends in a commit marker that delivers no record. The logic alone is read-end.test.ts.
+ * partition ends in a commit marker that delivers no record; a topic of only an aborted transaction
+ * ends too. The logic alone is read-end.test.ts.
  */
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -14,6 +15,8 @@ import { startTestBroker, stopTestBroker, testConnection } from '../kafka/harnes
 const ports = { port: 19990, controllerPort: 19991 };
 const NAME = 'fixes-read-end';
 const TOPIC = 'spa.read-end';
+/** A topic of one aborted transaction: nothing but aborted records and the abort marker. */
+const ABORTED_TOPIC = 'spa.read-end-aborted';
 const PARTITIONS = 3;
 const TRANSACTIONS = 6;
 const PER_TRANSACTION = 100;
@@ -40,7 +43,10 @@ beforeAll(async () => {
   kafka = { transport: kafkaTransport(config), config };
   const admin = await kafka.transport.admin();
   try {
-    await admin.createTopics([{ name: TOPIC, partitions: PARTITIONS, replicationFactor: 1, configs: {} }]);
+    await admin.createTopics([
+      { name: TOPIC, partitions: PARTITIONS, replicationFactor: 1, configs: {} },
+      { name: ABORTED_TOPIC, partitions: 1, replicationFactor: 1, configs: {} },
+    ]);
   } finally {
     await admin.close();
   }
@@ -56,6 +62,12 @@ beforeAll(async () => {
         })),
       ),
     );
+  await expect(
+    sink.transaction(async (tx) => {
+      await tx.send([{ topic: ABORTED_TOPIC, key: null, value: Buffer.from('aborted') }]);
+      throw new Error('abort');
+    }),
+  ).rejects.toThrow('abort');
   await sink.close();
 }, 240_000);
 
@@ -85,3 +97,11 @@ it('reads every record when the broker freezes for 3 s right after the join', as
   expect(frozen).toBe(false);
   expect(Date.now() - started).toBeGreaterThanOrEqual(FROZEN_MS);
 }, 120_000);
+
+it('ends at an aborted transaction, which delivers no record', async () => {
+  const read = await readTopic(kafka, { topic: ABORTED_TOPIC, start: { kind: 'earliest' } });
+  expect(read.ranges).toEqual([{ partition: 0, start: 0n, end: 2n }]);
+  const values = await lastValueFrom(read.records.pipe(toArray()));
+  await read.closed;
+  expect(values).toEqual([]);
+}, 60_000);
