@@ -24,6 +24,8 @@ const FOLDER_PATH = /^((?:\.\.\/)*[\w.@-]+(?:\/[\w.@-]+)*\/?)(?:#([\w-]+)|:\d+)?
 const SOURCE_NAME = /^[\w.-]+\.(?:ts|mts|cjs|mjs)$/;
 /** A Python file named without its folder (checked in the trainer's own docs only). */
 const PYTHON_NAME = /^\w+\.py$/;
+/** Where the trainer's docs name modules from (`cli/settings.py`). */
+const PYTHON_PACKAGE = 'trainer/spa_trainer';
 /** A trainer module by its Python name, anywhere in a span (`python -m spa_trainer.sft …`). */
 const TRAINER_MODULE = /\bspa_trainer(?:\.\w+)+/g;
 
@@ -97,22 +99,16 @@ describe('paths named in the docs exist', () => {
 
   /** Where a span may point, from the doc's folder first; none when it is no repository path. */
   function candidates(doc: string, path: string): string[] {
-    const dir = posix.dirname(doc);
-    const relative = posix.normalize(posix.join(dir, path)).replace(/\/$/, '');
     const fromRoot = path.replace(/\/$/, '');
-    if (path.startsWith('../')) return [relative];
-    const out: string[] = [];
-    if (
-      dir !== '.' &&
-      exists(
-        relative
-          .split('/')
-          .slice(0, dir.split('/').length + 1)
-          .join('/'),
-      )
-    ) {
-      out.push(relative);
-    }
+    const inDir = (dir: string): string | null => {
+      const joined = posix.normalize(posix.join(dir, fromRoot));
+      return exists(`${dir}/${fromRoot.split('/')[0]}`) ? joined : null;
+    };
+    const dir = posix.dirname(doc);
+    if (path.startsWith('../')) return [posix.normalize(posix.join(dir, fromRoot))];
+    // From the doc's folder; the trainer's docs also name modules inside the package.
+    const bases = dir === '.' ? [] : [dir, ...(doc.startsWith('trainer/') ? [PYTHON_PACKAGE] : [])];
+    const out = bases.map(inDir).filter((p) => p !== null);
     if (topLevel.has(fromRoot.split('/')[0]!)) out.push(fromRoot);
     return out;
   }
