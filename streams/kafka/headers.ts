@@ -4,15 +4,18 @@
  * version that generated it.
  */
 import type { RecordHeaders } from '../../infra/kafka/client/transport.js';
+import kafkaHeaders from '../../schemas/kafka-headers.json' with { type: 'json' };
 
-/** Header names on the wire. */
+const header = kafkaHeaders.properties;
+
+/** Header names on the wire (schemas/kafka-headers.json, which the trainer reads too). */
 export const headerNames = {
   traceparent: 'traceparent',
   /** CRC-64-AVRO fingerprint of the writer schema, 16 lowercase hex digits. */
   schemaFingerprint: 'spa-schema-fingerprint',
   /** Decimal policy version (an integer >= 0). */
   policyVersion: 'spa-policy-version',
-} as const;
+} as const satisfies Record<string, keyof typeof header>;
 
 /** The typed view of SPA's headers; every field is optional on read. */
 export interface SpaHeaders {
@@ -22,8 +25,9 @@ export interface SpaHeaders {
 }
 
 // W3C Trace Context §3.2: version-traceid-parentid-flags, lowercase hex.
-const traceparentPattern = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-const fingerprintPattern = /^[0-9a-f]{16}$/;
+const traceparentPattern = new RegExp(header[headerNames.traceparent].pattern);
+const fingerprintPattern = new RegExp(header[headerNames.schemaFingerprint].pattern);
+const versionPattern = new RegExp(header[headerNames.policyVersion].pattern);
 
 function check(headers: SpaHeaders): void {
   if (headers.traceparent !== undefined && !traceparentPattern.test(headers.traceparent))
@@ -51,7 +55,7 @@ export function encodeSpaHeaders(headers: SpaHeaders): RecordHeaders {
 export function decodeSpaHeaders(headers: RecordHeaders): SpaHeaders {
   const text = (name: string): string | undefined => headers[name]?.toString('utf8');
   const version = text(headerNames.policyVersion);
-  if (version !== undefined && !/^\d+$/.test(version))
+  if (version !== undefined && !versionPattern.test(version))
     throw new Error(`header ${headerNames.policyVersion}="${version}" is not a non-negative integer`);
   const decoded: SpaHeaders = {
     ...(text(headerNames.traceparent) !== undefined ? { traceparent: text(headerNames.traceparent) } : {}),

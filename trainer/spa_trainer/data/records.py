@@ -2,39 +2,35 @@
 
 A log is a set of partitions, each an ordered sequence of records, and a position in it is a
 per-partition offset map. Both jobs read one: SFT a fixed `[start, end)` range per epoch
-(`data.RowSource`), PPO forward from a start position (`rollout_source.RolloutSource`). A JSONL
-file is one partition (`JsonlLog`, offset = line index); a Kafka topic has many (`kafka_source.KafkaLog`).
+(`sft_rows.RowSource`), PPO forward from a start position (`rollouts.RolloutSource`). A JSONL
+file is one partition (`JsonlLog`, offset = line index); a Kafka topic has many (`kafka.client.KafkaLog`).
 The jobs' decoders sit above this module, the Kafka client beside it; neither is imported here.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 Offsets = dict[int, int]
 """Next offset to read, per partition."""
 
 Headers = dict[str, bytes]
 
-# The TS side's header names (streams/kafka/headers.ts), so one reader handles every topic.
-POLICY_VERSION_HEADER = "spa-policy-version"
-SCHEMA_FINGERPRINT_HEADER = "spa-schema-fingerprint"
-TRACEPARENT_HEADER = "traceparent"
-
-# What the TS side's `decodeSpaHeaders` accepts: a W3C traceparent (Trace Context §3.2), 16
-# lowercase hex digits, a decimal integer up to JavaScript's Number.MAX_SAFE_INTEGER.
-_HEADER_FORMS = {
-    TRACEPARENT_HEADER: (
-        re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}"),
-        "W3C 00-<32 hex>-<16 hex>-<2 hex>",
-    ),
-    SCHEMA_FINGERPRINT_HEADER: (re.compile(r"[0-9a-f]{16}"), "16 lowercase hex digits"),
-    POLICY_VERSION_HEADER: (re.compile(r"[0-9]+"), "a non-negative integer"),
-}
+# The header names and the values each may take, shared with the TS side (streams/kafka/headers.ts):
+# a W3C traceparent (Trace Context §3.2), 16 lowercase hex digits, a decimal integer (up to
+# JavaScript's Number.MAX_SAFE_INTEGER, below).
+KAFKA_HEADERS_FILE = Path(__file__).resolve().parents[3] / "schemas" / "kafka-headers.json"
+_HEADERS: dict[str, Any] = json.loads(KAFKA_HEADERS_FILE.read_text("utf-8"))["properties"]
+_BY_FIELD = {spec["x-field"]: name for name, spec in _HEADERS.items()}
+POLICY_VERSION_HEADER = _BY_FIELD["policyVersion"]
+SCHEMA_FINGERPRINT_HEADER = _BY_FIELD["schemaFingerprint"]
+TRACEPARENT_HEADER = _BY_FIELD["traceparent"]
+_HEADER_FORMS = {name: (re.compile(spec["pattern"]), spec["description"]) for name, spec in _HEADERS.items()}
 _MAX_POLICY_VERSION = 2**53 - 1
 
 
@@ -53,7 +49,7 @@ def check_spa_headers(headers: Headers) -> None:
             continue
         text = value.decode("utf-8", "replace")
         if not form.fullmatch(text) or (name == POLICY_VERSION_HEADER and _too_big(text)):
-            raise ValueError(f"header {name}={text!r:.80} is not {expected}")
+            raise ValueError(f"header {name}={text!r:.80} is malformed: {expected}")
 
 
 @dataclass(frozen=True)
