@@ -27,8 +27,10 @@ from spa_trainer.sft.masking import (
 from spa_trainer.sft.metrics import validation_loss
 from spa_trainer.sft.train import Encoded, make_encoder, row_losses, run_sft
 
+from .json_schema import problems
 from .spa_rows import S1, S2, row
 from .synthetic import sokoban_rows, write_jsonl
+from .test_trainer_files import TRAINER_FILES
 
 CPU = torch.device("cpu")
 
@@ -158,6 +160,7 @@ def test_a_weighted_run_trains_and_reports(tmp_path: Path) -> None:
     assert all(math.isfinite(x) for x in losses) and len(losses) >= 4
     written = json.loads((Path(cfg.out) / "metrics.json").read_text())
     assert written["decision_weight"] == 4.0 and written == json.loads(json.dumps(written))
+    assert problems(written, TRAINER_FILES["sft-metrics"]) == []  # the file spa run reads
     val_loss = metrics["val_loss"]
     assert isinstance(val_loss, float) and math.isfinite(val_loss)
     for key in (
