@@ -81,7 +81,7 @@ export interface LoopConfig {
   readonly sftMaxLength: number;
   /** PPO: steps, each on groups × group size self-play episodes (SPA: 1000 steps of 32 × 8, top 25% kept). */
   readonly ppoSteps: number;
-  readonly ppoGroups: number;
+  readonly ppoGroupsPerStep: number;
   readonly ppoGroupSize: number;
   /** PPO: the fraction of each step's groups kept, those with the largest score spread (SPA: 0.25). */
   readonly ppoKeepRatio: number;
@@ -99,11 +99,11 @@ export interface LoopConfig {
    * Sequences per PPO forward pass: memory and speed only, the update is the same for any size
    * (docs/spa-ppo.md#aggregation). SPA: 1 (a 1.5B model per GPU).
    */
-  readonly ppoMicroBatch: number;
+  readonly ppoMicroBatchSize: number;
   /** PPO: passes over each step's episodes (SPA: 1). */
   readonly ppoEpochs: number;
   /** PPO: episodes per optimizer step (SPA: 64, one step per update of 64 kept episodes). */
-  readonly ppoMiniBatch: number;
+  readonly ppoMiniBatchSize: number;
   /**
    * PPO loss mask (docs/spa-ppo.md#mask): `generated` (the paper: the tokens the policy sampled),
    * `response-only` (RAGEN: whole assistant turns, role header included) or `all-after-system`
@@ -117,7 +117,7 @@ export interface LoopConfig {
    */
   readonly ppoLossAgg: 'token-mean' | 'seq-mean-token-mean';
   /** k3 KL of the actor to its start model in the PPO loss (docs/spa-ppo.md#kl). SPA: 0 (off). */
-  readonly ppoKlCoef: number;
+  readonly ppoKlLossCoef: number;
   /**
    * PPO advantages (docs/spa-ppo.md#grpo): `gae` with the critic (SPA), `grpo` each episode's score
    * against its group's mean and std, `grpo-mean` against its group's mean only (Dr. GRPO); no critic.
@@ -211,19 +211,19 @@ const small = {
   sftBatchSize: 4,
   sftMaxLength: 340,
   ppoSteps: 3,
-  ppoGroups: 4,
+  ppoGroupsPerStep: 4,
   ppoGroupSize: 4,
   ppoKeepRatio: 0.25,
   exportEvery: 1,
   maxStaleness: 1,
   ppoActorLr: 1e-4,
   ppoCriticLr: 1e-3,
-  ppoMicroBatch: 16,
+  ppoMicroBatchSize: 16,
   ppoEpochs: 1,
-  ppoMiniBatch: 64,
+  ppoMiniBatchSize: 64,
   ppoMask: 'generated',
   ppoLossAgg: 'token-mean',
-  ppoKlCoef: 0,
+  ppoKlLossCoef: 0,
   ppoAdvEstimator: 'gae',
   evalPuzzles: 128,
   evalK: 4,
@@ -252,13 +252,13 @@ export const SPA_FULL_SIZE = {
   sftBatchSize: 16,
   sftMaxLength: 2048,
   ppoSteps: 1000,
-  ppoGroups: 32,
+  ppoGroupsPerStep: 32,
   ppoGroupSize: 8,
   ppoKeepRatio: 0.25,
   exportEvery: 10,
   ppoActorLr: 1e-6,
   ppoCriticLr: 1e-5,
-  ppoMicroBatch: 1,
+  ppoMicroBatchSize: 1,
   evalPuzzles: 128,
   evalK: 8,
   evalPasses: 2,

@@ -90,10 +90,10 @@ function ppoEpisodes({ config, runId }: LoopContext, done: number): EpisodeConfi
     env: config.env,
     runId: `${runId}-rl${done > 0 ? `-from${done}` : ''}`,
     mode: 'base',
-    groups: config.ppoGroups,
+    groups: config.ppoGroupsPerStep,
     groupSize: config.ppoGroupSize,
     batches: config.ppoSteps - done,
-    seedBase: PPO_SEED_BASE + done * config.ppoGroups,
+    seedBase: PPO_SEED_BASE + done * config.ppoGroupsPerStep,
   });
 }
 

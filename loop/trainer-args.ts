@@ -187,15 +187,11 @@ export function ppoServiceCommand(config: LoopConfig, run: PpoRun): TrainerComma
     export_root: run.exportRoot,
     publish: run.topics.policy,
     ...fromLoop<'ppo', 'ppo'>(config, 'ppo', [
-      ...['steps', 'group_size', 'keep_ratio', 'export_every', 'max_staleness', 'mask', 'loss_agg'],
-      ...['actor_lr', 'critic_lr', 'epochs'],
+      ...['steps', 'groups_per_step', 'group_size', 'keep_ratio', 'export_every', 'max_staleness'],
+      ...['mask', 'loss_agg', 'kl_loss_coef', 'actor_lr', 'critic_lr', 'epochs'],
+      ...['micro_batch_size', 'mini_batch_size'],
     ] as const),
-    // LoopConfig names these otherwise (spa run --ppo-groups, --ppo-kl-coef, --ppo-micro-batch,
-    // --ppo-mini-batch, --ppo-adv-estimator grpo-mean): to be renamed to the trainer's names.
-    groups_per_step: config.ppoGroups,
-    kl_loss_coef: config.ppoKlCoef,
-    micro_batch_size: config.ppoMicroBatch,
-    mini_batch_size: config.ppoMiniBatch,
+    // LoopConfig's one choice of gae | grpo | grpo-mean is the trainer's two settings.
     adv_estimator: config.ppoAdvEstimator === 'gae' ? 'gae' : 'grpo',
     grpo_std_norm: config.ppoAdvEstimator !== 'grpo-mean',
     context_window: window ? config.contextWindow : undefined,

@@ -164,7 +164,7 @@ function armArgs(o: CheckOptions, arm: Arm, extra: readonly string[]): string[] 
     ...[
       '--ppo-steps',
       String(o.steps),
-      '--ppo-groups',
+      '--ppo-groups-per-step',
       String(o.groups),
       '--ppo-group-size',
       String(o.groupSize),
@@ -174,7 +174,7 @@ function armArgs(o: CheckOptions, arm: Arm, extra: readonly string[]): string[] 
     ...['--export-every', String(o.exportEvery), '--max-staleness', String(o.maxStaleness)],
     ...['--eval-curve', '--eval-every', String(o.evalEvery), '--ppo-loss-agg', o.lossAgg],
     ...['--ppo-adv-estimator', o.advEstimator],
-    ...['--ppo-epochs', String(o.ppoEpochs), '--ppo-mini-batch', String(o.miniBatch)],
+    ...['--ppo-epochs', String(o.ppoEpochs), '--ppo-mini-batch-size', String(o.miniBatch)],
     ...['--max-new-tokens', o.maxNewTokens],
     ...['--eval-puzzles', String(o.evalPuzzles), '--eval-k', String(o.evalK)],
     ...extra,
@@ -228,7 +228,14 @@ async function main(): Promise<void> {
       "--arms: wm-control starts from the wm arm's world-model SFT checkpoint: list wm before it",
     );
   const started = Date.now();
-  const learning = ['--ppo-actor-lr', o.actorLr, '--ppo-critic-lr', o.criticLr, '--ppo-kl-coef', o.klCoef];
+  const learning = [
+    '--ppo-actor-lr',
+    o.actorLr,
+    '--ppo-critic-lr',
+    o.criticLr,
+    '--ppo-kl-loss-coef',
+    o.klCoef,
+  ];
   // The first arm warms the model up; every other arm starts from that same checkpoint.
   const warmup = [
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],

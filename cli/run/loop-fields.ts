@@ -40,6 +40,8 @@ interface ValueField<T> {
   readonly parse: (flag: string) => (text: string) => T;
   /** The long option and YAML key when not the field's name in kebab case. */
   readonly flag?: string;
+  /** An earlier long option and YAML key of the field: still read, with a notice naming the new one. */
+  readonly was?: string;
 }
 
 /** A true/false field: a bare flag on the command line, `true`/`false` in the file. */
@@ -142,10 +144,13 @@ export const LOOP_FIELDS: LoopFieldTable = {
   sftBatchSize: count('SFT rows per optimizer step (SPA: 16)', MAX_BATCH_ROWS),
   sftMaxLength: count('SFT window in tokens, left-truncated (SPA: 2048)', MAX_TOKENS),
   ppoSteps: count('PPO steps (SPA: 1000)', MAX_BATCHES),
-  ppoGroups: count(
-    `PPO: groups (puzzles) per step (SPA: 32); groups × group size at most ${MAX_BATCH_EPISODES}`,
-    MAX_GROUPS,
-  ),
+  ppoGroupsPerStep: {
+    ...count(
+      `PPO: groups (puzzles) per step (SPA: 32); groups × group size at most ${MAX_BATCH_EPISODES}`,
+      MAX_GROUPS,
+    ),
+    was: 'ppo-groups',
+  },
   ppoGroupSize: count('PPO: episodes per group (SPA: 8)', MAX_GROUP_SIZE),
   ppoKeepRatio: {
     help: "PPO: fraction of each step's groups trained on, those with the largest score spread (SPA: 0.25; 1 keeps every group)",
@@ -163,12 +168,18 @@ export const LOOP_FIELDS: LoopFieldTable = {
     true,
   ),
   ppoCriticLr: rate('PPO critic learning rate (SPA: 1e-5)', MAX_LR, true),
-  ppoMicroBatch: count(
-    'PPO: sequences per forward pass; memory and speed only, the update is the same (SPA: 1)',
-    MAX_BATCH_ROWS,
-  ),
+  ppoMicroBatchSize: {
+    ...count(
+      'PPO: sequences per forward pass; memory and speed only, the update is the same (SPA: 1)',
+      MAX_BATCH_ROWS,
+    ),
+    was: 'ppo-micro-batch',
+  },
   ppoEpochs: count("PPO: passes over each step's episodes (SPA: 1)", MAX_EPOCHS),
-  ppoMiniBatch: count('PPO: episodes per optimizer step (SPA: 64, one step per update)', MAX_BATCH_ROWS),
+  ppoMiniBatchSize: {
+    ...count('PPO: episodes per optimizer step (SPA: 64, one step per update)', MAX_BATCH_ROWS),
+    was: 'ppo-mini-batch',
+  },
   ppoMask: choice(
     ['generated', 'response-only', 'all-after-system'],
     "PPO loss mask: the tokens the policy sampled (the paper), whole assistant turns (RAGEN) or every token after the system message (SPA's run)",
@@ -177,11 +188,14 @@ export const LOOP_FIELDS: LoopFieldTable = {
     ['token-mean', 'seq-mean-token-mean'],
     "PPO loss aggregation: a mean over the mini-batch's trained tokens (SPA's loss_agg_mode) or the mean of per-sequence token means (what SPA's released run computes)",
   ),
-  ppoKlCoef: rate(
-    'PPO: coefficient of the KL-to-start-model loss (SPA: 0, off; docs/spa-ppo.md#kl)',
-    MAX_LOSS_WEIGHT,
-    true,
-  ),
+  ppoKlLossCoef: {
+    ...rate(
+      'PPO: coefficient of the KL-to-start-model loss (SPA: 0, off; docs/spa-ppo.md#kl)',
+      MAX_LOSS_WEIGHT,
+      true,
+    ),
+    was: 'ppo-kl-coef',
+  },
   ppoAdvEstimator: choice(
     ['gae', 'grpo', 'grpo-mean'],
     "PPO advantages: GAE with a critic (SPA), or each episode's score against its group's mean and std (grpo) or mean only (grpo-mean, Dr. GRPO), no critic (docs/spa-ppo.md#grpo)",
@@ -216,30 +230,44 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
 };
 
-/** Each field with its commander option (no default: an absent option keeps the config's value). */
-function fieldOptions(): [keyof LoopFieldTable, Option][] {
+/** Each field with its commander option (no default: an absent option keeps the config's value), and its earlier name's. */
+function fieldOptions(): [keyof LoopFieldTable, Option, Option | undefined][] {
   return (Object.entries(LOOP_FIELDS) as [keyof LoopFieldTable, ValueField<unknown> | ToggleField][]).map(
     ([key, field]) => {
       const flag = `--${field.flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-      const option =
-        'parse' in field
-          ? new Option(`${flag} ${field.arg}`, field.help).argParser(field.parse(flag))
-          : new Option(flag, field.help);
-      return [key, option];
+      if (!('parse' in field)) return [key, new Option(flag, field.help), undefined];
+      const option = new Option(`${flag} ${field.arg}`, field.help).argParser(field.parse(flag));
+      return [key, option, field.was === undefined ? undefined : renamed(`--${field.was}`, flag, field)];
     },
   );
 }
 
-/** Adds one option per `LoopConfig` field to `command`. */
+/** The hidden option of a field's earlier name: it parses as the field does (its range in the help). */
+function renamed(was: string, flag: string, field: ValueField<unknown>): Option {
+  return new Option(`${was} ${field.arg}`, `renamed ${flag}`).hideHelp().argParser(field.parse(was));
+}
+
+/** Adds one option per `LoopConfig` field to `command` (and a hidden one per earlier name). */
 export function addLoopFieldOptions(command: Command): Command {
-  for (const [, option] of fieldOptions()) command.addOption(option);
+  for (const [, option, was] of fieldOptions()) {
+    command.addOption(option);
+    if (was) command.addOption(was);
+  }
   return command;
 }
 
-/** The fields given on the command line or in the config file, from commander's parsed options. */
+/**
+ * The fields given on the command line or in the config file, from commander's parsed options; a
+ * field given by its earlier name gets a notice on stderr naming the new one.
+ */
 export function loopFieldValues(options: Readonly<Record<string, unknown>>): Partial<LoopConfig> {
-  const given = fieldOptions()
-    .map(([key, option]) => [key, options[option.attributeName()]] as const)
-    .filter(([, value]) => value !== undefined);
-  return Object.fromEntries(given) as Partial<LoopConfig>;
+  const given = fieldOptions().map(([key, option, was]) => {
+    const old = was ? options[was.attributeName()] : undefined;
+    if (was && old !== undefined)
+      process.stderr.write(
+        `[spa] ${was.long ?? ''} is deprecated: it is ${option.long ?? ''} now (also in a config file)\n`,
+      );
+    return [key, options[option.attributeName()] ?? old] as const;
+  });
+  return Object.fromEntries(given.filter(([, value]) => value !== undefined)) as Partial<LoopConfig>;
 }

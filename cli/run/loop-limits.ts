@@ -25,12 +25,12 @@ export function checkLoopLimits(config: LoopConfig): void {
   checkEpisodeLimits(
     episodeConfig({
       env,
-      groups: config.ppoGroups,
+      groups: config.ppoGroupsPerStep,
       groupSize: config.ppoGroupSize,
       batches: config.ppoSteps,
       seedBase: PPO_SEED_BASE,
     }),
-    { groups: '--ppo-groups', groupSize: '--ppo-group-size', batches: '--ppo-steps' },
+    { groups: '--ppo-groups-per-step', groupSize: '--ppo-group-size', batches: '--ppo-steps' },
   );
   checkEvalLimits(
     { puzzles: config.evalPuzzles, k: config.evalK, passes: config.evalPasses },

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { registerRunCommand } from '../../cli/commands/run.js';
 import { LOOP_CONFIGS, SPA_FULL_SIZE, type LoopConfig } from '../../loop/configs.js';
 import { LOOP_FIELDS } from '../../cli/run/loop-fields.js';
@@ -60,20 +60,20 @@ sft-lr: 2.5e-4
 sft-batch-size: 5
 sft-max-length: 300
 ppo-steps: 6
-ppo-groups: 2
+ppo-groups-per-step: 2
 ppo-group-size: 3
 ppo-keep-ratio: 0.5
 export-every: 3
 max-staleness: 0
 ppo-mask: all-after-system
 ppo-loss-agg: seq-mean-token-mean
-ppo-kl-coef: 0.05
+ppo-kl-loss-coef: 0.05
 ppo-adv-estimator: grpo-mean
 ppo-actor-lr: 0
 ppo-critic-lr: 2e-5
-ppo-micro-batch: 3
+ppo-micro-batch-size: 3
 ppo-epochs: 2
-ppo-mini-batch: 32
+ppo-mini-batch-size: 32
 eval-puzzles: 9
 eval-k: 4
 eval-passes: 3
@@ -114,20 +114,20 @@ describe('spa run --config-file', () => {
       sftBatchSize: 5,
       sftMaxLength: 300,
       ppoSteps: 6,
-      ppoGroups: 2,
+      ppoGroupsPerStep: 2,
       ppoGroupSize: 3,
       ppoKeepRatio: 0.5,
       exportEvery: 3,
       maxStaleness: 0,
       ppoMask: 'all-after-system',
       ppoLossAgg: 'seq-mean-token-mean',
-      ppoKlCoef: 0.05,
+      ppoKlLossCoef: 0.05,
       ppoAdvEstimator: 'grpo-mean',
       ppoActorLr: 0,
       ppoCriticLr: 2e-5,
-      ppoMicroBatch: 3,
+      ppoMicroBatchSize: 3,
       ppoEpochs: 2,
-      ppoMiniBatch: 32,
+      ppoMiniBatchSize: 32,
       evalPuzzles: 9,
       evalK: 4,
       evalPasses: 3,
@@ -154,6 +154,35 @@ describe('spa run --config-file', () => {
     await expect(program.parseAsync(['run', '--help'], { from: 'user' })).rejects.toThrow();
     for (const key of keys) expect(help).toContain(`--${key} `);
     expect(help).toContain('--config-file <path>');
+  });
+
+  it('still reads the renamed PPO fields by their earlier names, saying the new ones', async () => {
+    const notices: string[] = [];
+    const spy = vi
+      .spyOn(process.stderr, 'write')
+      .mockImplementation((text) => notices.push(String(text)) > 0);
+    try {
+      const file = fileWith('ppo-groups: 2\nppo-kl-coef: 0.05\n');
+      const config = await runConfig([
+        '--config-file',
+        file,
+        '--ppo-micro-batch',
+        '3',
+        '--ppo-mini-batch',
+        '32',
+      ]);
+      expect(config).toMatchObject({
+        ppoGroupsPerStep: 2,
+        ppoKlLossCoef: 0.05,
+        ppoMicroBatchSize: 3,
+        ppoMiniBatchSize: 32,
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(notices.join('')).toContain('--ppo-groups is deprecated: it is --ppo-groups-per-step now');
+    expect(notices.filter((n) => n.includes('is deprecated'))).toHaveLength(4);
+    await expect(runConfig(['--ppo-groups', '0'])).rejects.toThrow('--ppo-groups');
   });
 
   it('refuses an unknown field, naming it and its line', async () => {

@@ -50,7 +50,13 @@ describe('spa run --generators 2', () => {
     await writeFile(
       file,
       ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
-        .concat(['ppo-steps: 2', 'ppo-groups: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1'])
+        .concat([
+          'ppo-steps: 2',
+          'ppo-groups-per-step: 2',
+          'ppo-group-size: 2',
+          'eval-puzzles: 1',
+          'eval-k: 1',
+        ])
         .join('\n'),
     );
     const runId = 'gens';

@@ -170,7 +170,7 @@ async function smallConfig(name: string, extra: readonly string[]): Promise<stri
   await writeFile(
     file,
     ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
-      .concat(['ppo-groups: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1', ...extra])
+      .concat(['ppo-groups-per-step: 2', 'ppo-group-size: 2', 'eval-puzzles: 1', 'eval-k: 1', ...extra])
       .join('\n'),
   );
   return file;

@@ -246,10 +246,10 @@ describe('spa commands (spawned)', () => {
       await runSpa(['run', '--config-file', file], ['127.0.0.1:1']),
       'sft-groups: must be an integer in 1..100000, got "1000000000000" (line 1)',
     );
-    writeFileSync(file, 'ppo-steps: 100000\nppo-groups: 100000\nppo-group-size: 1\n');
+    writeFileSync(file, 'ppo-steps: 100000\nppo-groups-per-step: 100000\nppo-group-size: 1\n');
     expectUsageError(
       await runSpa(['run', '--config-file', file], ['127.0.0.1:1']),
-      'lower --ppo-groups or --ppo-steps',
+      'lower --ppo-groups-per-step or --ppo-steps',
     );
   });
 

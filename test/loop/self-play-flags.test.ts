@@ -55,7 +55,7 @@ describe('the self-play + PPO generators', () => {
       expect(flagValue(args, '--resumed-at')).toBe('2:2');
       expect(flagValue(args, '--run-id')).toBe('r-rl-from2');
       expect(flagValue(args, '--batches')).toBe(String(ctx.config.ppoSteps - 2));
-      expect(flagValue(args, '--seed-base')).toBe(String(PPO_SEED_BASE + 2 * ctx.config.ppoGroups));
+      expect(flagValue(args, '--seed-base')).toBe(String(PPO_SEED_BASE + 2 * ctx.config.ppoGroupsPerStep));
     }
   });
 });

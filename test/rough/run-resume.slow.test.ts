@@ -49,7 +49,13 @@ describe('spa run, interrupted and resumed', () => {
     await writeFile(
       file,
       ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 1']
-        .concat(['ppo-groups: 2', 'ppo-group-size: 2', 'ppo-steps: 1', 'eval-puzzles: 1', 'eval-k: 1'])
+        .concat([
+          'ppo-groups-per-step: 2',
+          'ppo-group-size: 2',
+          'ppo-steps: 1',
+          'eval-puzzles: 1',
+          'eval-k: 1',
+        ])
         .join('\n'),
     );
     const args = ['run', '--config-file', file, '--runs-dir', runsDir, '--run-id', 'resume'];
