@@ -10,7 +10,7 @@ import type { InferenceSession } from 'onnxruntime-node';
 import type { PolicyManifest } from './artifact.js';
 
 /** manifest.json's `graph` entries the generator needs (export/structure.py's `GRAPH`). */
-export const GRAPH_PARTS = ['split_cache', 'last_position_logits', 'grouped_attention'] as const;
+const GRAPH_PARTS = ['split_cache', 'last_position_logits', 'grouped_attention'] as const;
 
 /** The input that carries the recent columns of one `past_key_values.*` input. */
 export function recentName(pastName: string): string {
