@@ -9,7 +9,11 @@
  * up to the last commit (records handed out after it shown again) and costs a request per
  * commit; seeking on every assignment costs nothing and is exact.
  */
-import type { ConsumedRecord, TopicPartition, TopicPartitionOffset } from '../../infra/kafka/client/transport.js';
+import type {
+  ConsumedRecord,
+  TopicPartition,
+  TopicPartitionOffset,
+} from '../../infra/kafka/client/transport.js';
 
 /** A partition's starting offset in the read. */
 interface PartitionStart {

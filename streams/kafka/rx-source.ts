@@ -8,7 +8,12 @@
  * work durable (design: Contracts).
  */
 import { Observable } from 'rxjs';
-import type { ConsumedBatch, ConsumedRecord, RecordSource, TopicPartition } from '../../infra/kafka/client/transport.js';
+import type {
+  ConsumedBatch,
+  ConsumedRecord,
+  RecordSource,
+  TopicPartition,
+} from '../../infra/kafka/client/transport.js';
 
 /** A record handed downstream; call `ack` once, when its processing is finished. */
 export interface InFlightRecord {
