@@ -2,7 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
-import { parseTapFilter, tapTopic, type TapFilter } from '../../streams/kafka/tap.js';
+import { parseTapFilter, type TapFilter } from '../../streams/kafka/tap-filter.js';
+import { tapTopic } from '../tap/tap.js';
 import { runWebTap } from '../../web/server/run-web-tap.js';
 import { MAX_RECORDS, port, positiveInt } from '../options.js';
 import {

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { spaSchemas, type SpaRecordName } from '../../schemas/index.js';
 import { decodeAnySpaRecord, type DecodedAnyRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { headerNames } from '../../streams/kafka/headers.js';
-import { formatTapRecord, tapJsonLine } from '../../streams/kafka/tap-format.js';
+import { formatTapRecord, tapJsonLine } from '../../cli/tap/tap-format.js';
 import type { ConsumedRecord, RecordHeaders } from '../../infra/kafka/client/transport.js';
 import { GOLDEN_SAMPLES } from '../fixtures/avro/samples.js';
 

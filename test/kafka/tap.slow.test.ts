@@ -17,7 +17,7 @@ import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
 import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import { publishOutbound } from '../../streams/kafka/publish-outbound.js';
 import { decodeKafkaRecord, toKafkaRecord } from '../../streams/kafka/spa-records.js';
-import { tapTopic, type TapOptions } from '../../streams/kafka/tap.js';
+import { tapTopic, type TapOptions } from '../../cli/tap/tap.js';
 import { builtinPolicy } from '../../policies/builtin.js';
 import { runSpa, type SpaResult } from '../cli/spa-process.js';
 import { startTestBroker, stopTestBroker, testConnection } from './harness.js';

@@ -4,7 +4,7 @@
  */
 import { firstValueFrom, fromEvent, merge, take } from 'rxjs';
 import type { KafkaConnection } from '../../streams/kafka/consume-spa.js';
-import type { TapFilter } from '../../streams/kafka/tap.js';
+import type { TapFilter } from '../../streams/kafka/tap-filter.js';
 import { startWebTap } from './web-tap.js';
 
 /** Options of {@link runWebTap}. */

@@ -11,7 +11,7 @@ import { filter, map, merge, type Subscription } from 'rxjs';
 import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/kafka/consume-spa.js';
-import { matchesTapFilters, type TapFilter } from '../../streams/kafka/tap.js';
+import { matchesTapFilters, type TapFilter } from '../../streams/kafka/tap-filter.js';
 import { startTapServer } from './tap-server.js';
 import { TapStats } from './tap-stats.js';
 import { toWebRecord } from './web-record.js';

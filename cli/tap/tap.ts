@@ -5,34 +5,10 @@
  * end offsets captured at start unless following.
  */
 import { filter, lastValueFrom, map, NEVER, take, takeUntil, tap, type Observable } from 'rxjs';
-import { decodeAnySpaRecord, type DecodedAnyRecord } from './consume-spa-decode.js';
-import { readTopic, type KafkaConnection } from './consume-spa.js';
+import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
+import { readTopic, type KafkaConnection } from '../../streams/kafka/consume-spa.js';
+import { matchesTapFilters, type TapFilter } from '../../streams/kafka/tap-filter.js';
 import { formatTapRecord, tapJsonLine } from './tap-format.js';
-
-/** `key=value` on a record's top-level field (or `type=<record name>`). */
-export interface TapFilter {
-  readonly key: string;
-  readonly value: string;
-}
-
-/** Parses `--filter key=value`, naming the bad text. */
-export function parseTapFilter(text: string): TapFilter {
-  const at = text.indexOf('=');
-  if (at <= 0) throw new Error(`--filter "${text}" must be key=value on a top-level field, e.g. env=sokoban`);
-  return { key: text.slice(0, at).trim(), value: text.slice(at + 1).trim() };
-}
-
-/** True when every filter matches: the field's value printed as text equals the filter's value. */
-export function matchesTapFilters(decoded: DecodedAnyRecord, filters: readonly TapFilter[]): boolean {
-  const type = decoded.ok ? decoded.value.type : 'Undecodable';
-  const record = (decoded.ok ? decoded.value.record : decoded.rejected) as unknown as Record<string, unknown>;
-  return filters.every(({ key, value }) => {
-    const field = key === 'type' && !(key in record) ? type : record[key];
-    if (field === undefined || field === null) return value === 'null' && field === null;
-    if (Buffer.isBuffer(field)) return field.toString('hex') === value;
-    return typeof field === 'object' ? JSON.stringify(field) === value : String(field) === value;
-  });
-}
 
 /** Options of {@link tapTopic}. */
 export interface TapOptions {

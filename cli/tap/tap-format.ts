@@ -4,7 +4,7 @@
  * untrusted: control characters in it are printed escaped (terminal-text.ts), in both forms.
  */
 import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
-import type { DecodedAnyRecord } from './consume-spa-decode.js';
+import type { DecodedAnyRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { blockText, inlineText, jsonText } from './terminal-text.js';
 import type { ConsumedRecord } from '../../infra/kafka/client/transport.js';
 
