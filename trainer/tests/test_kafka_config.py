@@ -126,6 +126,7 @@ def test_bad_settings_name_the_variable(pem: dict[str, str], tmp_path: Path) -> 
 
 SCRAM_SETTINGS = KafkaSettings(brokers="127.0.0.1:19722", sasl=Sasl("SCRAM-SHA-256", "alice", "pw"))
 DOWN = ("_ALL_BROKERS_DOWN", "1/1 brokers are down")
+FIXED = "2.6.1"  # librdkafka's first SCRAM that Kafka 4 accepts: no hint about it
 
 
 def test_refused_credentials_say_so_not_cannot_reach() -> None:
@@ -139,7 +140,7 @@ def test_refused_credentials_say_so_not_cannot_reach() -> None:
         ),
         DOWN,
     ]
-    assert str(describe_connect_failure(SCRAM_SETTINGS, errors, "Local: Broker transport failure")) == (
+    assert str(describe_connect_failure(SCRAM_SETTINGS, errors, "Local: Broker transport failure", FIXED)) == (
         'Kafka refused the credentials of SASL user "alice" (SCRAM-SHA-256) on 127.0.0.1:19722: '
         "wrong username or password"
     )
@@ -152,9 +153,23 @@ def test_refused_credentials_say_so_not_cannot_reach() -> None:
             ),
         )
     ]
-    assert str(describe_connect_failure(SCRAM_SETTINGS, unsupported, "x")).startswith(
+    assert str(describe_connect_failure(SCRAM_SETTINGS, unsupported, "x", FIXED)).startswith(
         "Kafka at 127.0.0.1:19722 does not offer SASL mechanism SCRAM-SHA-256 (SASL PLAIN mechanism handshake failed"
     )
+
+
+def test_refused_scram_on_an_old_librdkafka_names_its_kafka_4_bug() -> None:
+    refused = [("_AUTHENTICATION", "sasl_plaintext://127.0.0.1:19722/bootstrap: SASL authentication error: x")]
+    assert str(describe_connect_failure(SCRAM_SETTINGS, refused, "x", "2.0.2")) == (
+        'Kafka refused the credentials of SASL user "alice" (SCRAM-SHA-256) on 127.0.0.1:19722: '
+        "wrong username or password — or, if the broker runs Kafka 4.x, librdkafka 2.0.2 here predates the "
+        "SCRAM fix of 2.6.1 (confluentinc/librdkafka#4895): use SASL/PLAIN over TLS, TLS client certificates, "
+        "or a newer librdkafka"
+    )
+    for version in ("2.6.1", "2.10.0", "3.0.0-RC1"):
+        assert "#4895" not in str(describe_connect_failure(SCRAM_SETTINGS, refused, "x", version)), version
+    plain = KafkaSettings(brokers="127.0.0.1:19722", sasl=Sasl("PLAIN", "alice", "pw"))
+    assert str(describe_connect_failure(plain, refused, "x", "2.0.2")).endswith(": wrong username or password")
 
 
 def test_a_tls_failure_names_the_ca_setting() -> None:
@@ -166,29 +181,29 @@ def test_a_tls_failure_names_the_ca_setting() -> None:
         ),
     )
     no_ca = KafkaSettings(brokers="127.0.0.1:19723", ssl=True)
-    assert str(describe_connect_failure(no_ca, [verify, DOWN], "x")).startswith(
+    assert str(describe_connect_failure(no_ca, [verify, DOWN], "x", FIXED)).startswith(
         "the TLS certificate of Kafka at 127.0.0.1:19723 could not be verified against a CA this machine trusts; "
         "set KAFKA_SSL_CA_LOCATION to the PEM file of the CA that signed it (SSL handshake failed: error:0A000086"
     )
     other_ca = KafkaSettings(brokers="127.0.0.1:19723", ssl=True, ssl_files={"ssl.ca.location": "/etc/other-ca.pem"})
     assert "against the CA in KAFKA_SSL_CA_LOCATION=/etc/other-ca.pem (" in str(
-        describe_connect_failure(other_ca, [verify], "x")
+        describe_connect_failure(other_ca, [verify], "x", FIXED)
     )
     eof = ("_SSL", "ssl://127.0.0.1:19720/bootstrap: SSL handshake failed: error:0A000126:SSL routines::unexpected eof")
-    assert "is it a TLS listener?" in str(describe_connect_failure(no_ca, [eof], "x"))
+    assert "is it a TLS listener?" in str(describe_connect_failure(no_ca, [eof], "x", FIXED))
 
 
 def test_unreachable_keeps_the_start_a_broker_hint() -> None:
     refused = ("_TRANSPORT", "127.0.0.1:19729/bootstrap: Connect to ipv4#127.0.0.1:19729 failed: Connection refused")
-    message = str(describe_connect_failure(KafkaSettings(brokers="127.0.0.1:19729"), [DOWN, refused], "x"))
+    message = str(describe_connect_failure(KafkaSettings(brokers="127.0.0.1:19729"), [DOWN, refused], "x", FIXED))
     assert message.startswith("cannot reach Kafka at 127.0.0.1:19729 (Connect to ipv4#127.0.0.1:19729 failed")
     assert "npm run kafka:start" in message
-    assert "Local: Timed out" in str(describe_connect_failure(KafkaSettings(), [], "Local: Timed out"))
+    assert "Local: Timed out" in str(describe_connect_failure(KafkaSettings(), [], "Local: Timed out", FIXED))
     cut = (
         "_TRANSPORT",
         "127.0.0.1:19722/bootstrap: Disconnected: verify that security.protocol is correctly configured",
     )
-    assert "does that listener want SASL or TLS?" in str(describe_connect_failure(KafkaSettings(), [cut], "x"))
+    assert "does that listener want SASL or TLS?" in str(describe_connect_failure(KafkaSettings(), [cut], "x", FIXED))
 
 
 def test_a_tls_file_librdkafka_cannot_use_names_its_variable() -> None:

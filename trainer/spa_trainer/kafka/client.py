@@ -88,7 +88,9 @@ def check_topic(
         except ck.KafkaException as err:
             client.poll(0)  # serves the error callback (nothing is assigned yet: no record is taken)
             if time.monotonic() >= deadline or any(is_refusal(name) for name, _ in connection.errors):
-                raise describe_connect_failure(connection.settings, list(connection.errors), str(err.args[0])) from err
+                raise describe_connect_failure(
+                    connection.settings, list(connection.errors), str(err.args[0]), ck.libversion()[0]
+                ) from err
     found = meta.topics.get(topic)
     if found is None or found.error is not None or not found.partitions:
         raise ValueError(

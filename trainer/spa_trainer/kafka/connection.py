@@ -134,11 +134,36 @@ def _detail(text: str) -> str:
     return re.sub(r"^(\S+://)?\S+/(bootstrap|\d+): ", "", text)
 
 
+# The first librdkafka whose SCRAM client-final message Kafka 4 accepts: older ones put the client
+# nonce in it twice (confluentinc/librdkafka#4895), which Kafka 3 let pass and Kafka 4 refuses as
+# invalid credentials.
+SCRAM_FIXED = (2, 6, 1)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """`2.0.2` → (2, 0, 2); a suffix such as `-RC1` is ignored."""
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("-")[0]))
+
+
+def refused_credentials(user: str, mechanism: str, at: str, librdkafka: str) -> str:
+    """The refused-credentials message; with SCRAM on a librdkafka older than `SCRAM_FIXED` (a
+    Kafka 4 broker refuses its SCRAM whatever the password) it names that likely cause too."""
+    message = f'Kafka refused the credentials of SASL user "{user}" ({mechanism}) on {at}: wrong username or password'
+    if mechanism.startswith("SCRAM") and _version(librdkafka) < SCRAM_FIXED:
+        message += (
+            f" — or, if the broker runs Kafka 4.x, librdkafka {librdkafka} here predates the SCRAM fix of "
+            f"{'.'.join(map(str, SCRAM_FIXED))} (confluentinc/librdkafka#4895): use SASL/PLAIN over TLS, "
+            "TLS client certificates, or a newer librdkafka"
+        )
+    return message
+
+
 def describe_connect_failure(
-    settings: KafkaSettings, errors: Sequence[tuple[str, str]], failure: str
+    settings: KafkaSettings, errors: Sequence[tuple[str, str]], failure: str, librdkafka: str
 ) -> ConnectionError:
     """Why no connection to `settings.brokers` came about, from the error callback's `(name, text)`
-    pairs: refused credentials, a TLS failure, else unreachable (`failure`: librdkafka's own error)."""
+    pairs: refused credentials, a TLS failure, else unreachable (`failure`: librdkafka's own error;
+    `librdkafka`: its version, which SCRAM's refusal depends on)."""
     at = settings.brokers
     refused = next((text for name, text in errors if name == AUTHENTICATION), None)
     if refused is not None and settings.sasl:
@@ -148,9 +173,7 @@ def describe_connect_failure(
                 f"Kafka at {at} does not offer SASL mechanism {mechanism} ({_detail(refused)}); "
                 "set KAFKA_SASL_MECHANISM to one it does"
             )
-        return ConnectionError(
-            f'Kafka refused the credentials of SASL user "{user}" ({mechanism}) on {at}: wrong username or password'
-        )
+        return ConnectionError(refused_credentials(user, mechanism, at, librdkafka))
     if refused is not None:
         return ConnectionError(f"Kafka at {at} refused the connection ({_detail(refused)})")
     tls = next((text for name, text in errors if name == SSL), None)
