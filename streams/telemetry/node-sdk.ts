@@ -49,12 +49,13 @@ export interface SdkSettings {
   readonly serviceName: string;
   readonly serviceVersion?: string;
   readonly resourceAttributes: Attributes;
-  /** `--otlp-endpoint`, set as `OTEL_EXPORTER_OTLP_ENDPOINT`. */
+  /** `--otlp-endpoint`, set as `OTEL_EXPORTER_OTLP_ENDPOINT` (the environment's own the SDK reads itself). */
   readonly otlpEndpoint?: string;
   /** `--metrics-port`, served by the Prometheus exporter on 127.0.0.1. */
   readonly metricsPort?: number;
-  /** Exporter names per signal (empty: none), set as `OTEL_TRACES_EXPORTER` / `OTEL_METRICS_EXPORTER`. */
+  /** Trace exporters by name (empty: none), set as `OTEL_TRACES_EXPORTER`. */
   readonly tracesExporters: readonly string[];
+  /** Metric exporters by name, `prometheus` for `--metrics-port` too (empty: none), set as `OTEL_METRICS_EXPORTER`. */
   readonly metricsExporters: readonly string[];
   readonly sampleRatio: number;
   readonly asyncContext: boolean;

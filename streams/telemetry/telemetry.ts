@@ -20,10 +20,11 @@
  * Everything else (resource, OTLP protocol, headers and endpoints, propagators, export intervals,
  * log level) the Node SDK reads itself (node-sdk.ts).
  */
-import { trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import { trace, type Tracer } from '@opentelemetry/api';
 import type { IMetricReader } from '@opentelemetry/sdk-metrics';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
 import { resetSpaMetrics, type SpaMetrics } from './metrics.js';
+import type { SdkSettings } from './node-sdk.js';
 
 /** Name and version of the tracer (instrumentation scope) of every SPA span. */
 const SPA_TRACER_NAME = 'spa';
@@ -96,25 +97,13 @@ const EXPORTERS = {
 /** The OTLP protocols the Node SDK's exporters speak (`OTEL_EXPORTER_OTLP_PROTOCOL`). */
 const OTLP_PROTOCOLS = ['http/protobuf', 'http/json', 'grpc'];
 
-/** What options and environment resolve to; node-sdk.ts builds the SDK from it. */
-export interface TelemetrySettings {
+/** What options and environment resolve to; node-sdk.ts builds the SDK from its part of it. */
+export interface TelemetrySettings extends SdkSettings {
   readonly enabled: boolean;
   /** `OTEL_SDK_DISABLED=true` turned off what was configured. */
   readonly disabledByEnv: boolean;
-  readonly serviceName: string;
-  readonly serviceVersion?: string;
-  readonly resourceAttributes: Attributes;
-  /** `--otlp-endpoint` (the environment's endpoint the SDK reads itself). */
-  readonly otlpEndpoint?: string;
-  readonly metricsPort?: number;
-  /** Trace exporters by name; empty: none (or `spanProcessors` given). */
-  readonly tracesExporters: readonly string[];
-  /** Metric exporters by name, `prometheus` for `--metrics-port` too; empty: none. */
-  readonly metricsExporters: readonly string[];
-  readonly sampleRatio: number;
   readonly maxTracesPerSecond: number;
   readonly stageSpans: boolean;
-  readonly asyncContext: boolean;
 }
 
 type Environment = Readonly<Record<string, string | undefined>>;
