@@ -26,14 +26,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
 from fastavro.schema import fingerprint as avro_fingerprint
 from fastavro.schema import parse_schema, to_parsing_canonical_form
 from fastavro.validation import validate
 
-from .reject_reasons import RecordRejected
+from .reject_reasons import FrameErrorCode, RecordRejected
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "schemas"
 """The repository's schema directory (trainer/spa_trainer/ → repo root → schemas/)."""
@@ -43,16 +43,6 @@ SINGLE_OBJECT_MAGIC = b"\xc3\x01"
 
 HEADER_LENGTH = 10
 """Marker plus 8-byte fingerprint: the body starts here."""
-
-FrameErrorCode = Literal[
-    "bad-magic",
-    "truncated",
-    "unknown-fingerprint",
-    "wrong-record",
-    "incompatible-schema",
-    "trailing-bytes",
-    "bad-body",
-]
 
 _HISTORY_FILE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\.v(\d+)\.avsc$")
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-RejectReason = Literal[
+FrameErrorCode = Literal[
     "bad-magic",
     "truncated",
     "unknown-fingerprint",
@@ -22,6 +22,11 @@ RejectReason = Literal[
     "incompatible-schema",
     "trailing-bytes",
     "bad-body",
+]
+"""Why an Avro frame does not decode (data/avro.py): the first of the reject reasons."""
+
+RejectReason = Literal[
+    FrameErrorCode,
     "bad-json",
     "bad-header",
     "bad-record",
