@@ -1,9 +1,9 @@
 /*
  * The anchor of `npm run bench -- kafka` (bench/kafka.ts): Kafka's own Java client producing the
  * pipeline's exact records and consuming the pipeline's topic, warm. Run in source-file mode on
- * the broker's jars, so there is nothing to build:
+ * the broker's jars (the release's own folder, e.g. 4.4.0), so there is nothing to build:
  *
- *   java -cp 'infra/kafka/dist/libs/*' bench/java/KafkaAnchor.java produce --bootstrap host:port
+ *   java -cp 'infra/kafka/dist/libs/<version>/*' bench/java/KafkaAnchor.java produce --bootstrap host:port
  *     --file records.bin --topic-prefix p. --transactional-id id [--prop key=value]...
  *     [--warmup 2] [--rounds 3] [--broker-pid n]
  *   java -cp ... bench/java/KafkaAnchor.java consume --bootstrap host:port --topic t --records n
