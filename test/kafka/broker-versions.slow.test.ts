@@ -2,10 +2,12 @@
  * The broker releases this project is tested on: `npm run kafka:start` runs the pinned Kafka 4
  * release and says so, and a Kafka 3.9 broker (users with older clusters) still takes kafkajs'
  * produce, consume and transactions and the trainer's Python client (confluent-kafka on
- * librdkafka). Every other slow suite runs on the pinned release.
+ * librdkafka), over SASL/SCRAM too: Kafka 4 refuses the SCRAM of librdkafka before 2.6.1
+ * (test/hostile/secured-cluster), 3.9 takes it. Every other slow suite runs on the pinned release.
  */
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,13 +17,22 @@ import { kafkaTransport } from '../../infra/kafka/client/kafka-client.js';
 import type { ConsumedRecord, KafkaTransport, OutgoingRecord } from '../../infra/kafka/client/transport.js';
 import { jarsDir, pinnedKafkaVersion } from '../../infra/kafka/jars.js';
 import { waitForLeaders } from '../../infra/kafka/topics.js';
+import { spaSchemas, type SftRow } from '../../schemas/index.js';
+import { GOLDEN_SAMPLES } from '../fixtures/avro/samples.js';
 import { eventually, startTestBroker, stopTestBroker, testConnection } from './harness.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const python = join(root, 'trainer', '.venv', 'bin', 'python');
 /** This suite's ports: 19900-19949. */
 const cliPorts = { name: 'test-kafka-cli', port: 19910, controllerPort: 19911 };
-const oldPorts = { port: 19900, controllerPort: 19901, kafkaVersion: '3.9.1' };
+const alice = { username: 'alice', password: 'alice-secret', mechanism: 'SCRAM-SHA-256' as const };
+const oldPorts = {
+  port: 19900,
+  controllerPort: 19901,
+  saslPort: 19902,
+  scramUsers: [alice],
+  kafkaVersion: '3.9.1',
+};
 
 /** The release a running JVM was really launched with: its classpath is that release's jar folder. */
 function classpathRelease(pid: number): string | undefined {
@@ -160,4 +171,51 @@ print(json.dumps(sorted(seen)))
     expect(output).toMatch(/\d+ passed/);
     expect(output).not.toMatch(/\d+ skipped/);
   });
+
+  it('the trainer trains SFT from a topic over SASL/SCRAM (librdkafka < 2.6.1 too)', async () => {
+    const sftTopic = 'v39.sft';
+    const admin = await transport.admin();
+    await admin.createTopics([{ name: sftTopic, partitions: 1, replicationFactor: 1, configs: {} }]);
+    await waitForLeaders(admin, [sftTopic]);
+    await admin.close();
+    const sample = GOLDEN_SAMPLES['SftRow.v1'] as SftRow;
+    const sink = await transport.sink();
+    await sink.send(
+      [0, 1, 2, 3].map((turn) => ({
+        topic: sftTopic,
+        key: Buffer.from(`r${turn}`),
+        value: spaSchemas().encode('SftRow', { ...sample, turn, annotation: 'gt', mask_transitions: false }),
+      })),
+    );
+    await sink.close();
+
+    const scratch = mkdtempSync(join(tmpdir(), 'spa-v39-sft-'));
+    const out = join(scratch, 'sft');
+    try {
+      const kafkaFree = Object.entries(process.env).filter(([name]) => !name.startsWith('KAFKA_'));
+      const result = spawnSync(
+        python,
+        [
+          ...['-m', 'spa_trainer.sft', '--input', `kafka:${sftTopic}`, '--out', out],
+          ...['--epochs', '1', '--batch-size', '2', '--val-fraction', '0', '--eval-rows', '0'],
+        ],
+        {
+          cwd: join(root, 'trainer'),
+          encoding: 'utf8',
+          env: {
+            ...Object.fromEntries(kafkaFree),
+            KAFKA_BROKERS: broker.saslBrokers.join(','),
+            KAFKA_SASL_MECHANISM: 'scram-sha-256',
+            KAFKA_SASL_USERNAME: alice.username,
+            KAFKA_SASL_PASSWORD: alice.password,
+          },
+        },
+      );
+      expect(result.status, result.stderr.slice(-3000)).toBe(0);
+      const metrics = JSON.parse(readFileSync(join(out, 'metrics.json'), 'utf8')) as Record<string, unknown>;
+      expect(metrics).toMatchObject({ finished: true, step: 2, rows_trained: 4 });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }, 240_000);
 });
