@@ -51,6 +51,18 @@ export interface LoopConfig {
   /** Oracle demonstrations of the warm-up: the most actions a turn names (SPA allows 5 a turn in Sokoban). */
   readonly warmupActionsPerTurn: number;
   /**
+   * What the warm-up's world-model turns write in `<observation>`/`<prediction>`: `true` (the true
+   * states: the warm-up teaches the board and its dynamics) or `empty` (empty tags: the format only,
+   * so with `warmupExplore` 1 the start knows neither policy nor dynamics, as the paper's base
+   * model; docs/spa-check.md#start).
+   */
+  readonly warmupStates: WarmupStates;
+  /**
+   * The warm-up's seed: its puzzles, its demonstrations' random actions and its SFT's row order.
+   * Another seed gives an independent start of the same recipe (`npm run spa-check`'s starts).
+   */
+  readonly warmupSeed: number;
+  /**
    * Kinds of warm-up demonstrations, `warmupTrajectories` distinct puzzles each
    * (docs/spa-loop.md#warm-up): `wm` (world-model prompts and responses, as self-play data),
    * `base` (the PPO and evaluation prompts, answered with thoughts and an answer) and `base-wm`
@@ -159,6 +171,10 @@ export interface LoopConfig {
 export const WARMUP_MODES = ['wm', 'base', 'base-wm'] as const;
 export type WarmupMode = (typeof WARMUP_MODES)[number];
 
+/** What the warm-up's world-model turns hold in their state tags (`LoopConfig.warmupStates`). */
+export const WARMUP_STATES = ['true', 'empty'] as const;
+export type WarmupStates = (typeof WARMUP_STATES)[number];
+
 /** The prompt mode a warm-up demonstration is played in, and the mode its oracle answers in. */
 export function warmupModeParts(mode: WarmupMode): { prompt: PromptMode; response: PromptMode } {
   return mode === 'base-wm' ? { prompt: 'base', response: 'wm' } : { prompt: mode, response: mode };
@@ -197,6 +213,8 @@ const small = {
   warmupLr: 3e-3,
   warmupExplore: 0,
   warmupActionsPerTurn: 1,
+  warmupStates: 'true',
+  warmupSeed: 0,
   warmupModes: ['wm', 'base-wm'],
   decisionWeight: 20,
   skipWorldModelSft: false,

@@ -144,6 +144,8 @@ export interface SftRun {
   readonly evalRows: number;
   /** The held-out share of the rows; the trainer's default when left out. */
   readonly valFraction?: number;
+  /** The trainer's RNG and row-order seed; the trainer's default when left out. */
+  readonly seed?: number;
   /** Export the trained model as the next policy version under `root` and announce it on `topic`. */
   readonly publish?: { readonly root: string; readonly topic: string };
 }
@@ -160,6 +162,7 @@ export function sftCommand(config: LoopConfig, run: SftRun): TrainerCommand {
     brokers: run.brokers,
     val_fraction: run.valFraction,
     eval_rows: run.evalRows,
+    seed: run.seed,
     export: run.publish?.root,
     publish: run.publish?.topic,
   });

@@ -9,7 +9,7 @@ import { builtinPolicy } from '../policies/builtin.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import { generateToKafka } from '../streams/generator-sinks.js';
 import { connectSpaKafka, type SpaKafka } from '../streams/kafka/spa-kafka.js';
-import { warmupModeParts, type LoopConfig, type WarmupMode } from './configs.js';
+import { WARMUP_MODES, warmupModeParts, type LoopConfig, type WarmupMode } from './configs.js';
 import type { LoopContext } from './context.js';
 import { dataStageSummary, purgeDataTopics, type DataStageSummary } from './data-stage.js';
 import { trajectoryProgress } from './progress.js';
@@ -35,6 +35,9 @@ export const SFT_EXACT_MATCH_ROWS = 96;
  * self-play never replays a demonstrated puzzle; each kind of demonstration gets its own stretch.
  */
 const WARMUP_SEED_BASE = 50_000;
+
+/** Each warm-up seed (`LoopConfig.warmupSeed`) gets its own million puzzle seeds. */
+const WARMUP_SEED_STRIDE = 1_000_000;
 
 /**
  * The stages `warm-up data` and `warm-up sft`: oracle demonstrations on the warm-up's own topics
@@ -69,6 +72,7 @@ export async function formatWarmup(ctx: LoopContext): Promise<Warmup> {
         // a few hundred held-out puzzles score the warm-up; the rest are trained on
         valFraction: warmupValFraction(config),
         evalRows: SFT_EXACT_MATCH_ROWS,
+        seed: config.warmupSeed,
       }),
     );
     return { data, model: out, metrics: readSftMetrics(out) };
@@ -98,13 +102,15 @@ async function demonstrations(
     groupSize: 1,
     batches: 1,
     // each kind its own stretch of puzzles, disjoint from the others'
-    seedBase: WARMUP_SEED_BASE + index * config.warmupTrajectories,
+    seedBase:
+      WARMUP_SEED_BASE + config.warmupSeed * WARMUP_SEED_STRIDE + index * config.warmupTrajectories,
   });
   const policy = builtinPolicy('oracle', {
     mode: response,
-    seed: index,
+    seed: config.warmupSeed * WARMUP_MODES.length + index,
     actionsPerTurn: config.warmupActionsPerTurn,
     exploreRate: config.warmupExplore,
+    states: config.warmupStates,
   });
   const progress = trajectoryProgress(stage, episodes);
   const rejectsByReason: Record<string, number> = {};
@@ -115,7 +121,8 @@ async function demonstrations(
     pipeline: {
       target: 'sft',
       malformedFilter: { envs: config.filterEnvs, parserReasons: config.filterParserReasons },
-      annotation: 'gt',
+      // empty state tags stay empty: the demonstrations teach the format, not the states
+      annotation: config.warmupStates === 'empty' ? 'self-belief' : 'gt',
     },
     onRecord: (o) => {
       progress.add(o.topic);

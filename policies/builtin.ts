@@ -9,11 +9,17 @@ export type BuiltinPolicyName = (typeof BUILTIN_POLICIES)[number];
 
 /**
  * `actionsPerTurn` caps the oracle's plan per turn (default 5); `exploreRate` makes the oracle
- * take random actions (oracle-policy.ts). The random policy ignores both.
+ * take random actions, `states` 'empty' leaves its state tags empty (oracle-policy.ts). The random policy ignores both.
  */
 export function builtinPolicy(
   name: BuiltinPolicyName,
-  options: { mode: PromptMode; seed?: number; actionsPerTurn?: number; exploreRate?: number },
+  options: {
+    mode: PromptMode;
+    seed?: number;
+    actionsPerTurn?: number;
+    exploreRate?: number;
+    states?: 'true' | 'empty';
+  },
 ): Policy {
   return name === 'random' ? randomPolicy(options) : oraclePolicy(options);
 }

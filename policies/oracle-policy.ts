@@ -14,9 +14,18 @@ import { deterministicCopy, planShortest } from './oracle-planner.js';
  * action is not a function of the state, so a world model trained on these turns must read it
  * (the learning check); with pure oracle data a model can predict the next state by solving
  * the puzzle itself and ignore the action it was given.
+ *
+ * `states` 'empty' writes `<observation></observation>` and `<prediction></prediction>`: with ε = 1
+ * the turns then demonstrate the world-model format and nothing of the game (docs/spa-check.md#start).
  */
 export function oraclePolicy(
-  options: { mode?: PromptMode; actionsPerTurn?: number; exploreRate?: number; seed?: number } = {},
+  options: {
+    mode?: PromptMode;
+    actionsPerTurn?: number;
+    exploreRate?: number;
+    seed?: number;
+    states?: 'true' | 'empty';
+  } = {},
 ): Policy {
   const mode = options.mode ?? 'wm';
   const perTurn = options.actionsPerTurn ?? 5;
@@ -41,7 +50,7 @@ export function oraclePolicy(
     name: 'oracle',
     version: 0,
     act: async (requests: readonly PolicyRequest[]) =>
-      requests.map((request) => respond(request, mode, choose(request))),
+      requests.map((request) => respond(request, mode, choose(request), options.states ?? 'true')),
   };
 }
 
@@ -51,10 +60,17 @@ interface Choice {
   readonly thought: string;
 }
 
-function respond(request: PolicyRequest, mode: PromptMode, { plan, thought }: Choice): string {
+function respond(
+  request: PolicyRequest,
+  mode: PromptMode,
+  { plan, thought }: Choice,
+  states: 'true' | 'empty',
+): string {
   const env = request.view;
   const answer = `<answer>${plan.join(' || ')}</answer>`;
   if (mode === 'base') return ` ${thought}</think>${answer}`;
+  if (states === 'empty')
+    return ` <observation></observation> ${thought} <prediction></prediction></think>${answer}`;
   const predicted = deterministicCopy(env);
   for (const action of plan) {
     const id = predicted.lookupAction(action);

@@ -30,7 +30,7 @@ import {
   probability,
 } from '../options.js';
 import { ANNOTATIONS } from '../../operators/annotate-ground-truth.js';
-import { TINY_MODELS, WARMUP_MODES, loopConfig, type LoopConfig } from '../../loop/configs.js';
+import { TINY_MODELS, WARMUP_MODES, WARMUP_STATES, loopConfig, type LoopConfig } from '../../loop/configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
 interface ValueField<T> {
@@ -59,6 +59,9 @@ type SetByConfigName = 'name' | 'env';
 export type LoopFieldTable = {
   readonly [K in Exclude<keyof LoopConfig, SetByConfigName>]: LoopField<LoopConfig[K]>;
 };
+
+/** Warm-up seeds offset its puzzle seeds by a million each; Avro ints hold about 2,100 of them. */
+const MAX_WARMUP_SEED = 1000;
 
 /** A count in 1..max. */
 const count = (help: string, max: number): ValueField<number> => ({
@@ -109,6 +112,14 @@ export const LOOP_FIELDS: LoopFieldTable = {
     arg: '<n>',
     parse: (flag) => positiveInt(flag, MAX_ACTIONS_PER_TURN),
   },
+  warmupStates: choice(
+    WARMUP_STATES,
+    'format warm-up: what the world-model turns write in <observation>/<prediction> (true: the true states; empty: empty tags, the format only, docs/spa-check.md#start)',
+  ),
+  warmupSeed: countFromZero(
+    'format warm-up: seed of its puzzles, random actions and SFT row order (another seed: an independent start)',
+    MAX_WARMUP_SEED,
+  ),
   warmupModes: {
     help: 'format warm-up: kinds of demonstrations, each on warmupTrajectories puzzles (wm = self-play prompts, base = PPO/eval prompts, base-wm = PPO/eval prompts answered with world-model turns)',
     arg: '<modes>',

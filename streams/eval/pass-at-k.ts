@@ -100,6 +100,45 @@ export function pairedDifference(
   return { mean: mean(differences), stdErr: standardError(differences), puzzles: puzzles.length };
 }
 
+/**
+ * {@link pairedDifference} pooled over independent starts (runs of the same recipe from different
+ * seeds, each with its own before/after pair on the same puzzles): each puzzle's difference is
+ * averaged over the starts, then the mean and its standard error are taken across puzzles, as for
+ * one start. The spread between starts enters only through those per-puzzle means.
+ */
+export function pooledPairedDifference(
+  pairs: readonly (readonly [Pick<PassReport, 'puzzlePass1'>, Pick<PassReport, 'puzzlePass1'>])[],
+): { readonly mean: number; readonly stdErr: number; readonly puzzles: number; readonly starts: number } {
+  if (pairs.length === 0) throw new RangeError('pooled paired difference needs at least one start');
+  const puzzles = Object.keys(pairs[0]![0].puzzlePass1);
+  for (const [before, after] of pairs) pairedDifference(before, after); // the same puzzles in each pair
+  for (const [before] of pairs)
+    if (
+      Object.keys(before.puzzlePass1).length !== puzzles.length ||
+      puzzles.some((p) => !(p in before.puzzlePass1))
+    )
+      throw new RangeError('pooled paired difference needs the same puzzles in every start');
+  const differences = puzzles.map(
+    (p) => mean(pairs.map(([before, after]) => after.puzzlePass1[p]! - before.puzzlePass1[p]!)),
+  );
+  return {
+    mean: mean(differences),
+    stdErr: standardError(differences),
+    puzzles: puzzles.length,
+    starts: pairs.length,
+  };
+}
+
+/** Pass@1 of several starts on the same puzzles: the mean, and its standard error across puzzles. */
+export function pooledPass1(reports: readonly Pick<PassReport, 'puzzlePass1'>[]): {
+  readonly mean: number;
+  readonly stdErr: number;
+} {
+  const puzzles = Object.keys(reports[0]?.puzzlePass1 ?? {});
+  const perPuzzle = puzzles.map((p) => mean(reports.map((r) => r.puzzlePass1[p]!)));
+  return { mean: mean(perPuzzle), stdErr: standardError(perPuzzle) };
+}
+
 function mean(values: readonly number[]): number {
   return values.reduce((a, v) => a + v, 0) / values.length;
 }

@@ -46,6 +46,8 @@ warmup-epochs: 2
 warmup-lr: 0.01
 warmup-explore: 0.25
 warmup-actions-per-turn: 1
+warmup-states: empty
+warmup-seed: 3
 warmup-modes: base,base-wm
 decision-weight: 4
 skip-world-model-sft: true
@@ -100,6 +102,8 @@ describe('spa run --config-file', () => {
       warmupLr: 0.01,
       warmupExplore: 0.25,
       warmupActionsPerTurn: 1,
+      warmupStates: 'empty',
+      warmupSeed: 3,
       warmupModes: ['base', 'base-wm'],
       decisionWeight: 4,
       skipWorldModelSft: true,

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { evaluatePolicy } from '../../streams/eval/evaluate.js';
-import { pairedDifference, passAtK, passReport } from '../../streams/eval/pass-at-k.js';
+import {
+  pairedDifference,
+  passAtK,
+  passReport,
+  pooledPairedDifference,
+  pooledPass1,
+} from '../../streams/eval/pass-at-k.js';
 import { builtinPolicy } from '../../policies/builtin.js';
 
 describe('passAtK (unbiased estimator)', () => {
@@ -103,6 +109,49 @@ describe('pairedDifference (docs/spa-eval.md#paired)', () => {
 
   it('refuses reports of different puzzles', () => {
     expect(() => pairedDifference(report([0, 1]), report([0, 1, 1]))).toThrow(/same puzzles/);
+  });
+});
+
+describe('pooledPairedDifference (docs/spa-check.md#statistics)', () => {
+  const report = (pass1ByPuzzle: readonly number[]) =>
+    passReport(
+      pass1ByPuzzle.map((p, i) => ({
+        groupId: `g${i}`,
+        puzzle: `seed${i}`,
+        successes: [0, 1, 2, 3].map((j) => j < p * 4),
+      })),
+    );
+
+  it('averages each puzzle over the starts, then pairs across puzzles', () => {
+    // start 1: differences 0.5, 0, 0, 0.5; start 2: 0, 0, 0.5, 0.5 → per puzzle 0.25, 0, 0.25, 0.5
+    const d = pooledPairedDifference([
+      [report([0, 0, 0.5, 0.5]), report([0.5, 0, 0.5, 1])],
+      [report([0, 0.25, 0, 0.5]), report([0, 0.25, 0.5, 1])],
+    ]);
+    expect(d.mean).toBeCloseTo(0.25, 12);
+    // sd of 0.25, 0, 0.25, 0.5 = √(0.125/3); / √4
+    expect(d.stdErr).toBeCloseTo(Math.sqrt(0.125 / 3) / 2, 12);
+    expect(d).toMatchObject({ puzzles: 4, starts: 2 });
+  });
+
+  it('is pairedDifference for one start', () => {
+    const [before, after] = [report([0, 0, 0.5, 0.5]), report([0.5, 0, 0.5, 1])];
+    expect(pooledPairedDifference([[before, after]])).toMatchObject(pairedDifference(before, after));
+  });
+
+  it('refuses starts on different puzzles', () => {
+    expect(() =>
+      pooledPairedDifference([
+        [report([0, 1]), report([1, 1])],
+        [report([0, 1, 1]), report([1, 1, 1])],
+      ]),
+    ).toThrow(/same puzzles/);
+  });
+
+  it('pools Pass@1 per puzzle', () => {
+    const p = pooledPass1([report([0, 0.5]), report([0.5, 1])]);
+    expect(p.mean).toBeCloseTo(0.5, 12);
+    expect(p.stdErr).toBeCloseTo(0.25, 12); // per puzzle 0.25, 0.75: sd √0.125 / √2
   });
 });
 

@@ -426,6 +426,7 @@ def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedT
             "score/mean": sum(all_scores) / len(all_scores),
             "score/kept_mean": sum(total_score(r) for r in kept) / len(kept),
             "score/success_rate": sum(bool(r["success"]) for r in records) / len(records),
+            "score/format_valid_turns": format_valid_turns(records),
             "filter/kept_groups": float(len({r["group_id"] for r in kept})),
             "filter/kept_trajectories": float(len(kept)),
             "critic/advantages_mean": float(masked_mean(batch.extras["advantages"], mask)),
@@ -444,3 +445,14 @@ def ppo_step(state: PpoState, records: Sequence[Rollout], tokenizer: PreTrainedT
     state.version += 1
     state.step += 1
     return PpoStepReport(metrics=metrics, staleness=staleness)
+
+
+FORMAT_PENALTY = -0.1
+"""What SPA's rollout charges a turn whose response breaks the format (docs/spa-ppo.md#sequence)."""
+
+
+def format_valid_turns(records: Sequence[Rollout]) -> float:
+    """The share of the records' turns that followed the format: each bad turn cost `FORMAT_PENALTY`."""
+    turns = sum(int(r.get("num_turns") or len(r["turn_rewards"])) for r in records)
+    bad = sum(round(float(r["penalty"]) / FORMAT_PENALTY) for r in records)
+    return 1.0 - bad / turns if turns > 0 else 1.0
