@@ -79,6 +79,13 @@ export interface LoopConfig {
   readonly decisionWeight: number;
   /** No world-model SFT: PPO starts from the (warmed-up) model, the paper's RL-only baseline. */
   readonly skipWorldModelSft: boolean;
+  /**
+   * The prompts the self-play SFT data is played with, each on its own groups × group size ×
+   * batches trajectories: `wm` (SPA) and `base`, the PPO and evaluation prompts, which a tiny
+   * model answers with world-model turns too; their rows keep the world-model SFT from unlearning
+   * those prompts' answers (docs/spa-loop.md#sft-mix).
+   */
+  readonly sftPrompts: readonly PromptMode[];
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
   readonly sftGroups: number;
   readonly sftGroupSize: number;
@@ -221,9 +228,10 @@ const small = {
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
   annotation: 'gt',
+  sftPrompts: ['wm', 'base'],
   sftGroups: 32,
   sftGroupSize: 1,
-  sftBatches: 8,
+  sftBatches: 4,
   sftEpochs: 8,
   sftLr: 1e-4, // SPA's
   sftBatchSize: 4,
@@ -262,6 +270,7 @@ const small = {
  * docs/spa-sft.md#settings, docs/spa-ppo.md#hyperparameters, docs/spa-eval.md#validation.
  */
 export const SPA_FULL_SIZE = {
+  sftPrompts: ['wm'],
   sftGroups: 32,
   sftGroupSize: 8,
   sftBatches: 5,

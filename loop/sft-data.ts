@@ -5,6 +5,7 @@
  * them (generator-shards.ts): annotate with ground-truth states → filter → spa.<run>.sft.
  */
 import { basename } from 'node:path';
+import type { PromptMode } from '../envs/protocol/index.js';
 import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { episodeConfig } from '../streams/episodes/episode-config.js';
 import type { LoopContext } from './context.js';
@@ -41,7 +42,10 @@ export async function sftData(ctx: LoopContext): Promise<SftData> {
       flags: ['--policy', generator, '--policy-seed', '0'],
       describe: { name: generator, version: null },
     };
-    const data = await playSftData(ctx, 'sft data', `sft data (${generator})`, player);
+    const data = await playSftData(ctx, 'sft data', `sft data (${generator})`, player, {
+      prompts: 'wm',
+      index: 0,
+    });
     return { dataStages: [data], warmup: null, sftStartModel: config.model };
   }
   const warmup = await formatWarmup(ctx);
@@ -51,14 +55,26 @@ export async function sftData(ctx: LoopContext): Promise<SftData> {
     flags: onnxPolicyFlags(config, `onnx:${v0}`, 0),
     describe: { name: `onnx:${basename(v0)}`, version: 0 },
   };
-  const selfPlay = await playSftData(ctx, 'self-play sft data', 'self-play sft data', player);
-  if (selfPlay.rowsAccepted === 0)
+  const selfPlay: DataStageSummary[] = [];
+  for (const [index, prompts] of config.sftPrompts.entries()) {
+    // SPA's own stage keeps its name; the base prompts' is the tiny model's addition (#sft-mix)
+    const stage = prompts === 'wm' ? 'self-play sft data' : `self-play sft data (${prompts} prompts)`;
+    selfPlay.push(await playSftData(ctx, stage, stage, player, { prompts, index }));
+  }
+  const rows = selfPlay.reduce((a, s) => a + s.rowsAccepted, 0);
+  if (rows === 0)
     throw new Error(
-      `self-play with ${selfPlay.policy.name} v${selfPlay.policy.version} produced no accepted SFT rows ` +
-        `(rejected: ${JSON.stringify(selfPlay.rejectsByReason)}): nothing to finetune on; a larger ` +
+      `self-play with ${selfPlay[0]!.policy.name} v${selfPlay[0]!.policy.version} produced no accepted SFT rows ` +
+        `(rejected: ${JSON.stringify(selfPlay.map((s) => s.rejectsByReason))}): nothing to finetune on; a larger ` +
         `format warm-up (warmupTrajectories, warmupEpochs) or --generator oracle would give data`,
     );
-  return { dataStages: [...warmup.data, selfPlay], warmup: warmup.metrics, sftStartModel: warmup.model };
+  return { dataStages: [...warmup.data, ...selfPlay], warmup: warmup.metrics, sftStartModel: warmup.model };
+}
+
+/** The prompts of one self-play data stage, and its place among them (each plays its own puzzles). */
+interface Prompts {
+  readonly prompts: PromptMode;
+  readonly index: number;
 }
 
 /**
@@ -71,13 +87,15 @@ function playSftData(
   stage: string,
   label: string,
   player: Player,
+  prompts: Prompts,
 ): Promise<DataStageSummary> {
   return ctx.timed(stage, async ({ redo }) => {
     const { config, kafka } = ctx;
     if (redo) await purgeDataTopics(kafka, label);
     process.stderr.write(`[${label}] ${generatorProcesses(config.generators)} (spa generate --shard)\n`);
     const args = [
-      ...generateFlags(sftEpisodes(ctx), 'sft', kafka.topics),
+      ...generateFlags(sftEpisodes(ctx, prompts), 'sft', kafka.topics),
+      ...['--prompts', prompts.prompts],
       ...['--filter-envs', config.filterEnvs.length > 0 ? config.filterEnvs.join(',') : 'none'],
       ...(config.filterParserReasons ? ['--filter-parser-reasons'] : []),
       ...['--annotation', config.annotation],
@@ -88,14 +106,19 @@ function playSftData(
   });
 }
 
-/** The SFT data's episodes: `sftGroups` × `sftGroupSize` per batch, `sftBatches` batches. */
-function sftEpisodes({ config, runId }: LoopContext): EpisodeConfig {
+/**
+ * The SFT data's episodes in `prompts`: `sftGroups` × `sftGroupSize` per batch, `sftBatches`
+ * batches, each prompt mode on the puzzles after the previous one's.
+ */
+function sftEpisodes({ config, runId }: LoopContext, { prompts, index }: Prompts): EpisodeConfig {
+  const puzzles = config.sftGroups * config.sftBatches;
   return episodeConfig({
     env: config.env,
-    runId: `${runId}-sft`,
-    mode: 'wm',
+    runId: index === 0 ? `${runId}-sft` : `${runId}-sft-${prompts}`,
+    mode: prompts,
     groups: config.sftGroups,
     groupSize: config.sftGroupSize,
     batches: config.sftBatches,
+    seedBase: 10_000 + index * puzzles,
   });
 }

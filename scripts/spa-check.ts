@@ -40,10 +40,14 @@ const SPA_CHECK_DEFAULTS = {
   warmupExplore: '1',
   warmupStates: 'empty',
   sftLr: '3e-3',
-  sftEpochs: 2,
-  sftPuzzles: 1024,
+  sftEpochs: 4,
+  sftPuzzles: 512,
+  sftPrompts: 'wm,base',
+  sftBatchSize: 8,
   sftDecisionWeight: '1',
-  evalK: 8,
+  steps: 20,
+  evalEvery: 10,
+  evalK: 4,
 } as const;
 
 /** What a model knows of the game on the held-out self-play turns (spa_trainer.experiments.world_model_probe). */

@@ -54,6 +54,7 @@ interface GenerateFlags {
   split: 'train' | 'val';
   puzzles: PuzzleSource;
   target: 'sft' | 'rollouts';
+  prompts?: PromptMode;
   annotation: Annotation;
   maskTransitions: boolean;
   filterEnvs: EnvName[];
@@ -113,6 +114,11 @@ export function registerGenerateCommand(program: Command): void {
       'sft (world-model rows) | rollouts (PPO episodes, base mode)',
       oneOf('--target', ['sft', 'rollouts'] as const),
       'sft',
+    )
+    .option(
+      '--prompts <mode>',
+      'wm | base: the prompts the episodes are played with (default: wm for sft, base for rollouts; sft rows of base prompts keep what a tiny model answers there, docs/spa-loop.md#sft-mix)',
+      oneOf('--prompts', ['wm', 'base'] as const),
     )
     .option(
       '--annotation <kind>',
@@ -218,7 +224,7 @@ function addLatestPolicyOptions(command: Command): void {
 
 async function generate(options: GenerateFlags): Promise<void> {
   const env = parseEnvName(options.env);
-  const mode = options.target === 'sft' ? 'wm' : 'base';
+  const mode = options.prompts ?? (options.target === 'sft' ? 'wm' : 'base');
   const config = episodeConfig({
     env,
     variant: options.variant,

@@ -30,6 +30,7 @@ export interface CheckOptions {
   sftLr: string;
   sftEpochs: number;
   sftPuzzles: number;
+  sftPrompts: string;
   sftBatchSize: number;
   sftDecisionWeight: string;
   model: string;

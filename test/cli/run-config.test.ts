@@ -54,6 +54,7 @@ skip-world-model-sft: true
 filter-envs: sokoban,sudoku
 filter-parser-reasons: true
 annotation: gt-fill
+sft-prompts: base
 sft-groups: 3
 sft-group-size: 2
 sft-batches: 4
@@ -110,6 +111,7 @@ describe('spa run --config-file', () => {
       filterEnvs: ['sokoban', 'sudoku'],
       filterParserReasons: true,
       annotation: 'gt-fill',
+      sftPrompts: ['base'],
       sftGroups: 3,
       sftGroupSize: 2,
       sftBatches: 4,
