@@ -139,6 +139,11 @@ function startOptions(program: Command, d: CheckDefaults): Command {
       d.sftPuzzles ?? r.sftGroups * r.sftBatches,
     )
     .option(
+      '--sft-prompts <modes>',
+      "the prompts of the wm arm's self-play, each on --sft-puzzles puzzles (spa run --sft-prompts)",
+      d.sftPrompts ?? r.sftPrompts.join(','),
+    )
+    .option(
       '--sft-batch-size <n>',
       "rows per step of the wm arm's SFT",
       Number,
