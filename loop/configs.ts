@@ -206,9 +206,10 @@ export function alignedContextWindow(sftMaxLength: number, maxNewTokens: number)
  * The default size: minutes on 2 CPU cores. The tiny model (`tiny-local`) starts from random
  * weights, so SPA's recipe gets a warm-up first (docs/spa-loop.md#warm-up): one pass over the oracle's
  * one-action turns on 2 × 3072 distinct puzzles, world-model prompts and base prompts both answered
- * with world-model turns, the decision tokens weighted 20×. Then the warmed-up model plays 256
- * distinct puzzles itself (self-play, group size 1) and is finetuned on its ground-truth-annotated
- * turns at SPA's learning rate, in small batches, through a 340-token window. Evaluation plays the
+ * with world-model turns, the decision tokens weighted 20×. Then the warmed-up model plays 128
+ * distinct puzzles on world-model prompts and 128 on base prompts itself (self-play, group size 1) and
+ * is finetuned on its ground-truth-annotated turns at SPA's learning rate, in small batches, through a
+ * 340-token window. Evaluation plays the
  * paper's 128 validation puzzles 4 times (Pass@1's standard error about 2.5 points): the self-play
  * policy, the policy PPO starts from and the final one.
  */

@@ -14,13 +14,13 @@ a model finetuned on the same topic is scored on turns it never trained on. Prin
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
 import torch
 
 from ..cli.errors import ROWS_MAX, TOKENS_MAX, int_arg
+from ..json_files import dumps
 from ..models.load import load_policy
 from ..sft.metrics import action_probe, next_state_exact_match, observation_copy
 from ..sft.sampler import read_range
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for name in a.model:
         print(f"[probe] {name}: {len(rows)} held-out rows…", file=sys.stderr, flush=True)
         models[name] = probe_model(name, rows, a.rows, a.window)
-    print(json.dumps({"rows": len(rows), "models": models}))
+    print(dumps({"rows": len(rows), "models": models}))  # a metric without data is null, not NaN
 
 
 if __name__ == "__main__":
