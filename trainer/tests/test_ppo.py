@@ -12,7 +12,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel, PreTrainedTokeni
 from spa_trainer.ppo.batch import build_batch
 from spa_trainer.ppo.critic import critic_from_actor
 from spa_trainer.ppo.functional import LOSS_AGGS, LossAgg, MaskMode, policy_loss, turn_indicators
-from spa_trainer.ppo.step import PpoConfig, add_advantages, init_ppo, ppo_step, token_log_probs
+from spa_trainer.ppo.step import PpoConfig, PpoState, add_advantages, init_ppo, ppo_step, token_log_probs
 
 from .ppo_rollouts import rollout
 
@@ -309,3 +309,22 @@ def test_a_turn_row_is_the_generators_cut_prompt_then_what_it_sampled(
         assert int((batch.token_rewards[row] != 0).sum()) == 1
     with pytest.raises(ValueError, match="only --mask generated"):
         build_batch([record], tiny_tokenizer, "response-only", prompt_budget=budget)
+
+
+def test_learning_rates_zero_measure_the_losses_and_move_no_weight(
+    tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase
+) -> None:
+    # A check's control arm: the same losses as a learning step would measure, no gradient, no step.
+    def fresh(lr: float) -> PpoState:
+        model = AutoModelForCausalLM.from_pretrained(tiny_dir, use_safetensors=True, dtype=torch.float32)
+        return init_ppo(model, PpoConfig(keep_ratio=1.0, actor_lr=lr, critic_lr=lr, kl_loss_coef=0.1), device=CPU)
+
+    frozen, learning = fresh(0.0), fresh(1e-2)
+    start = [p.detach().clone() for p in frozen.actor.parameters()]
+    measured = ppo_step(frozen, _round(groups=2), tiny_tokenizer).metrics
+    trained = ppo_step(learning, _round(groups=2), tiny_tokenizer).metrics
+    assert measured["actor/pg_loss"] == pytest.approx(trained["actor/pg_loss"], abs=1e-6)
+    assert measured["actor/entropy"] == pytest.approx(trained["actor/entropy"], abs=1e-6)
+    assert "actor/grad_norm" not in measured and trained["actor/grad_norm"] > 0
+    assert all(torch.equal(a, b) for a, b in zip(start, frozen.actor.parameters(), strict=True))
+    assert all(p.grad is None for p in frozen.actor.parameters())

@@ -321,6 +321,14 @@ def critic_micro_loss(state: PpoState, micro: RolloutBatch, config: PpoConfig) -
     }
 
 
+def _frozen(state: PpoState) -> bool:
+    """Every learning rate 0 (a check's control arm): AdamW then moves no weight, so `update` only
+    measures the losses, without backward passes or optimizer steps (single process only: under DDP
+    every rank must take part in each backward)."""
+    groups = [g for o in (state.actor_optimizer, state.critic_optimizer) for g in o.param_groups]
+    return not state.ranks.parallel and all(g["lr"] == 0 for g in groups)
+
+
 def _optimizer_step(params: Sequence[torch.nn.Parameter], optimizer: torch.optim.Optimizer, clip: float) -> float:
     grad_norm = torch.nn.utils.clip_grad_norm_(params, clip)
     if torch.isfinite(grad_norm):  # verl skips the step on a non-finite norm
@@ -376,6 +384,7 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
     )
     with_critic = config.adv_estimator == "gae"  # grpo trains no critic
     trained = ((actor_micro_loss, actor), (critic_micro_loss, critic)) if with_critic else ((actor_micro_loss, actor),)
+    frozen = _frozen(state)
     for _ in range(config.epochs):
         # A minibatch is `mini_batch_size` episodes: their rows (one, or one per turn).
         for start in range(0, episodes, config.mini_batch_size):
@@ -388,15 +397,18 @@ def update(state: PpoState, batch: RolloutBatch, config: PpoConfig) -> dict[str,
             for loss_fn, model in trained:
                 for i, micro in enumerate(mine):
                     weight = float(micro.extras["loss_weights"].sum())
-                    with accumulating(model, last=i == len(mine) - 1):
+                    with torch.no_grad() if frozen else accumulating(model, last=i == len(mine) - 1):
                         loss, stats = loss_fn(state, micro, config)
-                        (loss * weight * dp_scale(ranks)).backward()
+                        if not frozen:
+                            (loss * weight * dp_scale(ranks)).backward()
                     for k, v in stats.items():
                         mini_stats[k] += v * weight
             if not mine and ranks.parallel:
                 _join_with_zeros(state, with_critic)
             for k, v in sum_by_key(mini_stats, ranks).items():
                 collected[k].append(v)
+            if frozen:
+                continue
             collected["actor/grad_norm"].append(_optimizer_step(actor_params, state.actor_optimizer, config.grad_clip))
             if with_critic:
                 collected["critic/grad_norm"].append(
