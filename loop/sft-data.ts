@@ -42,11 +42,8 @@ export async function sftData(ctx: LoopContext): Promise<SftData> {
       flags: ['--policy', generator, '--policy-seed', '0'],
       describe: { name: generator, version: null },
     };
-    const data = await playSftData(ctx, 'sft data', `sft data (${generator})`, player, {
-      prompts: 'wm',
-      index: 0,
-    });
-    return { dataStages: [data], warmup: null, sftStartModel: config.model };
+    const data = await playSftData(ctx, 'sft data', `sft data (${generator})`, player, ['wm']);
+    return { dataStages: data, warmup: null, sftStartModel: config.model };
   }
   const warmup = await formatWarmup(ctx);
   const v0 = await exportPolicy(ctx, warmup.model, 0, false);
@@ -55,54 +52,57 @@ export async function sftData(ctx: LoopContext): Promise<SftData> {
     flags: onnxPolicyFlags(config, `onnx:${v0}`, 0),
     describe: { name: `onnx:${basename(v0)}`, version: 0 },
   };
-  const selfPlay: DataStageSummary[] = [];
-  for (const [index, prompts] of config.sftPrompts.entries()) {
-    // SPA's own stage keeps its name; the base prompts' is the tiny model's addition (#sft-mix)
-    const stage = prompts === 'wm' ? 'self-play sft data' : `self-play sft data (${prompts} prompts)`;
-    selfPlay.push(await playSftData(ctx, stage, stage, player, { prompts, index }));
-  }
+  const selfPlay = await playSftData(
+    ctx,
+    'self-play sft data',
+    'self-play sft data',
+    player,
+    config.sftPrompts,
+  );
   const rows = selfPlay.reduce((a, s) => a + s.rowsAccepted, 0);
   if (rows === 0)
     throw new Error(
-      `self-play with ${selfPlay[0]!.policy.name} v${selfPlay[0]!.policy.version} produced no accepted SFT rows ` +
+      `self-play with ${player.describe.name} v${player.describe.version} produced no accepted SFT rows ` +
         `(rejected: ${JSON.stringify(selfPlay.map((s) => s.rejectsByReason))}): nothing to finetune on; a larger ` +
         `format warm-up (warmupTrajectories, warmupEpochs) or --generator oracle would give data`,
     );
   return { dataStages: [...warmup.data, ...selfPlay], warmup: warmup.metrics, sftStartModel: warmup.model };
 }
 
-/** The prompts of one self-play data stage, and its place among them (each plays its own puzzles). */
-interface Prompts {
-  readonly prompts: PromptMode;
-  readonly index: number;
-}
-
 /**
- * The data stage `stage` (`label` in the progress line and summary.json): `player` plays the SFT
- * episodes in world-model mode in the run's generator processes, under the run's malformed filter
- * and annotation; a redo first deletes what the cut-off attempt committed.
+ * The data stage `stage` (`label` in the progress lines and summary.json): `player` plays the SFT
+ * episodes in each of `prompts` (each on its own puzzles; SPA: world-model prompts only,
+ * docs/spa-loop.md#sft-mix) in the run's generator processes, under the run's malformed filter and
+ * annotation. One stage for all prompts: a redo first deletes what the cut-off attempt committed to
+ * the run's data topics, so the prompts are played again together.
  */
 function playSftData(
   ctx: LoopContext,
   stage: string,
   label: string,
   player: Player,
-  prompts: Prompts,
-): Promise<DataStageSummary> {
+  prompts: readonly PromptMode[],
+): Promise<DataStageSummary[]> {
   return ctx.timed(stage, async ({ redo }) => {
     const { config, kafka } = ctx;
     if (redo) await purgeDataTopics(kafka, label);
-    process.stderr.write(`[${label}] ${generatorProcesses(config.generators)} (spa generate --shard)\n`);
-    const args = [
-      ...generateFlags(sftEpisodes(ctx, prompts), 'sft', kafka.topics),
-      ...['--prompts', prompts.prompts],
-      ...['--filter-envs', config.filterEnvs.length > 0 ? config.filterEnvs.join(',') : 'none'],
-      ...(config.filterParserReasons ? ['--filter-parser-reasons'] : []),
-      ...['--annotation', config.annotation],
-      ...player.flags,
-    ];
-    const report = await generateInShards(args, config.generators, ctx.brokers);
-    return dataStageSummary(kafka, label, player.describe, report);
+    const summaries: DataStageSummary[] = [];
+    for (const [index, mode] of prompts.entries()) {
+      // SPA's own prompts keep the stage's name; the base prompts' rows are the tiny model's addition
+      const part = mode === 'wm' ? label : `${label} (${mode} prompts)`;
+      process.stderr.write(`[${part}] ${generatorProcesses(config.generators)} (spa generate --shard)\n`);
+      const args = [
+        ...generateFlags(sftEpisodes(ctx, mode, index), 'sft', kafka.topics),
+        ...['--prompts', mode],
+        ...['--filter-envs', config.filterEnvs.length > 0 ? config.filterEnvs.join(',') : 'none'],
+        ...(config.filterParserReasons ? ['--filter-parser-reasons'] : []),
+        ...['--annotation', config.annotation],
+        ...player.flags,
+      ];
+      const report = await generateInShards(args, config.generators, ctx.brokers);
+      summaries.push(dataStageSummary(kafka, part, player.describe, report));
+    }
+    return summaries;
   });
 }
 
@@ -110,7 +110,7 @@ function playSftData(
  * The SFT data's episodes in `prompts`: `sftGroups` × `sftGroupSize` per batch, `sftBatches`
  * batches, each prompt mode on the puzzles after the previous one's.
  */
-function sftEpisodes({ config, runId }: LoopContext, { prompts, index }: Prompts): EpisodeConfig {
+function sftEpisodes({ config, runId }: LoopContext, prompts: PromptMode, index: number): EpisodeConfig {
   const puzzles = config.sftGroups * config.sftBatches;
   return episodeConfig({
     env: config.env,
