@@ -83,7 +83,7 @@ function playSftData(
   player: Player,
   prompts: readonly PromptMode[],
 ): Promise<DataStageSummary[]> {
-  return ctx.timed(stage, async ({ redo }) => {
+  const played = ctx.timed(stage, async ({ redo }) => {
     const { config, kafka } = ctx;
     if (redo) await purgeDataTopics(kafka, label);
     const summaries: DataStageSummary[] = [];
@@ -104,6 +104,8 @@ function playSftData(
     }
     return summaries;
   });
+  // a run started before the stage played several prompt modes kept one summary, not a list
+  return played.then((kept: DataStageSummary[] | DataStageSummary) => [kept].flat());
 }
 
 /**

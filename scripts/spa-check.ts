@@ -23,7 +23,7 @@ import { trainerPython } from '../loop/trainer-process.js';
 import type { EvaluationResult } from '../streams/eval/evaluate.js';
 import { armPlans, parseArms, runDirOf, runIdOf, warmupDirOf, type Arm, type Start } from './check/arms.js';
 import { checkProgram, RUN_DEFAULTS, type CheckOptions } from './check/options.js';
-import { armsTable, curveOf, pct, pooledDifference } from './check/table.js';
+import { armsTable, evaluationAt, pct, pooledDifference } from './check/table.js';
 import { runArms } from './run-arms.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -45,7 +45,7 @@ const SPA_CHECK_DEFAULTS = {
   sftPrompts: 'wm,base',
   sftBatchSize: 8,
   sftDecisionWeight: '1',
-  steps: 20,
+  steps: 10,
   evalEvery: 10,
   evalK: 4,
 } as const;
@@ -144,10 +144,10 @@ async function main(): Promise<void> {
   const results = (await runArms(plans, { parallel: o.parallel, env })) as Map<string, LoopSummary>;
   const summaries = (arm: Arm) => starts.map((s) => results.get(`${s.name}:${arm}`)!);
   const byArm = new Map(arms.map((arm) => [arm, summaries(arm)] as const));
-  const end = (arm: Arm) => summaries(arm).map((s) => curveOf(s).at(-1)!);
+  const end = (arm: Arm) => summaries(arm).map((s) => evaluationAt(s, o.steps));
   const spaVsRl = pooledDifference(end('ppo').map((rl, i) => [rl, end('wm')[i]!] as const));
   const probes = starts.map((s) => probeStart(o, s, arms));
-  const startEval = summaries('ppo').map((s) => curveOf(s)[0]!);
+  const startEval = summaries('ppo').map((s) => evaluationAt(s, 0));
   const formatValid = starts.map((s) => startFormatValid(o, s));
   const minutes = (Date.now() - started) / 60_000;
   const text = [

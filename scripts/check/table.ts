@@ -16,6 +16,16 @@ const signedPct = (x: number, se: number) => `${x >= 0 ? '+' : '−'}${pct(Math.
 export const curveOf = (summary: LoopSummary): EvaluationResult[] =>
   summary.evaluations.filter((e) => e.policy !== 'random');
 
+/**
+ * The policy evaluated after PPO step `step` (version step + 1: v1 is the start), so an arm that ran
+ * longer than the check (an earlier, longer attempt of it) is read at the check's steps.
+ */
+export function evaluationAt(summary: LoopSummary, step: number): EvaluationResult {
+  const found = curveOf(summary).find((e) => e.policyVersion === step + 1);
+  if (!found) throw new Error(`no evaluation of policy v${step + 1} (PPO step ${step}) in ${summary.runDir}`);
+  return found;
+}
+
 /** The PPO steps at which the curve was evaluated. */
 export function evaluatedSteps(o: CheckOptions): number[] {
   const steps = Array.from({ length: Math.floor(o.steps / o.evalEvery) + 1 }, (_, i) => i * o.evalEvery);
@@ -43,12 +53,11 @@ export function armsTable(o: CheckOptions, results: ReadonlyMap<Arm, readonly Lo
     `| --- | ${steps.map(() => '---').join(' | ')} | --- | --- | --- | --- |`,
   ];
   for (const [arm, summaries] of results) {
-    const curves = summaries.map(curveOf);
-    const points = steps.map((_, i) => pooledPass1(curves.map((c) => c[i] ?? c.at(-1)!)));
-    const startEnd = curves.map((c) => [c[0]!, c.at(-1)!] as const);
+    const points = steps.map((step) => pooledPass1(summaries.map((s) => evaluationAt(s, step))));
+    const startEnd = summaries.map((s) => [evaluationAt(s, 0), evaluationAt(s, o.steps)] as const);
     const controls = CONTROL_OF[arm] && results.get(CONTROL_OF[arm]);
     const overControl = controls
-      ? pooledDifference(controls.map((c, i) => [curveOf(c).at(-1)!, curves[i]!.at(-1)!] as const))
+      ? pooledDifference(controls.map((c, i) => [evaluationAt(c, o.steps), startEnd[i]![1]] as const))
       : '–';
     const passK = (i: 0 | 1) => (100 * startEnd.reduce((a, pair) => a + pair[i].passK, 0)) / startEnd.length;
     const minutes = summaries.reduce((a, s) => a + minutesOf(s), 0) / summaries.length;
