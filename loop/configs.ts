@@ -180,7 +180,7 @@ export type WarmupMode = (typeof WARMUP_MODES)[number];
 
 /** What the warm-up's world-model turns hold in their state tags (`LoopConfig.warmupStates`). */
 export const WARMUP_STATES = ['true', 'empty'] as const;
-export type WarmupStates = (typeof WARMUP_STATES)[number];
+type WarmupStates = (typeof WARMUP_STATES)[number];
 
 /** The prompt mode a warm-up demonstration is played in, and the mode its oracle answers in. */
 export function warmupModeParts(mode: WarmupMode): { prompt: PromptMode; response: PromptMode } {

@@ -102,8 +102,7 @@ async function demonstrations(
     groupSize: 1,
     batches: 1,
     // each kind its own stretch of puzzles, disjoint from the others'
-    seedBase:
-      WARMUP_SEED_BASE + config.warmupSeed * WARMUP_SEED_STRIDE + index * config.warmupTrajectories,
+    seedBase: WARMUP_SEED_BASE + config.warmupSeed * WARMUP_SEED_STRIDE + index * config.warmupTrajectories,
   });
   const policy = builtinPolicy('oracle', {
     mode: response,

@@ -110,28 +110,6 @@ export function registerGenerateCommand(program: Command): void {
       'generated',
     )
     .option(
-      '--target <target>',
-      'sft (world-model rows) | rollouts (PPO episodes, base mode)',
-      oneOf('--target', ['sft', 'rollouts'] as const),
-      'sft',
-    )
-    .option(
-      '--prompts <mode>',
-      'wm | base: the prompts the episodes are played with (default: wm for sft, base for rollouts; sft rows of base prompts keep what a tiny model answers there, docs/spa-loop.md#sft-mix)',
-      oneOf('--prompts', ['wm', 'base'] as const),
-    )
-    .option(
-      '--annotation <kind>',
-      `${ANNOTATIONS.join(' | ')} (docs/spa-data.md#ablations, #fill)`,
-      oneOf('--annotation', ANNOTATIONS),
-      'gt',
-    )
-    .option(
-      '--mask-transitions',
-      "flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss: the paper's masking ablation",
-      false,
-    )
-    .option(
       '--seed-base <n>',
       "first puzzle seed (default: SPA's 10000 train / 123 val); the last seed, + batches × groups − 1 (val: + groups − 1), must stay within the range too",
       seedNumber('--seed-base'),
@@ -194,10 +172,38 @@ export function registerGenerateCommand(program: Command): void {
         () => generate(options),
       ),
     );
+  addRecordOptions(command);
   addLatestPolicyOptions(command);
   addGenerationOptions(command);
   addMalformedFilterOptions(command);
   withConfigFile(command);
+}
+
+/** What the episodes become: SFT rows or rollouts, from which prompts, with which states. */
+function addRecordOptions(command: Command): void {
+  command
+    .option(
+      '--target <target>',
+      'sft (world-model rows) | rollouts (PPO episodes, base mode)',
+      oneOf('--target', ['sft', 'rollouts'] as const),
+      'sft',
+    )
+    .option(
+      '--prompts <mode>',
+      'wm | base: the prompts the episodes are played with (default: wm for sft, base for rollouts; sft rows of base prompts keep what a tiny model answers there, docs/spa-loop.md#sft-mix)',
+      oneOf('--prompts', ['wm', 'base'] as const),
+    )
+    .option(
+      '--annotation <kind>',
+      `${ANNOTATIONS.join(' | ')} (docs/spa-data.md#ablations, #fill)`,
+      oneOf('--annotation', ANNOTATIONS),
+      'gt',
+    )
+    .option(
+      '--mask-transitions',
+      "flag rows so the trainer leaves the current and next state (<observation>/<prediction> contents) out of the SFT loss: the paper's masking ablation",
+      false,
+    );
 }
 
 /** `--policy latest`'s options: the trainer's schedule, and where a resumed trainer stands. */

@@ -12,7 +12,7 @@ import { alignedContextWindow } from '../../loop/configs.js';
 import type { ArmPlan } from '../run-arms.js';
 import { RUN_DEFAULTS, type CheckOptions } from './options.js';
 
-export const ARMS = ['ppo', 'control', 'wm', 'wm-control'] as const;
+const ARMS = ['ppo', 'control', 'wm', 'wm-control'] as const;
 export type Arm = (typeof ARMS)[number];
 
 /** Each learning arm's control: the same start, steps and data flow with learning rates 0. */

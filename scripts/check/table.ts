@@ -13,7 +13,7 @@ export const pct = (x: number, se: number) => `${(100 * x).toFixed(1)} ± ${(100
 const signedPct = (x: number, se: number) => `${x >= 0 ? '+' : '−'}${pct(Math.abs(x), se)}`;
 
 /** A learning curve: the evaluated policies of a run, in order, without the random floor. */
-export const curveOf = (summary: LoopSummary): EvaluationResult[] =>
+const curveOf = (summary: LoopSummary): EvaluationResult[] =>
   summary.evaluations.filter((e) => e.policy !== 'random');
 
 /**
@@ -27,13 +27,13 @@ export function evaluationAt(summary: LoopSummary, step: number): EvaluationResu
 }
 
 /** The PPO steps at which the curve was evaluated. */
-export function evaluatedSteps(o: CheckOptions): number[] {
+function evaluatedSteps(o: CheckOptions): number[] {
   const steps = Array.from({ length: Math.floor(o.steps / o.evalEvery) + 1 }, (_, i) => i * o.evalEvery);
   if (o.steps % o.evalEvery !== 0) steps.push(o.steps);
   return steps;
 }
 
-export const minutesOf = (summary: LoopSummary): number =>
+const minutesOf = (summary: LoopSummary): number =>
   Object.values(summary.seconds).reduce((a, s) => a + s, 0) / 60;
 
 /** The paired difference `after − before`, pooled over the starts' pairs, as `+x ± y`. */

@@ -118,8 +118,8 @@ export function pooledPairedDifference(
       puzzles.some((p) => !(p in before.puzzlePass1))
     )
       throw new RangeError('pooled paired difference needs the same puzzles in every start');
-  const differences = puzzles.map(
-    (p) => mean(pairs.map(([before, after]) => after.puzzlePass1[p]! - before.puzzlePass1[p]!)),
+  const differences = puzzles.map((p) =>
+    mean(pairs.map(([before, after]) => after.puzzlePass1[p]! - before.puzzlePass1[p]!)),
   );
   return {
     mean: mean(differences),
