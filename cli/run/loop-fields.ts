@@ -145,7 +145,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'SFT data: how <observation>/<prediction> are filled (SPA: gt; gt-fill also fills turns written without the tags, docs/spa-data.md#fill)',
   ),
   sftPrompts: {
-    help: "self-play SFT data: the prompts played, each on its own puzzles (SPA: wm; default: wm,base for a tiny model, which answers the base prompts of PPO and evaluation with world-model turns too, docs/spa-loop.md#sft-mix)",
+    help: 'self-play SFT data: the prompts played, each on its own puzzles (SPA: wm; default: wm,base for a tiny model, which answers the base prompts of PPO and evaluation with world-model turns too, docs/spa-loop.md#sft-mix)',
     arg: '<modes>',
     parse: (flag) => listOf(flag, ['wm', 'base'] as const),
   },
