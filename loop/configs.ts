@@ -82,8 +82,8 @@ export interface LoopConfig {
   /**
    * The prompts the self-play SFT data is played with, each on its own groups × group size ×
    * batches trajectories: `wm` (SPA) and `base`, the PPO and evaluation prompts, which a tiny
-   * model answers with world-model turns too; their rows keep the world-model SFT from unlearning
-   * those prompts' answers (docs/spa-loop.md#sft-mix).
+   * model answers with world-model turns too; their rows keep a world-model SFT at the warm-up's
+   * rate from unlearning those prompts' answers (docs/spa-loop.md#sft-mix).
    */
   readonly sftPrompts: readonly PromptMode[];
   /** SFT data: groups × group size × batches trajectories (SPA: 32 × 8 × 5 = 1280). */
@@ -206,10 +206,9 @@ export function alignedContextWindow(sftMaxLength: number, maxNewTokens: number)
  * The default size: minutes on 2 CPU cores. The tiny model (`tiny-local`) starts from random
  * weights, so SPA's recipe gets a warm-up first (docs/spa-loop.md#warm-up): one pass over the oracle's
  * one-action turns on 2 × 3072 distinct puzzles, world-model prompts and base prompts both answered
- * with world-model turns, the decision tokens weighted 20×. Then the warmed-up model plays 128
- * distinct puzzles on world-model prompts and 128 on base prompts itself (self-play, group size 1) and
- * is finetuned on its ground-truth-annotated turns at SPA's learning rate, in small batches, through a
- * 340-token window. Evaluation plays the
+ * with world-model turns, the decision tokens weighted 20×. Then the warmed-up model plays 256
+ * distinct puzzles itself (self-play, group size 1) and is finetuned on its ground-truth-annotated
+ * turns at SPA's learning rate, in small batches, through a 340-token window. Evaluation plays the
  * paper's 128 validation puzzles 4 times (Pass@1's standard error about 2.5 points): the self-play
  * policy, the policy PPO starts from and the final one.
  */
@@ -229,10 +228,10 @@ const small = {
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
   annotation: 'gt',
-  sftPrompts: ['wm', 'base'],
+  sftPrompts: ['wm'],
   sftGroups: 32,
   sftGroupSize: 1,
-  sftBatches: 4,
+  sftBatches: 8,
   sftEpochs: 8,
   sftLr: 1e-4, // SPA's
   sftBatchSize: 4,
@@ -271,7 +270,6 @@ const small = {
  * docs/spa-sft.md#settings, docs/spa-ppo.md#hyperparameters, docs/spa-eval.md#validation.
  */
 export const SPA_FULL_SIZE = {
-  sftPrompts: ['wm'],
   sftGroups: 32,
   sftGroupSize: 8,
   sftBatches: 5,

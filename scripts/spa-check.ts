@@ -32,7 +32,7 @@ interface SpaCheckOptions extends CheckOptions {
   starts: number;
 }
 
-/** The check's recipe (docs/spa-check.md#recipe): what differs from ppo-check's defaults. */
+/** The check's recipe (docs/spa-check.md#arms): what differs from ppo-check's defaults. */
 const SPA_CHECK_DEFAULTS = {
   arms: 'wm,ppo,wm-control,control',
   out: 'runs/spa-check',

@@ -119,14 +119,13 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
       ? { ...config, contextWindow: alignedContextWindow(config.sftMaxLength, config.maxNewTokens) }
       : config;
   // A real instruction-tuned model writes the format already and reads whole prompts: the warm-up, the
-  // SFT-window context, the decision weight and the base prompts' self-play are for the tiny models
-  // only, unless asked for (docs/spa-generation.md#window, docs/spa-sft.md#weights, docs/spa-loop.md#sft-mix).
+  // SFT-window context and the decision weight are for the tiny models only, unless asked for
+  // (docs/spa-generation.md#window, docs/spa-sft.md#weights).
   return {
     ...config,
     ...(given.warmupTrajectories === undefined ? { warmupTrajectories: 0 } : {}),
     ...(given.contextWindow === undefined ? { contextWindow: 0 } : {}),
     ...(given.decisionWeight === undefined ? { decisionWeight: 1 } : {}),
-    ...(given.sftPrompts === undefined ? { sftPrompts: ['wm'] } : {}),
   };
 }
 

@@ -105,14 +105,13 @@ describe('spa run (the main job) at the default size', () => {
     // SPA's recipe (docs/spa-loop.md): the tiny model's format warm-up on oracle demonstrations,
     // then self-play SFT data from the warmed-up model exported as policy v0.
     // The warm-up demonstrates world-model turns for the prompts of self-play and of PPO and
-    // evaluation (docs/spa-loop.md#warm-up); self-play plays both prompts too (docs/spa-loop.md#sft-mix).
+    // evaluation (docs/spa-loop.md#warm-up).
     expect(summary.dataStages.map((d) => d.stage)).toEqual([
       'warm-up data (oracle, wm)',
       'warm-up data (oracle, base-wm)',
       'self-play sft data',
-      'self-play sft data (base prompts)',
     ]);
-    const [warmup, warmupBase, selfPlay, selfPlayBase] = summary.dataStages;
+    const [warmup, warmupBase, selfPlay] = summary.dataStages;
     expect(warmup!.policy).toEqual({ name: 'oracle', version: null });
     expect([warmup!.trajectories, warmupBase!.trajectories]).toEqual([3072, 3072]);
     // The warmed-up model's first action depends on the board (0 nats: it ignores it; ln 4 at most)
@@ -120,14 +119,11 @@ describe('spa run (the main job) at the default size', () => {
     expect(summary.warmup.action_board_mi).toBeGreaterThan(0.3);
     expect(summary.warmup.observation_copy_exact_match).toBeGreaterThan(0.5);
     expect(result.stdout).toMatch(/warm-up SFT +\d+ steps; first action: \d\.\d\d nats about the board/);
-    for (const stage of [selfPlay!, selfPlayBase!]) {
-      expect(stage.policy).toEqual({ name: 'onnx:v000000', version: 0 });
-      expect(stage.trajectories).toBe(128);
-      expect(stage.rowsAccepted).toBeGreaterThanOrEqual(128); // one row per turn, ≥ 1 turn each
-      expect(stage.rejectsByReason).toEqual({}); // SPA does not filter Sokoban rows
-    }
-    expect(result.stdout).toContain('self-play sft data onnx:v000000 v0: 128 trajectories');
-    expect(result.stdout).toContain('self-play sft data (base prompts) onnx:v000000 v0: 128 trajectories');
+    expect(selfPlay!.policy).toEqual({ name: 'onnx:v000000', version: 0 });
+    expect(selfPlay!.trajectories).toBe(256);
+    expect(selfPlay!.rowsAccepted).toBeGreaterThanOrEqual(256); // one row per turn, ≥ 1 turn each
+    expect(selfPlay!.rejectsByReason).toEqual({}); // SPA does not filter Sokoban rows
+    expect(result.stdout).toContain('self-play sft data onnx:v000000 v0: 256 trajectories');
     // The default SFT must actually train: an untrained tiny model sits at ln(vocab) ≈ 6.9.
     expect(summary.sft.val_loss).toBeLessThan(1.5);
     // v0 plays whole world-model turns in its context window (docs/spa-generation.md#window), so
