@@ -80,16 +80,17 @@ describe('passReport over several passes (SPA validates twice and averages)', ()
   });
 });
 
-describe('pairedDifference (docs/spa-eval.md#paired)', () => {
-  const report = (pass1ByPuzzle: readonly number[]) =>
-    passReport(
-      pass1ByPuzzle.map((p, i) => ({
-        groupId: `g${i}`,
-        puzzle: `seed${i}`,
-        successes: [0, 1, 2, 3].map((j) => j < p * 4),
-      })),
-    );
+/** A report of 4 episodes a puzzle whose Pass@1 per puzzle is `pass1ByPuzzle` (multiples of 0.25). */
+const report = (pass1ByPuzzle: readonly number[]) =>
+  passReport(
+    pass1ByPuzzle.map((p, i) => ({
+      groupId: `g${i}`,
+      puzzle: `seed${i}`,
+      successes: [0, 1, 2, 3].map((j) => j < p * 4),
+    })),
+  );
 
+describe('pairedDifference (docs/spa-eval.md#paired)', () => {
   it('pairs by puzzle: a steady gain over puzzles of very different difficulty has a small standard error', () => {
     const before = report([0, 0.25, 0.5, 0.75]);
     const after = report([0.25, 0.5, 0.75, 1]);
@@ -113,15 +114,6 @@ describe('pairedDifference (docs/spa-eval.md#paired)', () => {
 });
 
 describe('pooledPairedDifference (docs/spa-check.md#statistics)', () => {
-  const report = (pass1ByPuzzle: readonly number[]) =>
-    passReport(
-      pass1ByPuzzle.map((p, i) => ({
-        groupId: `g${i}`,
-        puzzle: `seed${i}`,
-        successes: [0, 1, 2, 3].map((j) => j < p * 4),
-      })),
-    );
-
   it('averages each puzzle over the starts, then pairs across puzzles', () => {
     // start 1: differences 0.5, 0, 0, 0.5; start 2: 0, 0, 0.5, 0.5 → per puzzle 0.25, 0, 0.25, 0.5
     const d = pooledPairedDifference([
