@@ -7,6 +7,7 @@ import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'ka
 import type { KafkaConnectionConfig } from './config.js';
 import { describeKafkaError } from './kafkajs-client.js';
 import { toKafkajsHeaders } from './kafkajs-headers.js';
+import { isTransientBrokerError } from './retriable.js';
 import { CommitOutcomeUnknown, retryTransaction, serialized } from './transaction-retry.js';
 import type {
   OutgoingRecord,
@@ -47,33 +48,6 @@ function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
   for (const { topic, partition, offset } of offsets)
     byTopic.set(topic, [...(byTopic.get(topic) ?? []), { partition, offset: offset.toString() }]);
   return [...byTopic].map(([topic, partitions]) => ({ topic, partitions }));
-}
-
-/**
- * Errors a transaction may retry. kafkajs marks protocol errors `retriable`, but reports a broker
- * that is down longer than its own retry budget (a restart takes ~20 s on a busy box) as
- * non-retriable connection/coordinator errors; retrying those is safe because an aborted
- * transaction leaves nothing visible.
- */
-const TRANSIENT_KAFKAJS_ERRORS = new Set([
-  'KafkaJSGroupCoordinatorNotFound',
-  'KafkaJSConnectionError',
-  'KafkaJSConnectionClosedError',
-  'KafkaJSNumberOfRetriesExceeded',
-  'KafkaJSRequestTimeoutError',
-]);
-
-function isRetriable(error: unknown, depth = 0): boolean {
-  if (typeof error !== 'object' || error === null || depth > 5) return false;
-  const { name, retriable, cause, originalError } = error as {
-    name?: unknown;
-    retriable?: unknown;
-    cause?: unknown;
-    originalError?: unknown;
-  };
-  if (retriable === true || (typeof name === 'string' && TRANSIENT_KAFKAJS_ERRORS.has(name))) return true;
-  // kafkajs wraps the real failure (KafkaJSNonRetriableError, retry exhaustion) in cause/originalError.
-  return isRetriable(cause, depth + 1) || isRetriable(originalError, depth + 1);
 }
 
 /**
@@ -161,7 +135,7 @@ export async function createKafkajsSink(
       return result;
     };
     const run = (): Promise<T> =>
-      retryTransaction(attempt, config.retry, isRetriable, (error) =>
+      retryTransaction(attempt, config.retry, isTransientBrokerError, (error) =>
         describeKafkaError(error, 'running a transaction', config),
       );
     return lane(run);

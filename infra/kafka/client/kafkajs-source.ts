@@ -7,7 +7,7 @@ import type { Admin, Consumer, EachBatchPayload, Kafka, KafkaMessage } from 'kaf
 import type { KafkaConnectionConfig } from './config.js';
 import { describeKafkaError } from './kafkajs-client.js';
 import { fromKafkajsHeaders } from './kafkajs-headers.js';
-import { retryWhileRetriable } from './retriable.js';
+import { isTransientBrokerError, retryWhileRetriable } from './retriable.js';
 import type {
   BatchHandler,
   ConsumedRecord,
@@ -106,33 +106,20 @@ async function deliver(
   await payload.heartbeat();
 }
 
-/** Creates a source; it joins the group when `run` is called. */
-export async function createKafkajsSource(
-  kafka: Kafka,
-  config: KafkaConnectionConfig,
+/**
+ * Tells `options` what the consumer's events say: assignments, batches of no record, and the
+ * connection lost and regained (`restarts` tells a crash the consumer restarts from).
+ */
+function reportEvents(
+  consumer: Consumer,
   options: SourceOptions,
-): Promise<RecordSource> {
-  if (options.topics.length === 0) throw new Error(`source for group "${options.groupId}" names no topics`);
-  const start = options.start ?? { kind: 'committed', fallback: 'earliest' };
-  let closing = false;
-  const consumer: Consumer = kafka.consumer({
-    groupId: options.groupId,
-    readUncommitted: false,
-    allowAutoTopicCreation: false,
-    maxBytesPerPartition: options.maxBytesPerPartition ?? 1 << 20,
-    maxWaitTimeInMs: 250,
-    // A request's total (kafkajs' default is 10 MB): room for every partition's
-    // maxBytesPerPartition of a 6-partition topic read at 4 MiB (consume-spa.ts).
-    maxBytes: 32 << 20,
-    // kafkajs' own consumer retries (5), and no restart once closing: a crash while close() waits
-    // for a broker that is down would otherwise restart the consumer after it was stopped, and it
-    // would go on retrying (and, once the broker is back, consuming) for good.
-    retry: { retries: 5, restartOnFailure: () => Promise.resolve(!closing) },
-  });
-  // A crash kafkajs restarts from (its retries spent) is a lost connection until it has joined again.
+  restarts: (crash: { restart: boolean; error: Error }) => boolean,
+): void {
+  // A crash the consumer restarts from (kafkajs' or `run`'s restart below) is a lost connection
+  // until it has joined again.
   let lost = false;
   consumer.on(consumer.events.CRASH, ({ payload }) => {
-    if (!payload.restart || lost || closing) return;
+    if (!restarts(payload) || lost) return;
     lost = true;
     options.onConnection?.('lost');
   });
@@ -157,6 +144,35 @@ export async function createKafkajsSource(
         offset: BigInt(payload.lastOffset) + 1n,
       });
   });
+}
+
+/** Creates a source; it joins the group when `run` is called. */
+export async function createKafkajsSource(
+  kafka: Kafka,
+  config: KafkaConnectionConfig,
+  options: SourceOptions,
+): Promise<RecordSource> {
+  if (options.topics.length === 0) throw new Error(`source for group "${options.groupId}" names no topics`);
+  const start = options.start ?? { kind: 'committed', fallback: 'earliest' };
+  let closing = false;
+  let restart: NodeJS.Timeout | undefined;
+  const consumer: Consumer = kafka.consumer({
+    groupId: options.groupId,
+    readUncommitted: false,
+    allowAutoTopicCreation: false,
+    maxBytesPerPartition: options.maxBytesPerPartition ?? 1 << 20,
+    maxWaitTimeInMs: 250,
+    // A request's total (kafkajs' default is 10 MB): room for every partition's
+    // maxBytesPerPartition of a 6-partition topic read at 4 MiB (consume-spa.ts).
+    maxBytes: 32 << 20,
+    // kafkajs' own consumer retries (5), and no restart once closing: a crash while close() waits
+    // for a broker that is down would otherwise restart the consumer after it was stopped, and it
+    // would go on retrying (and, once the broker is back, consuming) for good.
+    retry: { retries: 5, restartOnFailure: () => Promise.resolve(!closing) },
+  });
+  const restarts = ({ restart, error }: { restart: boolean; error: Error }) =>
+    !closing && (restart || isTransientBrokerError(error));
+  reportEvents(consumer, options, restarts);
   try {
     await retryWhileRetriable(() => applyStart(kafka, options, start), 10_000);
     await consumer.connect();
@@ -170,15 +186,24 @@ export async function createKafkajsSource(
   }
   return {
     async run(handler, onFatal) {
-      consumer.on(consumer.events.CRASH, (event) => {
-        if (!event.payload.restart && !closing)
-          onFatal?.(describeKafkaError(event.payload.error, 'consuming', config));
+      const run = () =>
+        consumer.run({
+          autoCommit: false,
+          eachBatchAutoResolve: false,
+          eachBatch: (payload) => deliver(payload, handler, options.onFetched),
+        });
+      consumer.on(consumer.events.CRASH, ({ payload }) => {
+        if (payload.restart || closing) return;
+        if (!restarts(payload)) {
+          onFatal?.(describeKafkaError(payload.error, 'consuming', config));
+          return;
+        }
+        // kafkajs restarts only from errors it marks retriable; a group coordinator still loading
+        // after a broker restart outlasts its retries as a non-retriable one. Restarted here as
+        // kafkajs restarts its own (it has stopped the consumer), so the read rejoins and resumes.
+        restart = setTimeout(() => void run(), config.retry.initialRetryTimeMs);
       });
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        eachBatch: (payload) => deliver(payload, handler, options.onFetched),
-      });
+      await run();
     },
     pause: (partitions) => consumer.pause(byTopic(partitions)),
     resume: (partitions) => consumer.resume(byTopic(partitions)),
@@ -188,6 +213,7 @@ export async function createKafkajsSource(
     },
     async close() {
       closing = true;
+      clearTimeout(restart);
       await consumer.disconnect();
       if (options.ephemeral) await deleteGroup(kafka, options.groupId);
     },
