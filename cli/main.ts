@@ -10,6 +10,7 @@ import { registerRunCommand } from './commands/run.js';
 import { registerTapCommand } from './commands/tap.js';
 import { registerTopicsCommand } from './commands/topics.js';
 import { describeRanges, USAGE_EXIT_CODE } from './options.js';
+import { exitWithParent } from '../loop/lifeline.js';
 import { typedCommand } from '../loop/typed-command.js';
 
 /** Builds the `spa` command tree; each subcommand lives in cli/commands/<name>.ts. */
@@ -50,6 +51,8 @@ function pointAtHelp(command: Command, path: readonly string[] = []): void {
  * was wrong rather than a Node stack trace.
  */
 export async function main(argv: string[]): Promise<void> {
+  // a child of `spa run` (a generator shard) ends with it, however it ends (loop/lifeline.ts)
+  exitWithParent();
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {

@@ -1,17 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { OutboundTopic } from '../schemas/outbound.js';
 import type { TopicRole } from '../schemas/topics.js';
 import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
+import { spawnTied } from './lifeline.js';
 
 /** The `spa` entry point the children run (bin/spa.mjs of this checkout). */
 const SPA_BIN = fileURLToPath(new URL('../bin/spa.mjs', import.meta.url));
-
-/** Generator processes still running: stopped when this process exits (e.g. on Ctrl-C). */
-const running = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGTERM');
-});
 
 /** What one `spa generate --out kafka` prints as its last stdout line, summed over shards. */
 export interface ShardsReport {
@@ -46,13 +41,12 @@ export async function generateInShards(
   stop?.addEventListener('abort', killAll);
   const runs = Array.from({ length: shards }, (_, index) => {
     const shardArgs = ['generate', ...args, '--shard', `${index}/${shards}`];
-    const child = spawn(process.execPath, [SPA_BIN, ...shardArgs], {
-      env: { ...process.env, KAFKA_BROKERS: brokers },
-      stdio: ['ignore', 'pipe', 'inherit'],
+    const child = spawnTied(process.execPath, [SPA_BIN, ...shardArgs], {
+      env: { KAFKA_BROKERS: brokers },
+      stdout: 'pipe',
+      stderr: 'inherit',
     });
     children.push(child);
-    running.add(child);
-    child.on('exit', () => running.delete(child));
     let stdout = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     return new Promise<ShardsReport>((resolve, reject) => {

@@ -7,6 +7,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OutboundTopic } from '../schemas/outbound.js';
 import { episodeConfig, type EpisodeConfig } from '../streams/episodes/episode-config.js';
+import { committedCounts } from '../streams/kafka/committed-counts.js';
 import type { LoopContext } from './context.js';
 import { policyFolder } from './export-policy.js';
 import { onnxPolicyFlags } from './generation.js';
@@ -19,10 +20,10 @@ import { typedCommand } from './typed-command.js';
 /** SPA's first training seed; PPO batch b plays seeds from here + b × groups. */
 export const PPO_SEED_BASE = 10_000;
 
-/** What self-play + PPO leaves: the generators' counts and versions, and every published policy. */
+/** What self-play + PPO leaves: its records and versions in the topics, and every published policy. */
 export interface SelfPlayResult {
   readonly selfPlay: Record<OutboundTopic, number>;
-  /** Policy version → batches started with it, summed over the generator processes. */
+  /** Policy version → batches whose committed rollouts carry it (streams/kafka/committed-counts.ts). */
   readonly generatorVersions: Record<string, number>;
   /** Published policy version → its artifact folder, the PPO start's to the final one. */
   readonly artifacts: ReadonlyMap<number, string>;
@@ -53,20 +54,38 @@ export function selfPlayAndPpo(ctx: LoopContext, startModel: string): Promise<Se
       if (done > 0) log(`self-play + ppo: resuming after PPO step ${done} of ${config.ppoSteps}`);
       log(`self-play: ${generatorProcesses(config.generators)} (spa generate --shard)`);
       // a trainer that fails stops the stage at once, not after the generators' wait for a policy
-      const [report] = await Promise.all([
+      await Promise.all([
         generateInShards(selfPlayFlags(ctx, resumed), config.generators, ctx.brokers, stopGenerators.signal),
         trainer.done,
       ]);
       // The trainer's last export is the final policy.
       const finalVersion = readPpoProgress(join(runDir, 'ppo')).version;
       const artifacts = publishedPolicies(join(runDir, 'policies'), finalVersion);
-      return { selfPlay: report.counts, generatorVersions: report.policyVersions, artifacts, finalVersion };
+      return { ...(await selfPlayCounts(ctx)), artifacts, finalVersion };
     } catch (error) {
       trainer.kill();
       stopGenerators.abort();
       throw error;
     }
   });
+}
+
+/**
+ * What self-play left in the run's topics over every attempt (a killed one's committed records
+ * too; its open transaction is aborted): its records by topic, their keys under the PPO episodes'
+ * run ids (`<run>-rl`, `<run>-rl-from<step>` after a resume), and the batches each policy version
+ * played, from the rollouts' headers. Counted from Kafka, not from this attempt's generators.
+ */
+async function selfPlayCounts(ctx: LoopContext): Promise<Omit<SelfPlayResult, 'artifacts' | 'finalVersion'>> {
+  const keys = new RegExp(`^${ctx.runId.replace(/[.]/g, '\\.')}-rl(-from\\d+)?/`);
+  const selfPlay = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
+  let generatorVersions: Record<string, number> = {};
+  for (const topic of Object.keys(selfPlay) as OutboundTopic[]) {
+    const counts = await committedCounts(ctx.kafka, ctx.kafka.topics[topic], keys);
+    selfPlay[topic] = counts.records;
+    if (topic === 'rollouts') generatorVersions = counts.batchesByVersion;
+  }
+  return { selfPlay, generatorVersions };
 }
 
 /**

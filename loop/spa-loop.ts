@@ -17,6 +17,8 @@ import { offsetsUnder, type DataStageSummary } from './data-stage.js';
 import { evaluation, type LoopEvaluation } from './evaluate.js';
 import { exportPolicy } from './export-policy.js';
 import { log } from './log.js';
+import { checkRecordedConfig, recordConfig } from './recorded-config.js';
+import { holdRunLock } from './run-lock.js';
 import { selfPlayAndPpo } from './self-play-ppo.js';
 import { sftData } from './sft-data.js';
 import { AttemptClock } from './stage-seconds.js';
@@ -37,8 +39,8 @@ export interface LoopSummary {
   readonly sft: Readonly<Record<string, unknown>>;
   readonly selfPlay: Readonly<Record<string, number>>;
   /**
-   * Policy version → self-play batches the generator started with it; with `generators` n > 1,
-   * summed over the n processes (each starts every batch, with its share of the groups).
+   * Policy version → self-play batches whose committed rollouts carry it, over every attempt of the
+   * run, read from the rollouts topic (a batch split across two versions counts under each).
    */
   readonly generatorVersions: Readonly<Record<string, number>>;
   readonly evaluations: readonly LoopEvaluation[];
@@ -48,14 +50,33 @@ export interface LoopSummary {
   readonly attempts: number;
 }
 
-/** Runs the loop of `config` as run `runId` in `<runsDir>/<runId>` (a new run, or resumes it). */
-export async function runSpaLoop(
-  config: LoopConfig,
-  options: { runsDir: string; runId: string },
-): Promise<LoopSummary> {
+/** Where a run goes, and what a resume may change of the config it was started with. */
+export interface RunOptions {
+  readonly runsDir: string;
+  readonly runId: string;
+  /** Fields a resume may give other values than the run's recorded config (loop/recorded-config.ts). */
+  readonly allowConfigChange?: ReadonlySet<keyof LoopConfig>;
+}
+
+/**
+ * Runs the loop of `config` as run `runId` in `<runsDir>/<runId>` (a new run, or resumes it),
+ * holding the run's lock throughout (loop/run-lock.ts).
+ */
+export async function runSpaLoop(config: LoopConfig, options: RunOptions): Promise<LoopSummary> {
   const runDir = resolve(options.runsDir, options.runId);
-  // No stage of this run has started in this folder: a new run, whose topics must be empty. The
-  // folder is made by the first stage that writes, so a start that fails (no broker) leaves none.
+  const release = holdRunLock(runDir, options.runId);
+  try {
+    checkRecordedConfig(runDir, config, options.allowConfigChange ?? new Set());
+    return await runLocked(config, options.runId, runDir);
+  } finally {
+    release();
+  }
+}
+
+/** {@link runSpaLoop} once the run is this process's. */
+async function runLocked(config: LoopConfig, runId: string, runDir: string): Promise<LoopSummary> {
+  // No stage of this run has started in this folder: a new run, whose topics must be empty. A
+  // start that fails (no broker) leaves no folder: the lock's release removes it while empty.
   const fresh = !existsSync(join(runDir, 'stages'));
   const clock = new AttemptClock(runDir);
   const checkLoad = busyMachineCheck(log);
@@ -66,12 +87,13 @@ export async function runSpaLoop(
   process.on('exit', saveSeconds);
   try {
     const python = trainerPython();
-    const prefix = `spa.${options.runId}.`;
+    const prefix = `spa.${runId}.`;
     const kafka = await timed('kafka', () => connectSpaKafka({ clientId: 'spa-run', topics: { prefix } }));
     try {
-      if (fresh) await refuseUsedTopics(kafka, options.runId, runDir);
+      if (fresh) await refuseUsedTopics(kafka, runId, runDir);
+      recordConfig(runDir, config);
       const brokers = kafka.config.brokers.join(',');
-      const ctx: LoopContext = { config, kafka, python, runDir, runId: options.runId, brokers, timed };
+      const ctx: LoopContext = { config, kafka, python, runDir, runId, brokers, timed };
       const summary = { ...(await runStages(ctx)), ...clock.total() };
       writeFileSync(join(runDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
       return summary;

@@ -1,7 +1,8 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnTied } from './lifeline.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -18,26 +19,24 @@ export function trainerDeviceEnv(device: 'cpu' | 'cuda'): NodeJS.ProcessEnv {
   return device === 'cpu' ? { CUDA_VISIBLE_DEVICES: '' } : {};
 }
 
-/** Trainer processes still running: stopped when this process exits (e.g. on Ctrl-C). */
-const running = new Set<ReturnType<typeof spawn>>();
-process.on('exit', () => {
-  for (const child of running) child.kill('SIGTERM');
-});
-
 /** A running trainer module; `done` settles with its exit (rejects on a non-zero exit). */
 export interface TrainerProcess {
   readonly done: Promise<void>;
   kill(): void;
 }
 
+/** The trainer's module that runs another tied to its parent (trainer/spa_trainer/lifeline.py). */
+const LIFELINE = ['-m', 'spa_trainer.lifeline'];
+
 /**
- * The Python arguments that run `module`: `-m <module> …args`, or with `procs` > 1 the same under
- * torchrun (`-m torch.distributed.run --standalone --nproc_per_node <procs>`), one data-parallel
- * rank per process (trainer/README.md, "Data-parallel training").
+ * The Python arguments that run `module`: `-m spa_trainer.lifeline <module> …args` (the module, tied
+ * to this process: lifeline.ts), or with `procs` > 1 the same under torchrun (`-m
+ * torch.distributed.run --standalone --nproc_per_node <procs>`, itself tied), one data-parallel
+ * rank per process (trainer/README.md, "Data-parallel training"), each rank tied to torchrun.
  */
 export function trainerArgs(module: string, args: readonly string[], procs = 1): string[] {
-  const torchrun = ['-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', String(procs)];
-  return [...(procs > 1 ? torchrun : []), '-m', module, ...args];
+  const torchrun = ['torch.distributed.run', '--standalone', '--nproc_per_node', String(procs)];
+  return [...(procs > 1 ? [...LIFELINE, ...torchrun] : []), ...LIFELINE, module, ...args];
 }
 
 /**
@@ -52,16 +51,15 @@ export function runTrainerModule(
   args: readonly string[],
   options: { label: string; env?: NodeJS.ProcessEnv; procs?: number },
 ): TrainerProcess {
-  const child = spawn(python, trainerArgs(module, args, options.procs), {
+  const child = spawnTied(python, trainerArgs(module, args, options.procs), {
     cwd: join(root, 'trainer'),
-    env: { ...process.env, PYTHONUNBUFFERED: '1', ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PYTHONUNBUFFERED: '1', ...options.env },
+    stdout: 'pipe',
+    stderr: 'pipe',
   });
-  running.add(child);
-  child.on('exit', () => running.delete(child));
   // The output is echoed as it comes: a failure names only its last line (a traceback's error).
   let last = '';
-  for (const stream of [child.stdout, child.stderr]) {
+  for (const stream of [child.stdout!, child.stderr!]) {
     createInterface({ input: stream }).on('line', (line) => {
       if (line.trim() !== '') last = line.trim();
       // The trainer prefixes its own lines (`[sft] …`); add the label only where it differs.

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { withConfigFile } from '../config/command-config.js';
@@ -22,6 +23,9 @@ import { checkOutputDirectory } from '../output-paths.js';
 import { checkLoopLimits } from '../run/loop-limits.js';
 import { checkModel } from '../run/model-folder.js';
 import { resumeCommand } from '../../loop/typed-command.js';
+import { RunLockedError } from '../../loop/run-lock.js';
+import { ConfigChangedError } from '../../loop/recorded-config.js';
+import { allowedChanges, configChangedMessage } from '../run/config-change.js';
 import { LAST_RUN, runIdArgument } from '../run-topics.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
@@ -32,6 +36,7 @@ interface RunOptions {
   runId?: string;
   metricsPort?: number;
   otlpEndpoint?: string;
+  allowConfigChange?: ReadonlySet<keyof LoopConfig>;
 }
 
 /** What `spa run` does with the resolved config: run the loop and print its summary. */
@@ -63,6 +68,11 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
       '--run-id <id>',
       'run id (default: run-<timestamp>); a finished run id reprints its summary',
       newRunId,
+    )
+    .option(
+      '--allow-config-change <fields>',
+      "let a resume change these fields of the config its run was started with (comma-separated, as the refusal names them, e.g. ppo-steps,eval-puzzles)",
+      allowedChanges(Object.keys(loopConfig('_2_sokoban')) as (keyof LoopConfig)[]),
     )
     .option(
       '--metrics-port <port>',
@@ -144,18 +154,39 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
   }
   // A model folder is read first by a trainer, minutes in: check it before the broker and the run folder.
   checkModel(config.model);
-  // Ctrl-C: every finished stage is on disk, so the same command with this run id resumes.
-  process.once('SIGINT', () => {
-    process.stderr.write(
-      `\n[spa run] interrupted; resume with: ${resumeCommand(process.argv.slice(2), runId)}\n`,
-    );
-    process.exit(130);
-  });
+  stopOnSignals(runId);
   const summary = await withTelemetry(runTelemetry(options), () =>
-    runSpaLoop(config, { runsDir: options.runsDir, runId }),
-  );
+    runSpaLoop(config, {
+      runsDir: options.runsDir,
+      runId,
+      ...(options.allowConfigChange ? { allowConfigChange: options.allowConfigChange } : {}),
+    }),
+  ).catch((error: unknown) => {
+    // one process per run, one config per run: refusals before any work (exit 2)
+    if (error instanceof RunLockedError) throw new UsageError(error.message);
+    if (error instanceof ConfigChangedError) throw new UsageError(configChangedMessage(error, runId));
+    throw error;
+  });
   printSummary(summary);
   console.log(summary.runDir);
+}
+
+/**
+ * Ctrl-C, SIGTERM (systemd, Kubernetes, CI runners, `timeout`) and SIGHUP (the terminal closed)
+ * stop the run alike: every finished stage is on disk, so the same command with this run id
+ * resumes. The exit handlers stop the children (loop/lifeline.ts), save the seconds so far and
+ * release the run's lock; the exit code is 128 + the signal's number (130, 143, 129).
+ */
+function stopOnSignals(runId: string): void {
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.once(signal, () => {
+      const how = signal === 'SIGINT' ? 'interrupted' : `interrupted by ${signal}`;
+      try {
+        process.stderr.write(`\n[spa run] ${how}; resume with: ${resumeCommand(process.argv.slice(2), runId)}\n`);
+      } finally {
+        process.exit(128 + osConstants.signals[signal]);
+      }
+    });
 }
 
 /** Telemetry of the loop's own process (the trainers read the same variables). */

@@ -246,11 +246,22 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
 };
 
+/** `sftGroups` → `sft-groups`. */
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/**
+ * A field's long option without its dashes (`sft-groups`, `eval-sft`), as a config file names it
+ * too; `config` for the name and env, which `--config` sets.
+ */
+export function loopFieldFlag(field: keyof LoopConfig): string {
+  return field === 'name' || field === 'env' ? 'config' : (LOOP_FIELDS[field].flag ?? kebab(field));
+}
+
 /** Each field with its commander option (no default: an absent option keeps the config's value), and its earlier name's. */
 function fieldOptions(): [keyof LoopFieldTable, Option, Option | undefined][] {
   return (Object.entries(LOOP_FIELDS) as [keyof LoopFieldTable, ValueField<unknown> | ToggleField][]).map(
     ([key, field]) => {
-      const flag = `--${field.flag ?? key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      const flag = `--${field.flag ?? kebab(key)}`;
       if (!('parse' in field)) return [key, new Option(flag, field.help), undefined];
       const option = new Option(`${flag} ${field.arg}`, field.help).argParser(field.parse(flag));
       return [key, option, field.was === undefined ? undefined : renamed(`--${field.was}`, flag, field)];

@@ -80,8 +80,11 @@ describe('spa run --generators 2', () => {
     const summary = JSON.parse(await readFile(join(runsDir, runId, 'summary.json'), 'utf8')) as Summary;
     expect(summary.dataStages[0]!.trajectories).toBe(8);
     expect(summary.selfPlay.rollouts).toBe(8);
-    // Each process started both PPO batches with its share of the groups.
-    expect(Object.values(summary.generatorVersions).reduce((a, b) => a + b, 0)).toBe(4);
+    // Read back from the rollouts topic: each of the 2 PPO batches once under each version its
+    // groups played (a shard a batch ahead of the other can play a newer one).
+    const batches = Object.values(summary.generatorVersions).reduce((a, b) => a + b, 0);
+    expect(batches).toBeGreaterThanOrEqual(2);
+    expect(batches).toBeLessThanOrEqual(4);
 
     const connection = testConnection(broker.brokers);
     const kafka = { transport: kafkaTransport(connection), config: connection };
