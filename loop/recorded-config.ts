@@ -20,7 +20,9 @@ export class ConfigChangedError extends Error {
     readonly configFile: string,
     readonly changes: readonly ConfigChange[],
   ) {
-    super(`the run was started with another config (${configFile}): ${changes.map((c) => c.field).join(', ')}`);
+    super(
+      `the run was started with another config (${configFile}): ${changes.map((c) => c.field).join(', ')}`,
+    );
     this.name = 'ConfigChangedError';
   }
 }

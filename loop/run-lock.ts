@@ -4,7 +4,15 @@
  * whose holder is dead (killed with SIGKILL, the machine rebooted) is stale and replaced. Two
  * attempts at once would train two trainers into one folder and play two generators into one run.
  */
-import { linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 
 /** What the lock file holds. */
@@ -79,7 +87,11 @@ function removeIfSame(file: string, text: string): void {
 export function holdRunLock(runDir: string, runId: string): () => void {
   mkdirSync(runDir, { recursive: true });
   const file = join(runDir, 'run.lock');
-  const mine: LockHolder = { pid: process.pid, processStart: processStart('self'), since: new Date().toISOString() };
+  const mine: LockHolder = {
+    pid: process.pid,
+    processStart: processStart('self'),
+    since: new Date().toISOString(),
+  };
   const text = JSON.stringify(mine) + '\n';
   // Written whole aside, then linked into place: link(2) fails if the lock exists, as an O_EXCL
   // create does, and the lock never exists half-written.

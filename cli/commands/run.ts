@@ -71,7 +71,7 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
     )
     .option(
       '--allow-config-change <fields>',
-      "let a resume change these fields of the config its run was started with (comma-separated, as the refusal names them, e.g. ppo-steps,eval-puzzles)",
+      'let a resume change these fields of the config its run was started with (comma-separated, as the refusal names them, e.g. ppo-steps,eval-puzzles)',
       allowedChanges(Object.keys(loopConfig('_2_sokoban')) as (keyof LoopConfig)[]),
     )
     .option(
@@ -182,7 +182,9 @@ function stopOnSignals(runId: string): void {
     process.once(signal, () => {
       const how = signal === 'SIGINT' ? 'interrupted' : `interrupted by ${signal}`;
       try {
-        process.stderr.write(`\n[spa run] ${how}; resume with: ${resumeCommand(process.argv.slice(2), runId)}\n`);
+        process.stderr.write(
+          `\n[spa run] ${how}; resume with: ${resumeCommand(process.argv.slice(2), runId)}\n`,
+        );
       } finally {
         process.exit(128 + osConstants.signals[signal]);
       }

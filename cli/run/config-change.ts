@@ -10,7 +10,8 @@ import { loopFieldFlag } from './loop-fields.js';
 /** Every field, by the name the refusal gives it (`config` stands for the config's name and env). */
 function fieldsByFlag(fields: readonly (keyof LoopConfig)[]): Map<string, (keyof LoopConfig)[]> {
   const byFlag = new Map<string, (keyof LoopConfig)[]>();
-  for (const field of fields) byFlag.set(loopFieldFlag(field), [...(byFlag.get(loopFieldFlag(field)) ?? []), field]);
+  for (const field of fields)
+    byFlag.set(loopFieldFlag(field), [...(byFlag.get(loopFieldFlag(field)) ?? []), field]);
   return byFlag;
 }
 

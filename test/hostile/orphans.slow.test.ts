@@ -30,7 +30,13 @@ beforeAll(async () => {
   runsDir = await mkdtemp(join(tmpdir(), 'spa-orphans-'));
   config = join(runsDir, 'tiny.yaml');
   // Minutes in all on 2 cores: 8 oracle trajectories, a few SFT steps, 3 PPO steps of 2 × 2 episodes.
-  const fields = ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1', 'sft-epochs: 2']
+  const fields = [
+    'generator: oracle',
+    'sft-groups: 8',
+    'sft-group-size: 1',
+    'sft-batches: 1',
+    'sft-epochs: 2',
+  ]
     .concat(['ppo-groups-per-step: 2', 'ppo-group-size: 2', 'ppo-steps: 3', 'max-new-tokens: 64'])
     .concat(['eval-puzzles: 1', 'eval-k: 1', 'no-eval-sft: true']);
   await writeFile(config, fields.join('\n'));
@@ -91,9 +97,9 @@ async function recordsAfter(runId: string, time: number): Promise<string[]> {
   const late: string[] = [];
   for (const topic of topics)
     late.push(
-      ...(await readCommitted(connection, topic, (r) => (r.timestamp > time ? `${topic}@${r.offset}` : ''))).filter(
-        Boolean,
-      ),
+      ...(
+        await readCommitted(connection, topic, (r) => (r.timestamp > time ? `${topic}@${r.offset}` : ''))
+      ).filter(Boolean),
     );
   await connection.transport.close();
   return late;

@@ -22,7 +22,10 @@ beforeAll(async () => {
   broker = await startTestBroker('run-config', ports);
   runsDir = await mkdtemp(join(tmpdir(), 'spa-run-config-'));
   file = join(runsDir, 'tiny.yaml');
-  await writeFile(file, ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1'].join('\n'));
+  await writeFile(
+    file,
+    ['generator: oracle', 'sft-groups: 8', 'sft-group-size: 1', 'sft-batches: 1'].join('\n'),
+  );
 }, 600_000);
 
 afterAll(async () => {
@@ -46,7 +49,8 @@ async function startStopped(flags: readonly string[]): Promise<SpaResult> {
   return ended;
 }
 
-const recorded = () => JSON.parse(readFileSync(join(runsDir, 'cfg', 'config.json'), 'utf8')) as Record<string, unknown>;
+const recorded = () =>
+  JSON.parse(readFileSync(join(runsDir, 'cfg', 'config.json'), 'utf8')) as Record<string, unknown>;
 
 describe('spa run resumed with another config', () => {
   it('refuses the changed fields by name, both values each, unless --allow-config-change names them', async () => {
@@ -76,8 +80,13 @@ describe('spa run resumed with another config', () => {
   }, 600_000);
 
   it('refuses an --allow-config-change naming no field, before any work', async () => {
-    const result = await runSpa(['run', '--allow-config-change', 'sft-group', '--runs-dir', runsDir], broker.brokers);
+    const result = await runSpa(
+      ['run', '--allow-config-change', 'sft-group', '--runs-dir', runsDir],
+      broker.brokers,
+    );
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/no config field "sft-group"; name them as spa run's flags, without the dashes/);
+    expect(result.stderr).toMatch(
+      /no config field "sft-group"; name them as spa run's flags, without the dashes/,
+    );
   });
 });

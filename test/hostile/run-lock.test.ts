@@ -4,7 +4,15 @@
  * nothing (its stale lock is replaced); a reused pid is not taken for the holder. No broker is
  * needed: a start holds its run's lock while it waits for the (dead) broker.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +53,9 @@ describe('spa run --run-id held by a live process', () => {
       expect(second.code).toBe(2);
       expect(second.stderr.trim().split('\n')).toEqual([
         expect.stringMatching(
-          new RegExp(`^spa: run "held" is running in another process: pid ${holder.child.pid} \\(since .*\\) holds ${lock}; `),
+          new RegExp(
+            `^spa: run "held" is running in another process: pid ${holder.child.pid} \\(since .*\\) holds ${lock}; `,
+          ),
         ),
       ]);
       expect(JSON.parse(readFileSync(lock, 'utf8'))).toMatchObject({ pid: holder.child.pid });
