@@ -11,7 +11,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
 /** The pid of the process a child is tied to, set in the child's environment by {@link spawnTied}. */
-export const PARENT_PID_VARIABLE = 'SPA_PARENT_PID';
+const PARENT_PID_VARIABLE = 'SPA_PARENT_PID';
 
 /** Children still running: stopped when this process exits (its handlers run, e.g. on Ctrl-C). */
 const running = new Set<ChildProcess>();

@@ -30,7 +30,7 @@ export class ConfigChangedError extends Error {
 const fileOf = (runDir: string) => join(runDir, 'config.json');
 
 /** The fields of `now` whose values differ from `was`'s (a field either lacks counts as differing). */
-export function configChanges(was: Readonly<Record<string, unknown>>, now: LoopConfig): ConfigChange[] {
+function configChanges(was: Readonly<Record<string, unknown>>, now: LoopConfig): ConfigChange[] {
   const fields = new Set([...Object.keys(was), ...Object.keys(now)]) as Set<keyof LoopConfig>;
   return [...fields]
     .filter((field) => JSON.stringify(was[field]) !== JSON.stringify(now[field]))

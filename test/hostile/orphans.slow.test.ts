@@ -29,16 +29,17 @@ beforeAll(async () => {
   broker = await startTestBroker('orphans', ports);
   runsDir = await mkdtemp(join(tmpdir(), 'spa-orphans-'));
   config = join(runsDir, 'tiny.yaml');
-  // Minutes in all on 2 cores: 8 oracle trajectories, a few SFT steps, 3 PPO steps of 2 × 2 episodes.
+  // Minutes in all on 2 cores: 8 oracle trajectories, SFT long enough (300 steps, ~20 s) to be
+  // killed in, 3 PPO steps of 2 × 2 episodes.
   const fields = [
     'generator: oracle',
     'sft-groups: 8',
     'sft-group-size: 1',
     'sft-batches: 1',
-    'sft-epochs: 2',
+    'sft-epochs: 100',
   ]
     .concat(['ppo-groups-per-step: 2', 'ppo-group-size: 2', 'ppo-steps: 3', 'max-new-tokens: 64'])
-    .concat(['eval-puzzles: 1', 'eval-k: 1', 'no-eval-sft: true']);
+    .concat(['eval-puzzles: 1', 'eval-k: 1', 'eval-sft: false']);
   await writeFile(config, fields.join('\n'));
 }, 600_000);
 
@@ -52,7 +53,16 @@ const kafka = () => {
   return { transport: kafkaTransport(connection), config: connection };
 };
 
-const args = (runId: string) => ['run', '--config-file', config, '--runs-dir', runsDir, '--run-id', runId];
+const args = (runId: string, extra: readonly string[] = []) => [
+  'run',
+  ...['--config-file', config, '--runs-dir', runsDir],
+  ...extra,
+  ...['--run-id', runId],
+];
+
+/** The child a kill must catch alive: the trainer, or a generator shard. */
+const TRAINER = 'spa_trainer';
+const SHARD = '--shard';
 
 /** What a killed `spa run` left: how it ended, what it printed, and its processes alive 5 s later. */
 interface Killed {
@@ -64,27 +74,35 @@ interface Killed {
 }
 
 /**
- * Starts `spa run` as run `runId` and sends it `signal` once its stderr matches `when`, its
- * process tree noted just before; waits for its exit (not for its pipes to close: an orphan holds
+ * Starts `spa run` as run `runId` (with `extra` flags) and sends it `signal` once its stderr
+ * matches `when`, its process tree noted just before (it must hold a process whose command line
+ * contains `child`, or the kill proves nothing); waits for its exit (not for its pipes to close: an orphan holds
  * them) and 5 s more, and SIGKILLs whatever of the run is still alive, so no orphan outlives a test.
  */
-async function killDuring(runId: string, when: RegExp, signal: NodeJS.Signals): Promise<Killed> {
-  const { child } = spawnSpa(args(runId), broker.brokers);
+async function killDuring(
+  runId: string,
+  when: RegExp,
+  signal: NodeJS.Signals,
+  child: string,
+  extra: readonly string[] = [],
+): Promise<Killed> {
+  const spa = spawnSpa(args(runId, extra), broker.brokers).child;
   let stderr = '';
   let snapshot: ReturnType<typeof processTree> = [];
-  child.stderr!.on('data', (chunk: Buffer) => {
+  spa.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
     if (snapshot.length === 0 && when.test(stderr)) {
-      snapshot = processTree(child.pid!);
-      child.kill(signal);
+      snapshot = processTree(spa.pid!);
+      spa.kill(signal);
     }
   });
-  const [code, gotSignal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  const [code, gotSignal] = (await once(spa, 'exit')) as [number | null, NodeJS.Signals | null];
   const diedAt = Date.now();
   await delay(5000);
   const left = leftOf(snapshot, runId);
   killAll(left);
   expect(snapshot.length, `${when} never came:\n${stderr.slice(-3000)}`).toBeGreaterThan(1);
+  expect(snapshot.map((p) => p.command).join('\n'), 'the child to kill was not running').toContain(child);
   return { code, signal: gotSignal, stderr, diedAt, left: left.map((p) => `${p.pid} ${p.command}`) };
 }
 
@@ -112,10 +130,10 @@ async function expectNothingLeft(runId: string, killed: Killed): Promise<void> {
 }
 
 /** The resume hint a stopping signal prints. */
-const resumeHint = (runId: string, signal: string) =>
-  `interrupted by ${signal}; resume with: npx spa run ${args(runId).slice(1).join(' ')}\n`;
+const resumeHint = (runId: string, signal: string, extra: readonly string[] = []) =>
+  `interrupted by ${signal}; resume with: npx spa run ${args(runId, extra).slice(1).join(' ')}\n`;
 
-const SFT_TRAINING = /── sft\n[\s\S]*\[sft\] epoch 1 step 1\//;
+const SFT_TRAINING = /── sft\n[\s\S]*\[sft\] epoch 0 step 1\//;
 // Step 2's line: step 1's checkpoint and progress are on disk by then, so a resume resumes PPO, and
 // the generator has committed two batches' rollouts.
 const PPO_STEPPED = /── self-play \+ ppo[\s\S]*\[ppo\] step 2\/3/;
@@ -123,11 +141,11 @@ const PPO_STEPPED = /── self-play \+ ppo[\s\S]*\[ppo\] step 2\/3/;
 describe('spa run killed, however it ends, leaves no process and no record behind', () => {
   it('SIGKILL during SFT, then SIGTERM during PPO; resumed, its summary counts every attempt', async () => {
     const id = `orphans-a-${process.pid}`;
-    const sft = await killDuring(id, SFT_TRAINING, 'SIGKILL');
+    const sft = await killDuring(id, SFT_TRAINING, 'SIGKILL', TRAINER);
     expect(sft.signal).toBe('SIGKILL');
     await expectNothingLeft(id, sft);
 
-    const ppo = await killDuring(id, PPO_STEPPED, 'SIGTERM');
+    const ppo = await killDuring(id, PPO_STEPPED, 'SIGTERM', TRAINER);
     expect(ppo.code, ppo.stderr.slice(-3000)).toBe(143);
     expect(ppo.stderr).toContain(resumeHint(id, 'SIGTERM'));
     await expectNothingLeft(id, ppo);
@@ -158,21 +176,24 @@ describe('spa run killed, however it ends, leaves no process and no record behin
 
   it('SIGTERM during SFT, then SIGKILL during PPO', async () => {
     const id = `orphans-b-${process.pid}`;
-    const sft = await killDuring(id, SFT_TRAINING, 'SIGTERM');
+    const sft = await killDuring(id, SFT_TRAINING, 'SIGTERM', TRAINER);
     expect(sft.code, sft.stderr.slice(-3000)).toBe(143);
     expect(sft.stderr).toContain(resumeHint(id, 'SIGTERM'));
     await expectNothingLeft(id, sft);
 
-    const ppo = await killDuring(id, PPO_STEPPED, 'SIGKILL');
+    const ppo = await killDuring(id, PPO_STEPPED, 'SIGKILL', SHARD);
     expect(ppo.signal).toBe('SIGKILL');
     await expectNothingLeft(id, ppo);
   }, 1_800_000);
 
   it('SIGHUP while a generator shard plays the SFT data: exit 129, the resume command, the shard gone', async () => {
     const id = `orphans-c-${process.pid}`;
-    const hup = await killDuring(id, /\[generate shard 0\/1\]/, 'SIGHUP');
+    // 400 oracle trajectories (~30 s) for the shard to be killed in
+    const playing = /── sft data\n[\s\S]*\[generate\] trajectories 1\//;
+    const more = ['--sft-groups', '400'];
+    const hup = await killDuring(id, playing, 'SIGHUP', SHARD, more);
     expect(hup.code, hup.stderr.slice(-3000)).toBe(129);
-    expect(hup.stderr).toContain(resumeHint(id, 'SIGHUP'));
+    expect(hup.stderr).toContain(resumeHint(id, 'SIGHUP', more));
     await expectNothingLeft(id, hup);
   }, 600_000);
 });
