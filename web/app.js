@@ -5,6 +5,9 @@
 // Plain DOM, no framework and no build step: the page is small. Its session is a cookie the
 // server set when the page was first opened, sent with every request (the token is not in the
 // address). A record that cannot be drawn becomes a card saying why; the feed goes on.
+// Record text arrives with its controls and invisible format characters escaped (`\u202E`); every
+// value from a record is still drawn in its own <bdi>, and every card isolates its direction, so
+// right-to-left text in one value cannot reorder the labels and values around it.
 
 const MAX_CARDS = 60; // older cards are removed: the feed is a window, not a log
 const feed = document.getElementById('feed');
@@ -21,6 +24,11 @@ function el(tag, className, ...children) {
   return node;
 }
 
+/** A value from a record: its own <bdi> (direction from its own text, isolated from its neighbours). */
+function v(value) {
+  return el('bdi', '', value);
+}
+
 function drawBoard(label, board) {
   if (board === null) return el('div', 'board empty', el('div', 'label', label), '(not written)');
   const differs = new Set(board.differs.map(([r, c]) => `${r},${c}`));
@@ -28,10 +36,12 @@ function drawBoard(label, board) {
   if (board.rows.length === 0) box.append(el('div', 'caption', '(empty)'));
   board.rows.forEach((row, r) => {
     const line = el('div', 'row');
-    row.forEach((cell, c) => line.append(el('span', differs.has(`${r},${c}`) ? 'cell diff' : 'cell', cell)));
+    row.forEach((cell, c) =>
+      line.append(el('bdi', differs.has(`${r},${c}`) ? 'cell diff' : 'cell', cell)),
+    );
     box.append(line);
   });
-  if (board.caption) box.append(el('div', 'caption', board.caption));
+  if (board.caption) box.append(el('div', 'caption', v(board.caption)));
   if (board.differs.length > 0)
     box.append(el('div', 'caption bad', `${board.differs.length} cell(s) differ`));
   return box;
@@ -41,7 +51,7 @@ function parseOutcome(parse) {
   const how = `${parse.matched} match${parse.penalty ? ', format penalty' : ''}`;
   return parse.ok
     ? el('span', 'ok', `parse ok (${how})`)
-    : el('span', 'bad', `parse REJECTED ${parse.reason ?? '(no reason)'} (${how})`);
+    : el('span', 'bad', 'parse REJECTED ', v(parse.reason ?? '(no reason)'), ` (${how})`);
 }
 
 function drawTurn(turn) {
@@ -53,7 +63,13 @@ function drawTurn(turn) {
     el(
       'div',
       'where',
-      `actions ${actions} · executed ${turn.executed.join(', ') || '(none)'} · reward ${turn.rewardText}${turn.done ? ' · done' : ''}`,
+      'actions ',
+      v(actions),
+      ' · executed ',
+      v(turn.executed.join(', ') || '(none)'),
+      ' · reward ',
+      v(turn.rewardText),
+      turn.done ? ' · done' : '',
     ),
     el(
       'div',
@@ -72,11 +88,16 @@ function drawTrajectory(t) {
     el(
       'div',
       '',
-      `${t.env} (${t.variant}) seed ${t.seed} · ${t.mode} · policy ${t.policy} v${t.policyVersion} · `,
+      v(t.env),
+      ' (',
+      v(t.variant),
+      `) seed ${t.seed} · ${t.mode} · policy `,
+      v(t.policy),
+      ` v${t.policyVersion} · `,
       outcome,
       ` · reward ${t.totalReward} · penalty ${t.penalty}`,
     ),
-    el('div', 'where', `trajectory ${t.trajectoryId} · group ${t.groupId}`),
+    el('div', 'where', 'trajectory ', v(t.trajectoryId), ' · group ', v(t.groupId)),
     ...t.turns.map(drawTurn),
   ];
 }
@@ -90,7 +111,11 @@ function body(record) {
         el(
           'div',
           '',
-          `${record.env} · ${record.trajectoryId} turn ${record.turn} · annotation ${record.annotation} · answer ${record.answer ?? '(none)'}`,
+          v(record.env),
+          ' · ',
+          v(record.trajectoryId),
+          ` turn ${record.turn} · annotation ${record.annotation} · answer `,
+          v(record.answer ?? '(none)'),
         ),
         el(
           'div',
@@ -105,7 +130,10 @@ function body(record) {
         el(
           'div',
           '',
-          `${r.env} seed ${r.seed} · group ${r.group_id} · v${r.policy_version} · score ${r.score} · success ${r.success} · turns ${r.num_turns} · penalty ${r.penalty}`,
+          v(r.env),
+          ` seed ${r.seed} · group `,
+          v(r.group_id),
+          ` · v${r.policy_version} · score ${r.score} · success ${r.success} · turns ${r.num_turns} · penalty ${r.penalty}`,
         ),
       ];
     }
@@ -116,16 +144,19 @@ function body(record) {
         el(
           'div',
           '',
-          el('span', 'bad', `reason ${r.reason}`),
-          ` · from ${r.source} · key ${r.key ?? '(none)'}`,
+          el('span', 'bad', 'reason ', v(r.reason)),
+          ' · from ',
+          v(r.source),
+          ' · key ',
+          v(r.key ?? '(none)'),
         ),
-        el('div', '', `detail: ${r.detail}`),
+        el('div', '', 'detail: ', v(r.detail)),
         el('div', 'where', `payload ${record.payloadBytes} bytes`),
-        ...(record.payloadNote ? [el('div', 'where', `payload: ${record.payloadNote}`)] : []),
+        ...(record.payloadNote ? [el('div', 'where', 'payload: ', v(record.payloadNote))] : []),
         ...(record.payloadTrajectory ? drawTrajectory(record.payloadTrajectory) : []),
         ...(record.payloadRow
           ? [
-              el('div', '', `${record.payloadRow.env} turn ${record.payloadRow.turn}: rejected response`),
+              el('div', '', v(record.payloadRow.env), ` turn ${record.payloadRow.turn}: rejected response`),
               el('pre', 'response', record.payloadRow.response),
             ]
           : []),
@@ -137,14 +168,19 @@ function body(record) {
         el(
           'div',
           '',
-          `v${p.version} · stage ${p.stage} · step ${p.step} · ${p.model} (${p.format}) · ${p.uri}`,
+          `v${p.version} · stage ${p.stage} · step ${p.step} · `,
+          v(p.model),
+          ' (',
+          v(p.format),
+          ') · ',
+          v(p.uri),
         ),
       ];
     }
     case 'Odd':
       return [
         el('div', '', el('span', 'bad', `${record.recordKind}: ${record.reason}`)),
-        el('div', '', record.detail),
+        el('div', '', v(record.detail)),
       ];
     default:
       return [el('div', '', JSON.stringify(record))];
@@ -159,7 +195,7 @@ function when(timestamp) {
 
 function card(record) {
   const s = record.source;
-  const where = `${s.topic}[${s.partition}]@${s.offset} · key ${s.key ?? '(none)'} · ${when(s.timestamp)}`;
+  const where = [`${s.topic}[${s.partition}]@${s.offset} · key `, v(s.key ?? '(none)'), ` · ${when(s.timestamp)}`];
   let parts;
   try {
     parts = body(record);
@@ -168,7 +204,9 @@ function card(record) {
     // from ending the feed, and says so.
     parts = [el('div', 'bad', `cannot draw this ${record.kind} card: ${error}`)];
   }
-  return el('article', `card ${record.kind}`, el('h2', '', record.kind), el('div', 'where', where), ...parts);
+  const article = el('article', `card ${record.kind}`, el('h2', '', record.kind), el('div', 'where', ...where), ...parts);
+  article.dir = 'auto';
+  return article;
 }
 
 /** Draws queued records once per frame; a burst only draws the newest MAX_CARDS. */
@@ -209,7 +247,7 @@ function drawStats(stats) {
     el(
       'tr',
       '',
-      el('td', '', e.env),
+      el('td', '', v(e.env)),
       el('td', '', e.episodes),
       el('td', '', pct(e.successRate)),
       el('td', '', e.fullGroups),

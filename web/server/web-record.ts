@@ -7,10 +7,13 @@
  * Total over what a topic can hold: every record the schemas allow and any bytes (the property
  * test in test/hostile/web-tap-cards.test.ts). A card whose JSON passes {@link MAX_CARD_BYTES}
  * becomes an `Odd` card that says so (a 0.8 MB record expands to megabytes of cells), so the
- * page, the server's backlog and every open stream hold cards of bounded size.
+ * page, the server's backlog and every open stream hold cards of bounded size. Every string of a
+ * card has its controls and invisible format characters escaped (`\u202E`, streams/kafka/tap-text.ts,
+ * as `spa tap` prints them), so a bidi override in a key or a board shows instead of acting.
  */
 import type { PolicyUpdate, Rejected, Rollout, SftRow, Trajectory, Turn } from '../../schemas/index.js';
 import type { DecodedAnyRecord } from '../../streams/kafka/consume-spa-decode.js';
+import { visibleStrings } from '../../streams/kafka/tap-text.js';
 import { boardGrid, differingCells, firstSpan, type BoardGrid } from './board-grid.js';
 import { readDeadLetterPayload, type RejectedRow } from './dead-letter-payload.js';
 
@@ -221,13 +224,13 @@ export function toWebRecord(decoded: DecodedAnyRecord): WebRecord {
   const source = webSource(decoded.source);
   const recordKind = decoded.ok ? decoded.value.type : 'Undecodable';
   try {
-    const card = fullCard(decoded, source);
+    const card = visibleStrings(fullCard(decoded, source));
     const bytes = Buffer.byteLength(JSON.stringify(card));
     if (bytes <= MAX_CARD_BYTES) return card;
     const detail = `its card is ${kib(bytes)}, over the page's ${kib(MAX_CARD_BYTES)}: npx spa tap ${source.topic} shows it whole`;
-    return { kind: 'Odd', source, recordKind, reason: 'card-too-large', detail };
+    return visibleStrings({ kind: 'Odd', source, recordKind, reason: 'card-too-large', detail });
   } catch (error) {
     const detail = String(error).slice(0, 500);
-    return { kind: 'Odd', source, recordKind, reason: 'render-failed', detail };
+    return visibleStrings({ kind: 'Odd', source, recordKind, reason: 'render-failed', detail });
   }
 }

@@ -12,6 +12,7 @@ import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
 import { readTopic, type KafkaConnection, type TopicRead } from '../../streams/kafka/consume-spa.js';
 import { matchesTapFilters, type TapFilter } from '../../streams/kafka/tap-filter.js';
+import { visibleText } from '../../streams/kafka/tap-text.js';
 import { startTapServer } from './tap-server.js';
 import { TapStats } from './tap-stats.js';
 import { toWebRecord } from './web-record.js';
@@ -107,7 +108,8 @@ export async function startWebTap(kafka: KafkaConnection, options: WebTapOptions
         stats.recordRead(decoded.ok ? decoded.value.type : 'Undecodable');
         if (decoded.ok && decoded.value.type === 'Trajectory') {
           const { env, group_id: groupId, success } = decoded.value.record;
-          stats.episode(env, groupId, success);
+          // The env names a row of the page's table: escaped as the cards are.
+          stats.episode(visibleText(env), groupId, success);
         }
         server.publish('record', toWebRecord(decoded));
       },
