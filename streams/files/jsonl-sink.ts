@@ -1,6 +1,4 @@
-import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { finished } from 'node:stream/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { concatMap, lastValueFrom, tap, type Observable } from 'rxjs';
 import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
@@ -24,49 +22,83 @@ export function toJsonLine(outbound: Outbound): string {
 }
 
 /**
- * Writes each record as one JSON line to its topic's file, one record at a time (concatMap) and
- * waiting for `drain` when a file's buffer is full: the pipeline blocks, nothing piles up.
- * Resolves with the number of lines written per topic; a file that cannot be opened or written
- * (a missing folder, a full disk) rejects naming its path, after the other files are closed.
+ * One JSON Lines file that never ends in a cut line: each line is one write() of the whole line
+ * (looped only if the kernel takes part of it), and a write that fails part-way (a full disk, a file
+ * size limit) truncates the file back to its last whole line before the error is reported. A
+ * SIGKILL can still stop a write() of a line longer than a page at a page boundary (the kernel
+ * checks for it between pages); `spa generate` starts each file afresh, so a rerun leaves none.
+ */
+class JsonlFile {
+  /** Bytes of whole lines written: the length the file is cut back to after a failed write. */
+  private whole = 0;
+
+  private constructor(
+    readonly path: string,
+    private readonly handle: FileHandle,
+  ) {}
+
+  static async open(path: string): Promise<JsonlFile> {
+    try {
+      return new JsonlFile(path, await open(path, 'w'));
+    } catch (error) {
+      throw cannotWrite(path, error);
+    }
+  }
+
+  async writeLine(line: string): Promise<void> {
+    const bytes = Buffer.from(`${line}\n`, 'utf8');
+    try {
+      for (let done = 0; done < bytes.length; )
+        done += (await this.handle.write(bytes, done, bytes.length - done, this.whole + done)).bytesWritten;
+      this.whole += bytes.length;
+    } catch (error) {
+      await this.handle.truncate(this.whole).catch(() => undefined);
+      throw cannotWrite(this.path, error);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+const cannotWrite = (path: string, error: unknown): Error =>
+  new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+
+/**
+ * Writes each record as one JSON line to its topic's file, one record at a time (concatMap: the
+ * pipeline blocks on each write, nothing piles up). Resolves with the number of lines written per
+ * topic; a file that cannot be opened or written (a missing folder, a full disk) rejects naming its
+ * path, after the other files are closed, and keeps only whole lines ({@link JsonlFile}).
  */
 export async function writeJsonl(
   source: Observable<Outbound>,
   paths: JsonlPaths,
   gate?: DemandGate,
 ): Promise<Record<OutboundTopic, number>> {
-  const streams = new Map<OutboundTopic, WriteStream>();
+  const files = new Map<OutboundTopic, JsonlFile>();
   const counts: Record<OutboundTopic, number> = { trajectories: 0, sft: 0, rollouts: 0, dlq: 0 };
-  // The first error of any file; a stream's 'error' is kept here (never unhandled) and ends the write.
-  let failure: Error | undefined;
-  const fail = (path: string) => (error: Error) =>
-    void (failure ??= new Error(`cannot write ${path}: ${error.message}`, { cause: error }));
   try {
     // Every configured file is opened before the first record, so an empty output is an empty
     // file, not a missing one, and a path that cannot be written fails before any work.
-    for (const [topic, path] of Object.entries(paths) as [OutboundTopic, string][]) {
-      const stream = createWriteStream(path, { encoding: 'utf8' }).on('error', fail(path));
-      streams.set(topic, stream);
-      await once(stream, 'open').catch(() => undefined);
-      if (failure) throw failure;
-    }
+    for (const [topic, path] of Object.entries(paths) as [OutboundTopic, string][])
+      files.set(topic, await JsonlFile.open(path));
     await lastValueFrom(
       source.pipe(
         tap(() => gate?.add()),
         concatMap(async (outbound) => {
-          const stream = streams.get(outbound.topic);
-          if (failure) throw failure;
-          if (!stream) return gate?.done();
-          counts[outbound.topic]++;
-          if (!stream.write(toJsonLine(outbound) + '\n')) await once(stream, 'drain').catch(() => undefined);
-          if (failure) throw failure;
+          const file = files.get(outbound.topic);
+          if (file) {
+            await file.writeLine(toJsonLine(outbound));
+            counts[outbound.topic]++;
+          }
           gate?.done();
         }),
       ),
       { defaultValue: undefined },
     );
   } finally {
-    await Promise.all([...streams.values()].map((s) => (s.end(), finished(s).catch(() => undefined))));
+    await Promise.all([...files.values()].map((file) => file.close().catch(() => undefined)));
   }
-  if (failure) throw failure;
   return counts;
 }

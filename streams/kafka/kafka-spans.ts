@@ -214,6 +214,7 @@ export function tracedSink(sink: RecordSink, options: TracedKafkaOptions = {}): 
   };
   return {
     send: (records) => traced(records, (r) => sink.send(r)),
+    oversized: (records) => sink.oversized(records),
     transaction: (work) =>
       sink.transaction((tx) => work({ ...tx, send: (records) => traced(records, (r) => tx.send(r)) })),
     close: () => sink.close(),

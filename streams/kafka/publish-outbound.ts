@@ -3,6 +3,7 @@ import { chunkAtTrajectories } from '../../operators/chunk-at-trajectories.js';
 import type { Outbound, OutboundTopic } from '../../schemas/outbound.js';
 import type { DemandGate } from '../demand-gate.js';
 import { toKafkaRecord } from './spa-records.js';
+import { withinTopicLimits } from './too-large.js';
 import type { RecordSink } from '../../infra/kafka/client/transport.js';
 
 export interface PublishOptions {
@@ -21,7 +22,7 @@ export interface PublishOptions {
    * Default {@link TRANSACTION_IDLE_MS}.
    */
   readonly transactionIdleMs?: number;
-  /** Called after each committed transaction with its records. */
+  /** Called after each committed transaction with its records (a too-large one as its dead letter). */
   readonly onCommitted?: (records: readonly Outbound[]) => void;
   /**
    * Backpressure to the episode loop: records count as in flight from arrival until their
@@ -59,7 +60,8 @@ const TRANSACTION_IDLE_MS = 10;
 /**
  * Publishes the generator's records to Kafka, one transaction per chunk (chunkAtTrajectories):
  * a trajectory's raw record, its SFT rows or rollout and its rejects become visible together
- * to read_committed consumers. One transaction in flight at a time (concatMap); with a `gate`
+ * to read_committed consumers. A record its topic cannot take is written as its `too-large` dead
+ * letter instead (too-large.ts) and counted under `dlq`. One transaction in flight at a time (concatMap); with a `gate`
  * the episode loop blocks while records wait for Kafka, so nothing queues without bound.
  * Resolves with records written per topic.
  */
@@ -85,11 +87,17 @@ export async function publishOutbound(
       tap(() => options.gate?.add()),
       chunkAtTrajectories(bounds),
       concatMap(async (chunk) => {
-        const records = chunk.map((o) => toKafkaRecord(o, options.topics[o.topic], options.traceparent?.(o)));
-        await sink.transaction((tx) => tx.send(records));
-        for (const o of chunk) counts[o.topic]++;
+        const outgoing = chunk.map((outbound) => ({
+          outbound,
+          record: toKafkaRecord(outbound, options.topics[outbound.topic], options.traceparent?.(outbound)),
+        }));
+        // A record its topic cannot take goes to the DLQ as `too-large`; the rest are written.
+        const fitted = await withinTopicLimits(sink, outgoing, options.topics.dlq);
+        await sink.transaction((tx) => tx.send(fitted.map((item) => item.record)));
+        const written = fitted.map((item) => item.outbound);
+        for (const o of written) counts[o.topic]++;
         options.gate?.done(chunk.length);
-        options.onCommitted?.(chunk);
+        options.onCommitted?.(written);
       }),
     ),
     { defaultValue: undefined },

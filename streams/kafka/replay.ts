@@ -24,7 +24,7 @@ import { decodeSpaHeaders } from './headers.js';
 import { TRANSACTION_MS } from './publish-outbound.js';
 import type { InFlightRecord } from './rx-source.js';
 import { decodeKafkaRecord, toKafkaRecord } from './spa-records.js';
-import type { OutgoingRecord } from '../../infra/kafka/client/transport.js';
+import { withinTopicLimits, type OutgoingOutbound } from './too-large.js';
 
 /** Options of {@link replayTrajectories}. */
 export interface ReplayOptions extends SftDataOptions {
@@ -101,16 +101,21 @@ const perMode = (counts: ModeCounts): string =>
  * all takes them)`.
  */
 export function describeReplay(
-  summary: Pick<ReplaySummary, 'mode' | 'replayed' | 'skipped' | 'rows'>,
+  summary: Pick<ReplaySummary, 'mode' | 'replayed' | 'skipped' | 'rows'> & Partial<Pick<ReplaySummary, 'rejected'>>,
 ): string {
   const { mode, replayed, skipped, rows } = summary;
+  const tooLarge = summary.rejected?.['too-large'] ?? 0;
   const which = mode === 'all' ? `all modes: ${perMode(replayed) || 'none'}` : mode;
   const took = `replayed ${count(sum(replayed))} trajectories (${which}) into ${count(rows)} SFT rows`;
   const left = Object.entries(skipped).map(
     ([skippedMode, n]) =>
       `skipped ${count(n)} ${skippedMode}-mode trajectories (${MODE_STAGE[skippedMode as PromptMode]}; --mode all takes them)`,
   );
-  return [took, ...left].join('; ');
+  const dead =
+    tooLarge > 0
+      ? [`dead-lettered ${count(tooLarge)} records too large for their topic (reason too-large; "tooLarge" names them)`]
+      : [];
+  return [took, ...left, ...dead].join('; ');
 }
 
 /** Adds one to `mode`'s count. */
@@ -128,10 +133,24 @@ export interface ReplayCounts {
   skipped: ModeCounts;
   /** SftRows written to the target topic. */
   rows: number;
-  /** Dead letters written, by reason (decode failures and filter rejects). */
+  /** Dead letters written, by reason (decode failures, filter rejects, `too-large`). */
   rejected: Record<string, number>;
+  /** The records dead-lettered as `too-large` (the first {@link TOO_LARGE_NAMED}): where each came from and why. */
+  tooLarge: TooLargeNote[];
   transactions: number;
 }
+
+/** A record a replay dead-lettered because its topic could not take it. */
+export interface TooLargeNote {
+  /** The source record it was made from, `<topic>[<partition>]@<offset>`. */
+  readonly source: string;
+  readonly key: string;
+  /** The dead letter's detail: the record, its size, the topic's limit and what of it was kept. */
+  readonly detail: string;
+}
+
+/** Too-large records a replay's summary names one by one (all are counted under `rejected`). */
+const TOO_LARGE_NAMED = 100;
 
 /** What a finished replay did. */
 export interface ReplaySummary extends ReplayCounts {
@@ -205,6 +224,20 @@ function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Where a consumed record was read, as dead letters name it: `<topic>[<partition>]@<offset>`. */
+const sourceOf = (consumed: InFlightRecord['record']): string =>
+  `${consumed.topic}[${consumed.partition}]@${consumed.offset}`;
+
+/** Counts one written output: an SFT row, or a dead letter by reason (a too-large one named too). */
+function countOutput(totals: ReplayCounts, { outbound, source }: OutgoingOutbound): void {
+  if (outbound.topic === 'sft') totals.rows += 1;
+  if (outbound.topic !== 'dlq') return;
+  const { reason, detail, key } = outbound.record;
+  totals.rejected[reason] = (totals.rejected[reason] ?? 0) + 1;
+  if (reason === 'too-large' && totals.tooLarge.length < TOO_LARGE_NAMED)
+    totals.tooLarge.push({ source: source ?? '', key: key ?? '', detail });
 }
 
 /** A replay refused before it read or created anything: a topic named in its options is wrong. */
@@ -294,7 +327,15 @@ export async function replayTrajectories(
     dlq: options.dlqTopic,
   };
   const mode = options.mode ?? 'wm';
-  const totals: ReplayCounts = { read: 0, replayed: {}, skipped: {}, rows: 0, rejected: {}, transactions: 0 };
+  const totals: ReplayCounts = {
+    read: 0,
+    replayed: {},
+    skipped: {},
+    rows: 0,
+    rejected: {},
+    tooLarge: [],
+    transactions: 0,
+  };
   try {
     await lastValueFrom(
       read.records.pipe(
@@ -304,22 +345,24 @@ export async function replayTrajectories(
         bufferTime(TRANSACTION_MS, null, perTransaction),
         filter((chunk) => chunk.length > 0),
         concatMap(async (chunk) => {
-          const records: OutgoingRecord[] = chunk.flatMap(({ inFlight, outputs }) =>
-            outputs.map((o) => toKafkaRecord(o, topicOf[o.topic], traceparentOf(inFlight.record))),
+          const outgoing: OutgoingOutbound[] = chunk.flatMap(({ inFlight, outputs }) =>
+            outputs.map((outbound) => ({
+              outbound,
+              record: toKafkaRecord(outbound, topicOf[outbound.topic], traceparentOf(inFlight.record)),
+              source: sourceOf(inFlight.record),
+            })),
           );
-          if (records.length > 0) await sink.transaction((tx) => tx.send(records));
-          for (const { inFlight, outputs, replayed, skipped } of chunk) {
+          // A record its topic cannot take goes to the DLQ as `too-large`, naming its source offset.
+          const fitted = await withinTopicLimits(sink, outgoing, options.dlqTopic);
+          if (fitted.length > 0) await sink.transaction((tx) => tx.send(fitted.map((item) => item.record)));
+          for (const { inFlight, replayed, skipped } of chunk) {
             inFlight.ack();
             totals.read += 1;
             if (replayed) countMode(totals.replayed, replayed);
             if (skipped) countMode(totals.skipped, skipped);
-            for (const o of outputs) {
-              if (o.topic === 'sft') totals.rows += 1;
-              else if (o.topic === 'dlq')
-                totals.rejected[o.record.reason] = (totals.rejected[o.record.reason] ?? 0) + 1;
-            }
           }
-          totals.transactions += records.length > 0 ? 1 : 0;
+          for (const item of fitted) countOutput(totals, item);
+          totals.transactions += fitted.length > 0 ? 1 : 0;
           options.onCommitted?.(totals);
         }),
       ),

@@ -2,7 +2,8 @@
  * Issue 33 #5: a JSON Lines file that cannot be written (a missing folder, a full disk) ends
  * `spa generate --out` with an error naming the file, never an unhandled 'error' event.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { from } from 'rxjs';
@@ -37,5 +38,35 @@ describe('writeJsonl on files it cannot write', () => {
     const counts = await writeJsonl(from(rows(3)), { sft: out });
     expect(counts.sft).toBe(3);
     expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(3);
+  });
+});
+
+/**
+ * Issue 42 item 6: `spa generate --out` left a cut last line when a write failed part-way. Here the
+ * file size limit (`ulimit -f`, Node ignores SIGXFSZ) stops a write inside a line: the command fails
+ * naming the file, and the file keeps whole lines only.
+ */
+describe('spa generate --out when a write stops inside a line', () => {
+  it('fails naming the file and leaves only whole lines', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spa-jsonl-cut-'));
+    const out = join(dir, 'rows.jsonl');
+    const generate = [
+      'bin/spa.mjs generate --env sokoban --groups 6 --group-size 2 --batches 1 --run-id cut',
+      `--out ${out}`,
+    ].join(' ');
+    // 8 KiB per file: each output file passes it inside some line. No tsx cache: its files would hit the limit too.
+    const run = spawnSync('bash', ['-c', `ulimit -f 8 && exec "${process.execPath}" ${generate}`], {
+      encoding: 'utf8',
+      env: { ...process.env, TSX_DISABLE_CACHE: '1' },
+      timeout: 120_000,
+    });
+    expect(run.status, run.stderr).not.toBe(0);
+    expect(run.stderr).toMatch(/cannot write .*\.jsonl: EFBIG/);
+    for (const file of readdirSync(dir)) {
+      const text = readFileSync(join(dir, file), 'utf8');
+      if (text === '') continue;
+      expect(text.endsWith('\n'), `${file} ends in a cut line`).toBe(true);
+      for (const line of text.trimEnd().split('\n')) expect(() => JSON.parse(line), file).not.toThrow();
+    }
   });
 });

@@ -64,11 +64,15 @@ it('draws bidi and zero-width characters escaped, each value in an isolated <bdi
   expect(text).toContain('from spa.\\u2067evil');
   expect(text).toContain('detail \\u202A\\u202B\\u202C\\u202D\\u202E\\u2066');
   // The key is a value of its own, isolated from the labels around it; so is the card.
-  const isolation = await card.evaluate((article) => ({
-    dir: article.getAttribute('dir'),
-    card: getComputedStyle(article).unicodeBidi,
-    values: [...article.querySelectorAll('bdi')].map((b) => [b.textContent, getComputedStyle(b).unicodeBidi]),
-  }));
+  // A string, not a function: the test's TypeScript has no DOM types.
+  const isolation = (await page.evaluate(`(() => {
+    const article = document.querySelector('.card.Rejected');
+    return {
+      dir: article.getAttribute('dir'),
+      card: getComputedStyle(article).unicodeBidi,
+      values: [...article.querySelectorAll('bdi')].map((b) => [b.textContent, getComputedStyle(b).unicodeBidi]),
+    };
+  })()`)) as { dir: string | null; card: string; values: [string, string][] };
   expect(isolation.dir).toBe('auto');
   expect(isolation.card).toBe('isolate');
   expect(isolation.values).toContainEqual(['k\\u202Eyek', 'isolate']);

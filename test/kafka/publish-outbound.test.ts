@@ -20,6 +20,7 @@ async function publish(stamp?: () => string): Promise<OutgoingRecord[]> {
   const send = async (records: readonly OutgoingRecord[]) => (sent.push(...records), []);
   const sink: RecordSink = {
     send,
+    oversized: async () => [],
     transaction: (work) => work({ send, sendOffsets: async () => {} }),
     close: async () => {},
   };

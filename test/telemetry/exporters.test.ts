@@ -129,6 +129,7 @@ describe('OTLP export, configured by OTEL_EXPORTER_OTLP_*', () => {
     const sent: Buffer[] = [];
     const sink = tracedSink({
       send: async (records) => (sent.push(records[0]!.headers!['traceparent']!), []),
+      oversized: async () => [],
       transaction: () => Promise.reject(new Error('unused')),
       close: async () => {},
     });

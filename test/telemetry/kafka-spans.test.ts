@@ -37,6 +37,7 @@ function memorySink(fail = false): RecordSink & { sent: OutgoingRecord[] } {
   return {
     sent,
     send,
+    oversized: async () => [],
     transaction: async (work) => work({ send, sendOffsets: async () => {} } satisfies SinkTransaction),
     close: async () => {},
   };

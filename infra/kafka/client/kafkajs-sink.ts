@@ -1,6 +1,8 @@
 /**
  * The kafkajs implementation of {@link RecordSink}: an idempotent producer (acks=all, one
- * request in flight so retries keep order and sequence numbers), optionally transactional.
+ * request in flight so retries keep order and sequence numbers), optionally transactional. Each
+ * send is cut into requests whose batches fit their topics' `max.message.bytes` (record-size.ts),
+ * read once per topic and sink.
  */
 import { CompressionTypes } from 'kafkajs';
 import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
@@ -8,14 +10,18 @@ import type { KafkaConnectionConfig } from './config.js';
 import { describeKafkaError } from './kafkajs-client.js';
 import { toKafkajsHeaders } from './kafkajs-headers.js';
 import { isTransientBrokerError } from './retriable.js';
+import { topicLimits } from './topic-limits.js';
+import { batchBytesAlone, chunkWithinLimits, type BatchCompression } from './record-size.js';
 import { CommitOutcomeUnknown, retryTransaction, serialized } from './transaction-retry.js';
-import type {
-  OutgoingRecord,
-  PartitionWrite,
-  RecordSink,
-  SinkOptions,
-  SinkTransaction,
-  TopicPartitionOffset,
+import {
+  RecordTooLargeError,
+  type OutgoingRecord,
+  type OversizedRecord,
+  type PartitionWrite,
+  type RecordSink,
+  type SinkOptions,
+  type SinkTransaction,
+  type TopicPartitionOffset,
 } from './transport.js';
 
 function toTopicMessages(records: readonly OutgoingRecord[]): TopicMessages[] {
@@ -100,7 +106,32 @@ export async function createKafkajsSink(
     producer = await openProducer();
     producerStuck = false;
   };
-  const compression = options.compression === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
+  const codec: BatchCompression = options.compression ?? 'gzip';
+  const compression = codec === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
+  const limits = topicLimits(kafka, config);
+  const oversized = async (records: readonly OutgoingRecord[]): Promise<OversizedRecord[]> => {
+    const limitOf = await limits.of(records.map((r) => r.topic));
+    return records.flatMap((record, index) => {
+      const limit = limitOf(record.topic);
+      const bytes = batchBytesAlone(record, codec, limit);
+      return bytes > limit ? [{ index, topic: record.topic, bytes, limit }] : [];
+    });
+  };
+  /** Sends `records` as requests whose batches fit; nothing at all when one cannot fit. */
+  const sendWithin = async (
+    records: readonly OutgoingRecord[],
+    sendBatch: (batch: { topicMessages: TopicMessages[]; acks: -1; compression: CompressionTypes }) => Promise<
+      RecordMetadata[]
+    >,
+  ): Promise<PartitionWrite[]> => {
+    const tooLarge = await oversized(records);
+    if (tooLarge.length > 0) throw new RecordTooLargeError(tooLarge);
+    const limitOf = await limits.of(records.map((r) => r.topic));
+    const writes: PartitionWrite[] = [];
+    for (const chunk of chunkWithinLimits(records, limitOf, codec))
+      writes.push(...toWrites(await sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1, compression })));
+    return writes;
+  };
   // Transactions on one producer must not interleave; chain them (block, never buffer records).
   const lane = serialized();
 
@@ -115,8 +146,7 @@ export async function createKafkajsSink(
       let result: T;
       try {
         result = await work({
-          send: async (records) =>
-            toWrites(await tx.sendBatch({ topicMessages: toTopicMessages(records), acks: -1, compression })),
+          send: (records) => sendWithin(records, (batch) => tx.sendBatch(batch)),
           sendOffsets: (groupId, offsets) =>
             tx.sendOffsets({ consumerGroupId: groupId, topics: toKafkajsOffsets(offsets) }),
         });
@@ -147,13 +177,13 @@ export async function createKafkajsSink(
       // A transactional producer may only write inside a transaction: make the batch one.
       if (transactional) return transaction((tx) => tx.send(records));
       try {
-        return toWrites(
-          await producer.sendBatch({ topicMessages: toTopicMessages(records), acks: -1, compression }),
-        );
+        return await sendWithin(records, (batch) => producer.sendBatch(batch));
       } catch (error) {
+        if (error instanceof RecordTooLargeError) throw error;
         throw describeKafkaError(error, `producing ${records.length} records`, config);
       }
     },
+    oversized,
     transaction,
     async close() {
       await lane(async () => undefined);

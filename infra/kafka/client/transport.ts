@@ -63,6 +63,18 @@ type BatchOutcome = void | { readonly taken: number };
 /** Consumes batches; the source does not fetch more for the partition until it resolves. */
 export type BatchHandler = (batch: ConsumedBatch) => Promise<BatchOutcome>;
 
+/** A send that held records their topics cannot take; nothing of it was sent. */
+export class RecordTooLargeError extends Error {
+  override readonly name = 'RecordTooLargeError';
+  constructor(readonly records: readonly OversizedRecord[]) {
+    const [first] = records;
+    super(
+      `${records.length} record(s) over their topic's max.message.bytes, e.g. ${first?.bytes} bytes ` +
+        `for ${first?.topic} (limit ${first?.limit}); nothing was sent`,
+    );
+  }
+}
+
 /** Inside a transaction: writes and consumer offsets become visible together or not at all. */
 export interface SinkTransaction {
   send(records: readonly OutgoingRecord[]): Promise<readonly PartitionWrite[]>;
@@ -70,13 +82,29 @@ export interface SinkTransaction {
   sendOffsets(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void>;
 }
 
+/** A record its topic cannot take: a batch of it alone (compressed as sent) is over the topic's limit. */
+export interface OversizedRecord {
+  /** Its index in the records asked about. */
+  readonly index: number;
+  readonly topic: string;
+  /** Bytes of a batch holding it alone, as the sink would send it (an upper bound). */
+  readonly bytes: number;
+  /** The topic's `max.message.bytes`. */
+  readonly limit: number;
+}
+
 /**
  * Produces records with an idempotent producer and acks=all, so a retried request after a
- * broker failure never writes a record twice. Each `send` call is one batch request.
+ * broker failure never writes a record twice. A send is cut into as many requests as it takes for
+ * each partition's batch to fit its topic's `max.message.bytes` (the broker refuses a whole batch
+ * over it, record-size.ts); a send holding a record its topic cannot take at all sends nothing and
+ * fails with a {@link RecordTooLargeError} — ask {@link RecordSink.oversized} first.
  */
 export interface RecordSink {
-  /** Writes the records (grouped per topic/partition into one request) and resolves when all are acknowledged. */
+  /** Writes the records (in order, per topic/partition) and resolves when all are acknowledged. */
   send(records: readonly OutgoingRecord[]): Promise<readonly PartitionWrite[]>;
+  /** Those of `records` their topic cannot take (none: an empty list), by each topic's `max.message.bytes`. */
+  oversized(records: readonly OutgoingRecord[]): Promise<readonly OversizedRecord[]>;
   /**
    * Runs `work` in a transaction: commit when it resolves, abort when it throws (and rethrow).
    * Transactions on one sink run one at a time. Needs `transactionalId` in the sink options.

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..storage import StorageError, folder_of, storage_error
+
 # The ranges of the trainer's numeric flags; those `spa run` passes have the same range in its own
 # flags (cli/options.ts).
 SEED_MAX = 2**31 - 1  # a seed, as the spa CLI takes it (an Avro int)
@@ -38,15 +40,24 @@ BOUNDARY_ERRORS: tuple[type[BaseException], ...] = (
     FileExistsError,
     TimeoutError,
     ValueError,
+    StorageError,
 )
 
 
 def exit_code(label: str, work: Callable[[], object], also: tuple[type[BaseException], ...] = ()) -> int:
-    """Run `work`; 0 when it returns, 2 after printing `[label] error: <message>` for a boundary error."""
+    """Run `work`; 0 when it returns, 2 after printing `[label] error: <message>` for a boundary error
+    (a full disk or an unwritable folder is one, wherever it happens: storage.py)."""
     try:
         work()
     except (*BOUNDARY_ERRORS, *also) as err:
         print(f"[{label}] error: {err}", file=sys.stderr, flush=True)
+        return 2
+    except OSError as err:
+        folder = folder_of(err)
+        told = storage_error(err, folder) if folder is not None else None
+        if told is None:
+            raise
+        print(f"[{label}] error: {told}", file=sys.stderr, flush=True)
         return 2
     return 0
 

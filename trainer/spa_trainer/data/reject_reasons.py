@@ -42,6 +42,7 @@ RejectReason = Literal[
     "group-overflow",
     "duplicate-trajectory",
     "incomplete-group",
+    "too-large",
 ]
 
 REJECT_REASONS_FILE = Path(__file__).resolve().parents[3] / "schemas" / "reject-reasons.json"

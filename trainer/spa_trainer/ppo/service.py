@@ -49,6 +49,7 @@ from ..otlp import OtlpJsonTracer, tracer_from_env
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_rollout_source
 from ..training.checkpoint import latest_checkpoint
+from ..storage import remove_stale_temp_folders
 from ..training.data_parallel import Ranks, from_main, join_ranks, leave, single
 from .batch import Rollout
 from .checkpoint import (
@@ -175,6 +176,8 @@ def prepare_service(cfg: ServiceConfig, ranks: Ranks) -> Service:
     the other ranks `follow_main`)."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    if ranks.main:
+        remove_stale_temp_folders(out, "ppo")
     resume = from_main(latest_checkpoint(out), ranks)
     if resume is None:
         start = cfg.start_version if cfg.start_version is not None else next_version(Path(cfg.export_root)) - 1

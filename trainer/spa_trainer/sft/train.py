@@ -41,6 +41,7 @@ from ..otlp import OtlpJsonTracer, tracer_from_env
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_source
 from ..training.checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
+from ..storage import remove_stale_temp_folders
 from ..training.data_parallel import (
     Ranks,
     accumulating,
@@ -261,6 +262,8 @@ def prepare_run(cfg: SftConfig, out: Path, ranks: Ranks) -> SftRun:
     torch.manual_seed(cfg.seed)
     source = open_source(cfg.input, brokers=cfg.brokers)
     dead_letters = skip_bad_rows_of(cfg, source, out, ranks) if cfg.skip_bad_rows else None
+    if ranks.main:
+        remove_stale_temp_folders(out, "sft")
     resume = from_main(latest_checkpoint(out) if ranks.main else None, ranks)
     # the checkpoint's model/ is a normal HF folder
     model, tokenizer, model_dir = load_policy(str(resume / "model") if resume else cfg.model, ranks.device)

@@ -33,6 +33,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..data.records import Offsets
 from ..json_files import dumps
+from ..storage import checkpoint_bytes, storage_error
 
 
 @dataclass
@@ -161,19 +162,29 @@ def restore_rng(folder: Path, meta: dict[str, Any]) -> None:
 
 def write_atomic_checkpoint(run_dir: Path, step: int, fill: Callable[[Path], None], keep: int = 3) -> Path:
     """`fill` a temporary folder, fsync it, rename it to `checkpoints/step_<n>`, point `latest` at
-    it and keep the newest `keep`: a crash leaves the old checkpoint or the new one, never half."""
+    it and keep the newest `keep`: a crash leaves the old checkpoint or the new one, never half.
+    A full disk or an unwritable folder is a `StorageError` naming the folder (spa_trainer/storage.py)."""
     root = run_dir / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
     final = root / f"step_{step:08d}"
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    except OSError as err:
+        told = storage_error(err, root)
+        if told is None:
+            raise
+        raise told from err
     try:
         fill(tmp)
         _fsync_tree(tmp)
         if final.exists():  # a re-run of the same step after a crash: replace it whole
             shutil.rmtree(final)
         os.rename(tmp, final)
-    except BaseException:
+    except BaseException as err:
+        translated = storage_error(err, root, checkpoint_bytes(root, tmp))
         shutil.rmtree(tmp, ignore_errors=True)
+        if translated is not None:
+            raise translated from err
         raise
     pointer = root / ".latest.tmp"
     pointer.write_text(final.name, encoding="utf-8")
