@@ -36,9 +36,7 @@ function drawBoard(label, board) {
   if (board.rows.length === 0) box.append(el('div', 'caption', '(empty)'));
   board.rows.forEach((row, r) => {
     const line = el('div', 'row');
-    row.forEach((cell, c) =>
-      line.append(el('bdi', differs.has(`${r},${c}`) ? 'cell diff' : 'cell', cell)),
-    );
+    row.forEach((cell, c) => line.append(el('bdi', differs.has(`${r},${c}`) ? 'cell diff' : 'cell', cell)));
     box.append(line);
   });
   if (board.caption) box.append(el('div', 'caption', v(board.caption)));
@@ -195,7 +193,11 @@ function when(timestamp) {
 
 function card(record) {
   const s = record.source;
-  const where = [`${s.topic}[${s.partition}]@${s.offset} · key `, v(s.key ?? '(none)'), ` · ${when(s.timestamp)}`];
+  const where = [
+    `${s.topic}[${s.partition}]@${s.offset} · key `,
+    v(s.key ?? '(none)'),
+    ` · ${when(s.timestamp)}`,
+  ];
   let parts;
   try {
     parts = body(record);
@@ -204,7 +206,13 @@ function card(record) {
     // from ending the feed, and says so.
     parts = [el('div', 'bad', `cannot draw this ${record.kind} card: ${error}`)];
   }
-  const article = el('article', `card ${record.kind}`, el('h2', '', record.kind), el('div', 'where', ...where), ...parts);
+  const article = el(
+    'article',
+    `card ${record.kind}`,
+    el('h2', '', record.kind),
+    el('div', 'where', ...where),
+    ...parts,
+  );
   article.dir = 'auto';
   return article;
 }

@@ -48,7 +48,7 @@ class JsonlFile {
   async writeLine(line: string): Promise<void> {
     const bytes = Buffer.from(`${line}\n`, 'utf8');
     try {
-      for (let done = 0; done < bytes.length; )
+      for (let done = 0; done < bytes.length;)
         done += (await this.handle.write(bytes, done, bytes.length - done, this.whole + done)).bytesWritten;
       this.whole += bytes.length;
     } catch (error) {
@@ -63,7 +63,9 @@ class JsonlFile {
 }
 
 const cannotWrite = (path: string, error: unknown): Error =>
-  new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  new Error(`cannot write ${path}: ${error instanceof Error ? error.message : String(error)}`, {
+    cause: error,
+  });
 
 /**
  * Writes each record as one JSON line to its topic's file, one record at a time (concatMap: the

@@ -101,7 +101,8 @@ const perMode = (counts: ModeCounts): string =>
  * all takes them)`.
  */
 export function describeReplay(
-  summary: Pick<ReplaySummary, 'mode' | 'replayed' | 'skipped' | 'rows'> & Partial<Pick<ReplaySummary, 'rejected'>>,
+  summary: Pick<ReplaySummary, 'mode' | 'replayed' | 'skipped' | 'rows'> &
+    Partial<Pick<ReplaySummary, 'rejected'>>,
 ): string {
   const { mode, replayed, skipped, rows } = summary;
   const tooLarge = summary.rejected?.['too-large'] ?? 0;
@@ -113,7 +114,9 @@ export function describeReplay(
   );
   const dead =
     tooLarge > 0
-      ? [`dead-lettered ${count(tooLarge)} records too large for their topic (reason too-large; "tooLarge" names them)`]
+      ? [
+          `dead-lettered ${count(tooLarge)} records too large for their topic (reason too-large; "tooLarge" names them)`,
+        ]
       : [];
   return [took, ...left, ...dead].join('; ');
 }
@@ -226,6 +229,17 @@ function traceparentOf(consumed: InFlightRecord['record']): string | undefined {
   }
 }
 
+/** The totals of a replay that has done nothing yet. */
+const noCounts = (): ReplayCounts => ({
+  read: 0,
+  replayed: {},
+  skipped: {},
+  rows: 0,
+  rejected: {},
+  tooLarge: [],
+  transactions: 0,
+});
+
 /** Where a consumed record was read, as dead letters name it: `<topic>[<partition>]@<offset>`. */
 const sourceOf = (consumed: InFlightRecord['record']): string =>
   `${consumed.topic}[${consumed.partition}]@${consumed.offset}`;
@@ -327,15 +341,7 @@ export async function replayTrajectories(
     dlq: options.dlqTopic,
   };
   const mode = options.mode ?? 'wm';
-  const totals: ReplayCounts = {
-    read: 0,
-    replayed: {},
-    skipped: {},
-    rows: 0,
-    rejected: {},
-    tooLarge: [],
-    transactions: 0,
-  };
+  const totals = noCounts();
   try {
     await lastValueFrom(
       read.records.pipe(

@@ -165,7 +165,9 @@ describe('spa replay of a topic with records over the broker limit', () => {
     // The huge one's dead letter: reason, source offset, a truncated payload that says so.
     const [huge] = byKey('huge');
     expect(huge).toMatchObject({ reason: 'too-large', source: source('huge') });
-    expect(huge!.detail).toMatch(/dead letter \(bad-magic\) of [\d,]+ bytes .* over spa\.big\.dlq's max\.message\.bytes 65,536; payload truncated to its first [\d,]+ of [\d,]+ bytes/);
+    expect(huge!.detail).toMatch(
+      /dead letter \(bad-magic\) of [\d,]+ bytes .* over spa\.big\.dlq's max\.message\.bytes 65,536; payload truncated to its first [\d,]+ of [\d,]+ bytes/,
+    );
     expect(huge!.payload.length).toBeGreaterThan(0);
     expect(huge!.payload.length).toBeLessThan(LIMIT);
     // The padded trajectory's outputs: each over its topic's limit, dead-lettered from its offset.
@@ -173,7 +175,9 @@ describe('spa replay of a topic with records over the broker limit', () => {
     expect(big).toHaveLength(bigOutputs);
     for (const letter of big) {
       expect(letter.reason).toBe('too-large');
-      expect(letter.detail).toMatch(/^a (sft record|dead letter \(malformed-turn\)) of [\d,]+ bytes .* over /);
+      expect(letter.detail).toMatch(
+        /^a (sft record|dead letter \(malformed-turn\)) of [\d,]+ bytes .* over /,
+      );
       expect(letter.detail).toMatch(/; payload truncated to its first [\d,]+ of [\d,]+ bytes$/);
     }
     const overTarget = big.filter((l) => l.detail.includes(`over ${target}'s max.message.bytes 65,536`));
@@ -199,7 +203,11 @@ describe("the generator's sink on a trajectory over its topic's limit", () => {
     const kept = await readAllRecords(kafka, topics.trajectories, 'Trajectory', 1);
     expect(kept.map((t) => t.trajectory_id)).toEqual([first!.trajectory_id]);
     const [letter] = await readAllRecords(kafka, topics.dlq, 'Rejected', 1);
-    expect(letter).toMatchObject({ key: big.trajectory_id, reason: 'too-large', source: topics.trajectories });
+    expect(letter).toMatchObject({
+      key: big.trajectory_id,
+      reason: 'too-large',
+      source: topics.trajectories,
+    });
     expect(letter!.detail).toMatch(
       /^a trajectories record of [\d,]+ bytes .* over spa\.gen\.trajectories's max\.message\.bytes 65,536; payload truncated to its first [\d,]+ of [\d,]+ bytes$/,
     );

@@ -13,7 +13,8 @@ import { toWebRecord } from '../../web/server/web-record.js';
 import { launchChromium } from '../web/chromium.js';
 
 /** Bidi embeddings, overrides, isolates, the Arabic letter mark, zero-width and separator characters. */
-const HIDDEN = '\u202A\u202B\u202C\u202D\u202E\u2066\u2067\u2068\u2069\u061C\u200B\u200C\u200D\u200E\u200F\u2028\u2029\uFEFF';
+const HIDDEN =
+  '\u202A\u202B\u202C\u202D\u202E\u2066\u2067\u2068\u2069\u061C\u200B\u200C\u200D\u200E\u200F\u2028\u2029\uFEFF';
 const RAW = new RegExp(`[${HIDDEN}]`);
 
 const rejected: Rejected = {

@@ -10,7 +10,7 @@ import type { KafkaConnectionConfig } from './config.js';
 import { describeKafkaError } from './kafkajs-client.js';
 import { toKafkajsHeaders } from './kafkajs-headers.js';
 import { isTransientBrokerError } from './retriable.js';
-import { topicLimits } from './topic-limits.js';
+import { topicLimits, type TopicLimits } from './topic-limits.js';
 import { batchBytesAlone, chunkWithinLimits, type BatchCompression } from './record-size.js';
 import { CommitOutcomeUnknown, retryTransaction, serialized } from './transaction-retry.js';
 import {
@@ -68,6 +68,39 @@ function toKafkajsOffsets(offsets: readonly TopicPartitionOffset[]) {
  */
 const PRODUCER_SEND_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 20 };
 
+/** A kafkajs `sendBatch` (a producer's or a transaction's). */
+type SendBatch = (batch: {
+  topicMessages: TopicMessages[];
+  acks: -1;
+  compression: CompressionTypes;
+}) => Promise<RecordMetadata[]>;
+
+/** Sends cut to fit each topic's limit (record-size.ts), and the records that cannot fit at all. */
+function limitedSends(limits: TopicLimits, codec: BatchCompression) {
+  const compression = codec === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
+  const oversized = async (records: readonly OutgoingRecord[]): Promise<OversizedRecord[]> => {
+    const limitOf = await limits.of(records.map((r) => r.topic));
+    return records.flatMap((record, index) => {
+      const limit = limitOf(record.topic);
+      const bytes = batchBytesAlone(record, codec, limit);
+      return bytes > limit ? [{ index, topic: record.topic, bytes, limit }] : [];
+    });
+  };
+  /** Sends `records` as requests whose batches fit; nothing at all when one cannot fit. */
+  const sendWithin = async (records: readonly OutgoingRecord[], sendBatch: SendBatch) => {
+    const tooLarge = await oversized(records);
+    if (tooLarge.length > 0) throw new RecordTooLargeError(tooLarge);
+    const limitOf = await limits.of(records.map((r) => r.topic));
+    const writes: PartitionWrite[] = [];
+    for (const chunk of chunkWithinLimits(records, limitOf, codec))
+      writes.push(
+        ...toWrites(await sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1, compression })),
+      );
+    return writes;
+  };
+  return { oversized, sendWithin };
+}
+
 /** Connects an idempotent (and, with `transactionalId`, transactional) producer. */
 export async function createKafkajsSink(
   kafka: Kafka,
@@ -106,32 +139,7 @@ export async function createKafkajsSink(
     producer = await openProducer();
     producerStuck = false;
   };
-  const codec: BatchCompression = options.compression ?? 'gzip';
-  const compression = codec === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
-  const limits = topicLimits(kafka, config);
-  const oversized = async (records: readonly OutgoingRecord[]): Promise<OversizedRecord[]> => {
-    const limitOf = await limits.of(records.map((r) => r.topic));
-    return records.flatMap((record, index) => {
-      const limit = limitOf(record.topic);
-      const bytes = batchBytesAlone(record, codec, limit);
-      return bytes > limit ? [{ index, topic: record.topic, bytes, limit }] : [];
-    });
-  };
-  /** Sends `records` as requests whose batches fit; nothing at all when one cannot fit. */
-  const sendWithin = async (
-    records: readonly OutgoingRecord[],
-    sendBatch: (batch: { topicMessages: TopicMessages[]; acks: -1; compression: CompressionTypes }) => Promise<
-      RecordMetadata[]
-    >,
-  ): Promise<PartitionWrite[]> => {
-    const tooLarge = await oversized(records);
-    if (tooLarge.length > 0) throw new RecordTooLargeError(tooLarge);
-    const limitOf = await limits.of(records.map((r) => r.topic));
-    const writes: PartitionWrite[] = [];
-    for (const chunk of chunkWithinLimits(records, limitOf, codec))
-      writes.push(...toWrites(await sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1, compression })));
-    return writes;
-  };
+  const { oversized, sendWithin } = limitedSends(topicLimits(kafka, config), options.compression ?? 'gzip');
   // Transactions on one producer must not interleave; chain them (block, never buffer records).
   const lane = serialized();
 

@@ -47,7 +47,11 @@ function batchBound(raw: number, compression: BatchCompression): number {
  * The size of a batch holding `record` alone. Gzip: the raw bound, or when that is over `limit`
  * (the only case where it matters), the record's bytes compressed plus the framing uncompressed.
  */
-export function batchBytesAlone(record: OutgoingRecord, compression: BatchCompression, limit: number): number {
+export function batchBytesAlone(
+  record: OutgoingRecord,
+  compression: BatchCompression,
+  limit: number,
+): number {
   const raw = recordBytes(record);
   const bound = batchBound(raw, compression);
   if (compression === 'none' || bound <= limit) return bound;
