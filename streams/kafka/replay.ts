@@ -144,7 +144,7 @@ export interface ReplayCounts {
 }
 
 /** A record a replay dead-lettered because its topic could not take it. */
-export interface TooLargeNote {
+interface TooLargeNote {
   /** The source record it was made from, `<topic>[<partition>]@<offset>`. */
   readonly source: string;
   readonly key: string;

@@ -13,7 +13,7 @@ import type { OutgoingRecord, OversizedRecord, RecordSink } from '../../infra/ka
 import { headerNames } from './headers.js';
 
 /** Bytes of an oversized record a `too-large` dead letter keeps (its Avro frame's start). */
-export const TOO_LARGE_PAYLOAD_BYTES = 64 * 1024;
+const TOO_LARGE_PAYLOAD_BYTES = 64 * 1024;
 /** Room left in the dead-letter topic's limit for the dead letter's other fields and framing. */
 const DEAD_LETTER_ROOM = 4096;
 

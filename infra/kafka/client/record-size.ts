@@ -28,7 +28,7 @@ const HEADER_FRAMING = 10;
 export type BatchCompression = 'none' | 'gzip';
 
 /** The bytes of `record` in a batch, uncompressed, framing at its widest. */
-export function recordBytes(record: OutgoingRecord): number {
+function recordBytes(record: OutgoingRecord): number {
   let bytes = RECORD_FRAMING + (record.key?.length ?? 0) + (record.value?.length ?? 0);
   for (const [name, value] of Object.entries(record.headers ?? {}))
     bytes += HEADER_FRAMING + Buffer.byteLength(name) + value.length;
