@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 from safetensors import SafetensorError
+from transformers import AutoTokenizer
 
 from spa_trainer.cli.errors import exit_code
 from spa_trainer.sft.config import SftConfig
+from spa_trainer.storage import StorageError
 from spa_trainer.sft.train import run_sft
 from spa_trainer.training import checkpoint
 from spa_trainer.training.checkpoint import write_atomic_checkpoint
@@ -66,8 +68,10 @@ def test_disk_full_through_save_checkpoint(tmp_path: Path, monkeypatch: pytest.M
         raise SafetensorError(DISK_FULL)
 
     monkeypatch.setattr(checkpoint, "save_file", full)
-    tok = __import__("transformers").AutoTokenizer.from_pretrained(tiny_dir)
-    with pytest.raises(Exception, match=r"^the disk of .*checkpoints is full \(needs about [\d.]+ MB, [\d.]+ MB free\)"):
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    with pytest.raises(
+        Exception, match=r"^the disk of .*checkpoints is full \(needs about [\d.]+ MB, [\d.]+ MB free\)"
+    ):
         checkpoint.save_checkpoint(tmp_path, model, tok, opt, sched, checkpoint.TrainerState(step=1))
     assert list((tmp_path / "checkpoints").iterdir()) == []
 
@@ -81,11 +85,13 @@ sys.exit(exit_code("ppo", lambda: write_atomic_checkpoint(Path(sys.argv[1]), 1, 
 """
 
 
-def _as_unprivileged() -> dict[str, object]:
-    """Root writes into any folder: the child drops to `nobody` so the folder's mode holds."""
+def _without_root_override() -> list[str]:
+    """Root writes into any folder: as root, the child runs without the capabilities that override
+    a folder's mode (util-linux setpriv), so a read-only folder is read-only to it too."""
     if os.geteuid() != 0:
-        return {}
-    return {"user": 65534, "group": 65534, "extra_groups": []}
+        return []
+    caps = "-dac_override,-dac_read_search"
+    return [shutil.which("setpriv") or "setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
 
 
 @pytest.mark.parametrize("where", ["run folder", "checkpoints folder"])
@@ -102,12 +108,12 @@ def test_unwritable_folder_is_one_line_naming_it_exit_2(where: str) -> None:
         readonly.chmod(0o555)  # read and enter, never write
         trainer = Path(__file__).resolve().parents[1]
         done = subprocess.run(
-            [sys.executable, "-c", _UNWRITABLE, str(run)],
+            [*_without_root_override(), sys.executable, "-c", _UNWRITABLE, str(run)],
             cwd=trainer,
             capture_output=True,
             text=True,
             env={**os.environ, "PYTHONPATH": str(trainer)},
-            **_as_unprivileged(),  # type: ignore[arg-type]
+            check=False,
         )
         assert done.returncode == 2, done.stderr
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
@@ -138,7 +144,9 @@ def test_other_errors_keep_their_traceback() -> None:
         exit_code("sft", bug)
 
 
-def test_a_killed_saves_temp_folder_is_removed_when_sft_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_killed_saves_temp_folder_is_removed_when_sft_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(4))
     cfg = replace(SftConfig(input=f"jsonl:{data}", out=str(tmp_path / "run"), epochs=1, batch_size=2, eval_rows=2))
     root = tmp_path / "run" / "checkpoints"
