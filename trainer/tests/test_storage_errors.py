@@ -19,8 +19,8 @@ from transformers import AutoTokenizer
 
 from spa_trainer.cli.errors import exit_code
 from spa_trainer.sft.config import SftConfig
-from spa_trainer.storage import StorageError
 from spa_trainer.sft.train import run_sft
+from spa_trainer.storage import StorageError
 from spa_trainer.training import checkpoint
 from spa_trainer.training.checkpoint import write_atomic_checkpoint
 
@@ -70,7 +70,7 @@ def test_disk_full_through_save_checkpoint(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(checkpoint, "save_file", full)
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     with pytest.raises(
-        Exception, match=r"^the disk of .*checkpoints is full \(needs about [\d.]+ MB, [\d.]+ MB free\)"
+        StorageError, match=r"^the disk of .*checkpoints is full \(needs about [\d.]+ MB, [\d.]+ MB free\)"
     ):
         checkpoint.save_checkpoint(tmp_path, model, tok, opt, sched, checkpoint.TrainerState(step=1))
     assert list((tmp_path / "checkpoints").iterdir()) == []

@@ -46,10 +46,10 @@ from ..export import export_policy, next_version
 from ..json_files import dumps
 from ..models.load import load_policy, resolve_model_dir
 from ..otlp import OtlpJsonTracer, tracer_from_env
+from ..storage import remove_stale_temp_folders
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_rollout_source
 from ..training.checkpoint import latest_checkpoint
-from ..storage import remove_stale_temp_folders
 from ..training.data_parallel import Ranks, from_main, join_ranks, leave, single
 from .batch import Rollout
 from .checkpoint import (

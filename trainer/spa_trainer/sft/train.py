@@ -38,10 +38,10 @@ from ..data.sft_rows import BadRow, RowSource, SftRow, SourcedRow
 from ..json_files import dumps, write_json
 from ..models.load import load_policy
 from ..otlp import OtlpJsonTracer, tracer_from_env
+from ..storage import remove_stale_temp_folders
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_source
 from ..training.checkpoint import TrainerState, latest_checkpoint, restore_checkpoint, save_checkpoint
-from ..storage import remove_stale_temp_folders
 from ..training.data_parallel import (
     Ranks,
     accumulating,
