@@ -100,6 +100,32 @@ function drawTrajectory(t) {
   ];
 }
 
+/** A dead letter (or an undecodable record): why, from where, and what of its payload could be read. */
+function drawRejected(record) {
+  const r = record.rejected;
+  return [
+    el(
+      'div',
+      '',
+      el('span', 'bad', 'reason ', v(r.reason)),
+      ' · from ',
+      v(r.source),
+      ' · key ',
+      v(r.key ?? '(none)'),
+    ),
+    el('div', '', 'detail: ', v(r.detail)),
+    el('div', 'where', `payload ${record.payloadBytes} bytes`),
+    ...(record.payloadNote ? [el('div', 'where', 'payload: ', v(record.payloadNote))] : []),
+    ...(record.payloadTrajectory ? drawTrajectory(record.payloadTrajectory) : []),
+    ...(record.payloadRow
+      ? [
+          el('div', '', v(record.payloadRow.env), ` turn ${record.payloadRow.turn}: rejected response`),
+          el('pre', 'response', record.payloadRow.response),
+        ]
+      : []),
+  ];
+}
+
 function body(record) {
   switch (record.kind) {
     case 'Trajectory':
@@ -136,30 +162,8 @@ function body(record) {
       ];
     }
     case 'Rejected':
-    case 'Undecodable': {
-      const r = record.rejected;
-      return [
-        el(
-          'div',
-          '',
-          el('span', 'bad', 'reason ', v(r.reason)),
-          ' · from ',
-          v(r.source),
-          ' · key ',
-          v(r.key ?? '(none)'),
-        ),
-        el('div', '', 'detail: ', v(r.detail)),
-        el('div', 'where', `payload ${record.payloadBytes} bytes`),
-        ...(record.payloadNote ? [el('div', 'where', 'payload: ', v(record.payloadNote))] : []),
-        ...(record.payloadTrajectory ? drawTrajectory(record.payloadTrajectory) : []),
-        ...(record.payloadRow
-          ? [
-              el('div', '', v(record.payloadRow.env), ` turn ${record.payloadRow.turn}: rejected response`),
-              el('pre', 'response', record.payloadRow.response),
-            ]
-          : []),
-      ];
-    }
+    case 'Undecodable':
+      return drawRejected(record);
     case 'PolicyUpdate': {
       const p = record.policy;
       return [

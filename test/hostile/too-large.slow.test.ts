@@ -211,6 +211,8 @@ describe("the generator's sink on a trajectory over its topic's limit", () => {
     expect(letter!.detail).toMatch(
       /^a trajectories record of [\d,]+ bytes .* over spa\.gen\.trajectories's max\.message\.bytes 65,536; payload truncated to its first [\d,]+ of [\d,]+ bytes$/,
     );
-    expect(letter!.payload.length).toBeLessThan(LIMIT);
+    // At most the first 64 KiB (gzip, the generator's compression, fits that much of base64 text in
+    // the dead-letter topic's 64 KiB), never the whole record.
+    expect(letter!.payload.length).toBeLessThanOrEqual(64 * 1024);
   });
 });

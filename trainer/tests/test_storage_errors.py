@@ -46,7 +46,10 @@ def _fill_then(error: BaseException):
 def test_disk_full_is_one_line_naming_the_folder_and_space_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], error: BaseException
 ) -> None:
-    write_atomic_checkpoint(tmp_path, 1, lambda tmp: (tmp / "weights").write_bytes(b"\0" * 3_000_000))
+    def fill(tmp: Path) -> None:
+        (tmp / "weights").write_bytes(b"\0" * 3_000_000)
+
+    write_atomic_checkpoint(tmp_path, 1, fill)
     code = exit_code("sft", lambda: write_atomic_checkpoint(tmp_path, 2, _fill_then(error)))
     err = capsys.readouterr().err
     assert code == 2
