@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnTied } from './lifeline.js';
+import { openMpEnv } from './openmp-env.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -53,7 +54,7 @@ export function runTrainerModule(
 ): TrainerProcess {
   const child = spawnTied(python, trainerArgs(module, args, options.procs), {
     cwd: join(root, 'trainer'),
-    env: { PYTHONUNBUFFERED: '1', ...options.env },
+    env: { ...openMpEnv(), PYTHONUNBUFFERED: '1', ...options.env },
     stdout: 'pipe',
     stderr: 'pipe',
   });

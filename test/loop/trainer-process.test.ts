@@ -1,5 +1,36 @@
-import { describe, expect, it } from 'vitest';
-import { trainerArgs } from '../../loop/trainer-process.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { runTrainerModule, trainerArgs } from '../../loop/trainer-process.js';
+
+/** What `OMP_WAIT_POLICY` a process started by runTrainerModule sees (python's timeit prints it once). */
+async function waitPolicySeen(env?: NodeJS.ProcessEnv): Promise<string> {
+  const lines: string[] = [];
+  const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
+    lines.push(String(chunk));
+    return true;
+  });
+  try {
+    const statement = "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))";
+    await runTrainerModule('python3', 'timeit', ['-n', '1', '-r', '1', statement], { label: 'probe', env })
+      .done;
+  } finally {
+    write.mockRestore();
+  }
+  return /\[probe\] policy (\S+)/.exec(lines.join(''))?.[1] ?? `no policy line in ${lines.join('')}`;
+}
+
+describe('a trainer process on a shared machine (issue 43)', () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it('gets passive OpenMP threads, which sleep rather than spin while they wait', async () => {
+    vi.stubEnv('OMP_WAIT_POLICY', undefined);
+    expect(await waitPolicySeen()).toBe('PASSIVE');
+  });
+
+  it("keeps the user's OMP_WAIT_POLICY", async () => {
+    vi.stubEnv('OMP_WAIT_POLICY', 'ACTIVE');
+    expect(await waitPolicySeen()).toBe('ACTIVE');
+  });
+});
 
 describe('trainerArgs', () => {
   it('runs the module in one process by default and with --trainer-procs 1, tied to this one', () => {
