@@ -1,20 +1,33 @@
 import type { EpisodeConfig } from '../streams/episodes/episode-config.js';
 import { groupsOfShard, shardLabel } from '../streams/episodes/shard.js';
 
+/** The longest a meter stays silent: a phase whose items come slowly still says it is alive. */
+const HEARTBEAT_MS = 10_000;
+
 /**
- * A one-line progress meter on stderr with counts and rates: redrawn in place on a terminal,
- * printed at most every `intervalMs` otherwise (logs, CI).
+ * A one-line progress meter on stderr with counts, rates and, with a total, the time left: redrawn
+ * in place on a terminal, printed at most every `intervalMs` otherwise (logs, CI), and at least
+ * every 10 s until {@link done}, also while no item comes (an evaluation's slow episodes).
  */
 export class Progress {
   private readonly started = Date.now();
   private lastPrint = 0;
   private readonly counts = new Map<string, number>();
+  private readonly heartbeat: ReturnType<typeof setInterval>;
 
   constructor(
     private readonly label: string,
     private readonly total?: { key: string; value: number },
     private readonly intervalMs = 1000,
-  ) {}
+  ) {
+    this.heartbeat = setInterval(() => {
+      if (Date.now() - Math.max(this.lastPrint, this.started) >= HEARTBEAT_MS) {
+        this.lastPrint = Date.now();
+        this.print(false);
+      }
+    }, 1000);
+    this.heartbeat.unref(); // never what keeps a process alive
+  }
 
   add(key: string, n = 1): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + n);
@@ -26,6 +39,7 @@ export class Progress {
   }
 
   done(): void {
+    clearInterval(this.heartbeat);
     this.print(true);
   }
 
@@ -35,9 +49,17 @@ export class Progress {
       const of = this.total?.key === key ? `/${this.total.value}` : '';
       return `${key} ${n}${of} (${(n / seconds).toFixed(1)}/s)`;
     });
-    const line = `[${this.label}] ${parts.join('  ')}  ${seconds.toFixed(1)}s`;
+    const line = `[${this.label}] ${parts.join('  ')}  ${seconds.toFixed(1)}s${this.timeLeft(seconds)}`;
     if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K${line}${final ? '\n' : ''}`);
     else process.stderr.write(line + '\n');
+  }
+
+  /** `, about 42s left` at the rate so far, while the total is known and not reached. */
+  private timeLeft(seconds: number): string {
+    if (!this.total) return '';
+    const done = this.counts.get(this.total.key) ?? 0;
+    if (done <= 0 || done >= this.total.value) return '';
+    return `, about ${((seconds * (this.total.value - done)) / done).toFixed(0)}s left`;
   }
 }
 

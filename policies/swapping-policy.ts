@@ -65,6 +65,8 @@ export class SwappingPolicy {
     const { exportEvery = 1, maxStaleness = 1 } = this.options;
     const oldest = () =>
       oldestAdmissibleVersion(batch, { startVersion: this.startVersion ?? 0, exportEvery, maxStaleness });
+    const started = Date.now();
+    let told = started;
     while (this.current === undefined || this.current.version < oldest()) {
       const why =
         this.current === undefined
@@ -73,6 +75,12 @@ export class SwappingPolicy {
             `${exportEvery}, maxStaleness ${maxStaleness})`;
       if (Date.now() > deadline)
         throw new Error(`--policy latest: timed out waiting for ${why} on ${this.options.origin}`);
+      // the trainer may take minutes for a step: say every 10 s what the batch waits for
+      if (Date.now() - told >= 10_000) {
+        told = Date.now();
+        const [waited, left] = [told - started, deadline - told].map((ms) => Math.round(ms / 1000));
+        this.log(`batch ${batch} waiting for ${why}: ${waited} s, gives up in ${left} s`);
+      }
       await this.wake(1000);
     }
     // The previous batch has finished (batches run one at a time): retired sessions are free.

@@ -238,7 +238,13 @@ export async function startBroker(options: BrokerStartOptions = {}): Promise<Run
   const started = Date.now();
   const heap = options.heap ?? process.env.KAFKA_HEAP_OPTS ?? '-Xms256m -Xmx512m';
   const pid = await launch(instance, heap, version);
-  const outcome = await waitUntilAnswering(brokers, timeoutMs, () => isInstanceProcess(instance, pid));
+  const outcome = await waitUntilAnswering(
+    brokers,
+    timeoutMs,
+    () => isInstanceProcess(instance, pid),
+    (seconds) =>
+      log(`[kafka] waiting for broker "${instance.name}" on ${brokers[0]} to answer: ${seconds} s of up to ${timeoutMs / 1000} s`),
+  );
   if (outcome !== 'answering') {
     if (outcome === 'timeout') await stopBroker(options);
     const why = outcome === 'died' ? 'exited during startup' : `did not answer within ${timeoutMs} ms`;

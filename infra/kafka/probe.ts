@@ -37,21 +37,33 @@ export async function brokerAnswers(
 
 /**
  * Polls until the brokers answer or `timeoutMs` passes. `stillAlive` lets the caller stop
- * early when the process it launched has died; the result says which happened.
+ * early when the process it launched has died; the result says which happened. `onWaiting` is
+ * told the seconds waited every 10 s.
  */
 export async function waitUntilAnswering(
   brokers: readonly string[],
   timeoutMs: number,
   stillAlive: () => boolean = () => true,
+  onWaiting?: (seconds: number) => void,
 ): Promise<'answering' | 'timeout' | 'died'> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
+  let told = started;
   while (Date.now() < deadline) {
     if (!stillAlive()) return 'died';
     if (await brokerAnswers(brokers, 1000)) return 'answering';
+    // a broker that starts slowly (a busy machine) is said to be awaited every 10 s, not a silent wait
+    if (onWaiting && Date.now() - told >= WAITING_NOTE_MS) {
+      told = Date.now();
+      onWaiting(Math.round((told - started) / 1000));
+    }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return 'timeout';
 }
+
+/** How often a wait for a broker says so. */
+const WAITING_NOTE_MS = 10_000;
 
 /** Whether a TCP connection to one `host:port` opens within `timeoutMs`. */
 function tcpOpens(address: string, timeoutMs: number): Promise<boolean> {

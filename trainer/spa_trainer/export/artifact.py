@@ -28,6 +28,7 @@ from transformers import AutoModelForCausalLM
 
 from ..cli.errors import VERSION_MAX, exit_code, int_arg
 from ..models.load import load_tokenizer, resolve_model_dir
+from ..progress import heartbeat
 from .graph import export_onnx, io_names, kv_shape
 from .parity import check_parity, check_window_parity
 from .structure import GRAPH, declare_last_position_logits, missing_structure
@@ -67,7 +68,24 @@ def export_policy(
     parity_prompt: str = "<|im_start|>user\nTurn 1:\nState:\n#P_X#<|im_end|>\n",
     tolerance: float = 1e-3,
 ) -> Path:
-    """Export `model_dir` to `root/v<version>/` (atomic), check parity, write manifest.json."""
+    """Export `model_dir` to `root/v<version>/` (atomic), check parity, write manifest.json; a line
+    every 10 s says the export is still running (it takes seconds to minutes on a busy CPU)."""
+    print(f"[export] exporting {model_name} ({stage} step {step}) to ONNX under {root}", flush=True)
+    with heartbeat("export", f"{model_name} ({stage} step {step})"):
+        return _export(model_dir, root, stage, step, model_name, version, parity_prompt, tolerance)
+
+
+def _export(
+    model_dir: Path,
+    root: Path,
+    stage: str,
+    step: int,
+    model_name: str,
+    version: int | None,
+    parity_prompt: str,
+    tolerance: float,
+) -> Path:
+    """export_policy's work."""
     if stage not in ("init", "sft", "ppo"):
         raise ValueError(f"stage {stage!r}: expected init, sft or ppo")
     model = AutoModelForCausalLM.from_pretrained(

@@ -65,6 +65,9 @@ from .config import ServiceConfig, parse_args
 from .groups import GroupBuffer
 from .step import PpoState, init_ppo, ppo_step
 
+WAITING_NOTE_S = 10.0
+"""Seconds between the lines that say the service is waiting for a step's rollouts."""
+
 
 class InputExhausted(RuntimeError):
     """A finite input (a JSONL file) ended before `--steps` steps."""
@@ -214,6 +217,13 @@ def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
     waiting for data. Bad records are dead-lettered and skipped (their offsets advance too)."""
     waited, idle, last_note = 0.0, 0.0, time.monotonic()
     while not svc.buffer.ready(svc.cfg.groups_per_step):
+        if time.monotonic() - last_note >= WAITING_NOTE_S:  # the generators may take minutes for a step's groups
+            last_note = time.monotonic()
+            note = svc.source.last_error()
+            svc.log(
+                f"step {svc.progress.step + 1}: waiting for rollouts, {len(svc.buffer.complete)}/"
+                f"{svc.cfg.groups_per_step} complete groups, {waited:.0f} s ({idle:.0f} s idle{'; ' + note if note else ''})"
+            )
         t0 = time.monotonic()
         item = svc.source.poll(1.0)
         waited += time.monotonic() - t0
@@ -226,10 +236,6 @@ def collect_groups(svc: Service) -> tuple[list[SourcedRollout], float]:
                 )
             if svc.cfg.idle_timeout is not None and idle > svc.cfg.idle_timeout:
                 raise TimeoutError(f"no record from {svc.source.describe()} for {idle:.0f} s (--idle-timeout)")
-            if time.monotonic() - last_note > 30:
-                last_note = time.monotonic()
-                note = svc.source.last_error()
-                svc.log(f"waiting for data ({idle:.0f} s idle{'; ' + note if note else ''})")
             continue
         idle = 0.0
         svc.progress.next_offsets[item.partition] = item.offset + 1

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +40,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..data.sft_rows import SftRow
 from ..models.load import generate
+from ..progress import PROGRESS_EVERY_S, PhaseProgress
 from .masking import (
     IGNORE_INDEX,
     Example,
@@ -89,7 +90,7 @@ def _token_nll(model: PreTrainedModel, ids: list[int]) -> torch.Tensor:
 
 
 @torch.no_grad()
-def validation_loss(model: PreTrainedModel, examples: Sequence[Example]) -> float:
+def validation_loss(model: PreTrainedModel, examples: Iterable[Example]) -> float:
     """Mean over rows of the per-row mean CE on trained tokens (the training objective); a row
     with weights (`--decision-weight`) counts with its weighted mean Σ w·CE / Σ w, as in training."""
     device = next(model.parameters()).device
@@ -117,7 +118,7 @@ def _cut(length: int, window: int | None) -> int:
 
 @torch.no_grad()
 def state_perplexities(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], window: int | None = None
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Iterable[SftRow], window: int | None = None
 ) -> tuple[float, float]:
     """(observation-span PPL, prediction-span PPL) over the faithful targets of `rows`."""
     sums = {"obs": [0.0, 0], "pred": [0.0, 0]}
@@ -153,11 +154,13 @@ def greedy_state_hits(
     close: str,
     limit: int = 32,
     window: int | None = None,
+    progress: PhaseProgress | None = None,
 ) -> list[tuple[SftRow, bool]]:
     """(row, hit) for the first `limit` rows whose target has a span of `spans_of`: greedy
     decoding from the prompt and the target up to the span's opening tag until `close`; a hit
     when the decoded text before `close` equals the span's contents. The prefix is seen through
-    the training window; a row whose window starts inside the span is skipped."""
+    the training window; a row whose window starts inside the span is skipped. `progress` counts
+    the rows decoded."""
     device = next(model.parameters()).device
     results: list[tuple[SftRow, bool]] = []
     for row in rows:
@@ -188,6 +191,8 @@ def greedy_state_hits(
         )
         text = str(tokenizer.decode(out[0, len(prefix_ids) :], skip_special_tokens=False))
         results.append((row, text.split(close)[0] == truth and close in text))
+        if progress is not None:
+            progress.count(len(results))
     return results
 
 
@@ -202,11 +207,11 @@ def next_state_exact_match(
     rows: Sequence[SftRow],
     limit: int = 32,
     window: int | None = None,
+    progress: PhaseProgress | None = None,
 ) -> tuple[float, int]:
     """(hit rate, rows evaluated) of greedy next-state decoding on rows with a prediction."""
-    hits = [
-        hit for _, hit in greedy_state_hits(model, tokenizer, rows, prediction_spans, "</prediction>", limit, window)
-    ]
+    results = greedy_state_hits(model, tokenizer, rows, prediction_spans, "</prediction>", limit, window, progress)
+    hits = [hit for _, hit in results]
     return _rate(hits), len(hits)
 
 
@@ -229,10 +234,11 @@ def observation_copy(
     rows: Sequence[SftRow],
     limit: int = 32,
     window: int | None = None,
+    progress: PhaseProgress | None = None,
 ) -> ObservationCopy:
     """Greedy current-state decoding on the first `limit` rows with an observation: given the
     prompt and the target up to and including `<observation>`, until `</observation>`."""
-    results = greedy_state_hits(model, tokenizer, rows, observation_spans, "</observation>", limit, window)
+    results = greedy_state_hits(model, tokenizer, rows, observation_spans, "</observation>", limit, window, progress)
     first = [hit for row, hit in results if is_first_turn(row)]
     later = [hit for row, hit in results if not is_first_turn(row)]
     hits = [hit for _, hit in results]
@@ -286,7 +292,7 @@ class ActionProbe:
 
 @torch.no_grad()
 def action_distributions(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], window: int | None = None
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Iterable[SftRow], window: int | None = None
 ) -> tuple[torch.Tensor, list[int]]:
     """(rows × 4 probabilities over ACTION_WORDS, index of each row's demonstrated word) for the
     Sokoban/FrozenLake rows whose thought names an action, teacher-forced through the training window."""
@@ -332,7 +338,7 @@ def board_dependence(probs: torch.Tensor, demonstrated: Sequence[int]) -> Action
 
 @torch.no_grad()
 def action_probe(
-    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Sequence[SftRow], window: int | None = None
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, rows: Iterable[SftRow], window: int | None = None
 ) -> ActionProbe:
     """The board-dependence probe over `rows` (see the module docstring)."""
     return board_dependence(*action_distributions(model, tokenizer, rows, window))
@@ -345,16 +351,25 @@ def evaluate(
     encode: Callable[[SftRow], Example],
     exact_match_limit: int = 32,
     window: int | None = None,
+    label: str = "sft",
+    every: float = PROGRESS_EVERY_S,
 ) -> SftMetrics:
     """All held-out metrics, each row seen through the training `window`; the model is put in eval
     mode and left there. Generation (exact match, observation copy) runs on at most
-    `exact_match_limit` rows each; the teacher-forced probe on every row."""
+    `exact_match_limit` rows each; the teacher-forced probe on every row. Each part prints its
+    progress as `[label] held-out metrics (part): n/total rows, …` at least every `every` seconds."""
     model.eval()
-    loss = validation_loss(model, [encode(r) for r in rows])
-    obs_ppl, pred_ppl = state_perplexities(model, tokenizer, rows, window)
-    em, n = next_state_exact_match(model, tokenizer, rows, exact_match_limit, window)
-    copy = observation_copy(model, tokenizer, rows, exact_match_limit, window)
-    probe = action_probe(model, tokenizer, rows, window)
+    print(f"[{label}] held-out metrics on {len(rows)} rows (greedy decoding on up to {exact_match_limit})", flush=True)
+
+    def part(name: str, total: int) -> PhaseProgress:
+        return PhaseProgress(label, f"held-out metrics ({name})", total, every=every)
+
+    loss = validation_loss(model, (encode(r) for r in part("val loss", len(rows)).over(rows)))
+    obs_ppl, pred_ppl = state_perplexities(model, tokenizer, part("state perplexity", len(rows)).over(rows), window)
+    decoded = min(exact_match_limit, len(rows))
+    em, n = next_state_exact_match(model, tokenizer, rows, exact_match_limit, window, part("exact match", decoded))
+    copy = observation_copy(model, tokenizer, rows, exact_match_limit, window, part("observation copy", decoded))
+    probe = action_probe(model, tokenizer, part("action probe", len(rows)).over(rows), window)
     return SftMetrics(
         loss, obs_ppl, pred_ppl, em, n, len(rows),
         copy.rate, copy.rows, copy.first_turn_rate, copy.first_turn_rows, copy.later_turn_rate, copy.later_turn_rows,
