@@ -243,7 +243,9 @@ export async function startBroker(options: BrokerStartOptions = {}): Promise<Run
     timeoutMs,
     () => isInstanceProcess(instance, pid),
     (seconds) =>
-      log(`[kafka] waiting for broker "${instance.name}" on ${brokers[0]} to answer: ${seconds} s of up to ${timeoutMs / 1000} s`),
+      log(
+        `[kafka] waiting for broker "${instance.name}" on ${brokers[0]} to answer: ${seconds} s of up to ${timeoutMs / 1000} s`,
+      ),
   );
   if (outcome !== 'answering') {
     if (outcome === 'timeout') await stopBroker(options);

@@ -43,7 +43,11 @@ def test_the_held_out_metrics_print_progress_as_they_go(
     evaluate(model, tiny_tokenizer, rows, lambda r: encode_faithful(tiny_tokenizer, r), 2, window=300, every=0)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[sft] held-out metrics on 4 rows (greedy decoding on up to 2)"
-    parts = {m.group(1): m.group(2) for line in lines if (m := re.match(r"\[sft\] held-out metrics \((.+)\): (\S+) rows", line))}
+    parts = {
+        m.group(1): m.group(2)
+        for line in lines
+        if (m := re.match(r"\[sft\] held-out metrics \((.+)\): (\S+) rows", line))
+    }
     assert set(parts) == {"val loss", "state perplexity", "exact match", "observation copy", "action probe"}
     assert parts["val loss"] == "3/4" and parts["exact match"] == "2/2"
 
@@ -52,6 +56,8 @@ def test_a_heartbeat_says_a_phase_is_still_running(capsys: pytest.CaptureFixture
     with heartbeat("export", "exporting v1", every=0.05):
         time.sleep(0.3)
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) >= 2 and all(re.fullmatch(r"\[export\] exporting v1: still running, \d+ s", line) for line in lines)
+    assert len(lines) >= 2 and all(
+        re.fullmatch(r"\[export\] exporting v1: still running, \d+ s", line) for line in lines
+    )
     time.sleep(0.2)
     assert capsys.readouterr().out == ""  # none after the block
