@@ -118,11 +118,11 @@ async function evaluate(
       seed,
       ...generationOptions(config),
     });
+    const progress = new Progress(`eval ${label}`, {
+      key: 'episodes',
+      value: config.evalPuzzles * config.evalK * config.evalPasses,
+    });
     try {
-      const progress = new Progress(`eval ${label}`, {
-        key: 'episodes',
-        value: config.evalPuzzles * config.evalK * config.evalPasses,
-      });
       const result = await evaluatePolicy(policy.source, {
         env: config.env,
         puzzles: config.evalPuzzles,
@@ -130,9 +130,9 @@ async function evaluate(
         k: config.evalK,
         onEpisode: () => progress.add('episodes'),
       });
-      progress.done();
       return { ...result, command: typedCommand(['eval', ...args]), stage };
     } finally {
+      progress.done(); // its heartbeat stops with the evaluation, however it ends
       await policy.close();
     }
   };

@@ -113,22 +113,26 @@ async function demonstrations(
   });
   const progress = trajectoryProgress(stage, episodes);
   const rejectsByReason: Record<string, number> = {};
-  const counts = await generateToKafka(warm, `spa-run-${runId}-warmup-${mode}`, {
-    episodes,
-    makeEnv: envFactory({ name: episodes.env }),
-    policy,
-    pipeline: {
-      target: 'sft',
-      malformedFilter: { envs: config.filterEnvs, parserReasons: config.filterParserReasons },
-      // empty state tags stay empty: the demonstrations teach the format, not the states
-      annotation: config.warmupStates === 'empty' ? 'self-belief' : 'gt',
-    },
-    onRecord: (o) => {
-      progress.add(o.topic);
-      if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
-    },
-  });
-  progress.done();
+  let counts;
+  try {
+    counts = await generateToKafka(warm, `spa-run-${runId}-warmup-${mode}`, {
+      episodes,
+      makeEnv: envFactory({ name: episodes.env }),
+      policy,
+      pipeline: {
+        target: 'sft',
+        malformedFilter: { envs: config.filterEnvs, parserReasons: config.filterParserReasons },
+        // empty state tags stay empty: the demonstrations teach the format, not the states
+        annotation: config.warmupStates === 'empty' ? 'self-belief' : 'gt',
+      },
+      onRecord: (o) => {
+        progress.add(o.topic);
+        if (o.topic === 'dlq') rejectsByReason[o.record.reason] = (rejectsByReason[o.record.reason] ?? 0) + 1;
+      },
+    });
+  } finally {
+    progress.done(); // its heartbeat stops with the stage, however the stage ends
+  }
   return dataStageSummary(warm, stage, { name: 'oracle', version: null }, { counts, rejectsByReason });
 }
 
