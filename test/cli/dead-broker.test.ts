@@ -1,18 +1,9 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { closedPort } from '../kafka/harness.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-
-/** A port nothing listens on: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('a dead KAFKA_BROKERS', () => {
   it('is named within seconds and fails with one clear message after 8 s', async () => {

@@ -13,22 +13,12 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { holdRunLock, RunLockedError } from '../../loop/run-lock.js';
 import { runSpa, spawnSpa } from '../cli/spa-process.js';
-import { eventually } from '../kafka/harness.js';
-
-/** A port nothing listens on: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { closedPort, eventually } from '../kafka/harness.js';
 
 const temps: string[] = [];
 const temp = () => {

@@ -2,6 +2,7 @@
  * Test brokers: real KRaft brokers from infra/kafka on their own ports and data dirs
  * (infra/kafka/data/test-<name>), so tests never touch a user's broker on 9092.
  */
+import { createServer } from 'node:net';
 import { startBroker, stopBroker } from '../../infra/kafka/broker.js';
 import type { BrokerStartOptions, RunningBroker } from '../../infra/kafka/broker.js';
 import { kafkaConnectionConfig } from '../../infra/kafka/client/config.js';
@@ -41,4 +42,13 @@ export async function eventually(check: () => boolean, timeoutMs: number, what: 
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** A port nothing listens on: bound once, then released. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

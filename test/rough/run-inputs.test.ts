@@ -3,21 +3,12 @@
  * prints a bad one's error once, and a start that fails leaves no run folder behind.
  */
 import { mkdirSync, mkdtempSync as makeTemp, rmSync, readdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkModel } from '../../cli/run/model-folder.js';
 import { runSpa } from '../cli/spa-process.js';
-
-/** A port nothing listens on: bound once, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { closedPort } from '../kafka/harness.js';
 
 /** Temporary folders of this file, removed at the end. */
 const temps: string[] = [];
