@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Idempotent provisioning for a fresh clone: npm dependencies (and, as the project grows,
-// the Kafka jars and the trainer's Python venv). Written in plain Node with no dependencies
+// Idempotent provisioning for a fresh clone: npm dependencies, the CLI's build (.setup/cli,
+// scripts/cli-build.mjs) and, as steps name them, the Kafka jars and the trainer's Python venv. Written in plain Node with no dependencies
 // because it runs before `npm ci` has installed anything.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -41,6 +41,10 @@ if (!npmStamp.fresh || !existsSync(join(root, 'node_modules'))) {
   run('npm', ['ci', '--no-audit', '--no-fund'], npmEnv);
   npmStamp.save();
 }
+
+// The CLI runs from its build; a stale one is rebuilt here once rather than by the first `spa`.
+const { freshCli } = await import('./cli-build.mjs');
+await freshCli({ prune: true });
 
 const steps = process.argv.slice(2);
 for (const step of steps) {

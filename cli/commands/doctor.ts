@@ -15,6 +15,7 @@ import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/clie
 import { jarsProvisioned, kafkaInfraDir, kafkaVersion } from '../../infra/kafka/jars.js';
 import { openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */
 export interface DoctorCheck {
@@ -237,9 +238,7 @@ export function formatDoctor(checks: readonly DoctorCheck[]): string {
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description(
-      'check Java, Maven, the Kafka jars, the broker, the trainer venv, onnxruntime-node and Chromium; say what to do',
-    )
+    .description(COMMAND_SUMMARIES.doctor)
     .option('--json', 'print the checks as JSON', false)
     .action(async (options: { json: boolean }) => {
       const checks = await runDoctor();

@@ -4,6 +4,7 @@ import { runEnvPlay } from './env-play.js';
 import { seedNumber } from '../options.js';
 import { loadEnvState, showText, type EnvStateOptions } from './env-show.js';
 import { runEnvStep } from './env-step.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 const STEP_HELP =
   'replay actions on given states: stdin JSON Lines {"env","render","actions":["Up",…],' +
@@ -62,7 +63,7 @@ function checked<T>(command: Command, read: () => T): T {
 
 /** `spa env …`: poke an environment (step, show, play). */
 export function registerEnvCommand(program: Command): void {
-  const env = program.command('env').description('step, show or play an environment');
+  const env = program.command('env').description(COMMAND_SUMMARIES.env);
   env
     .command('step')
     .description(STEP_HELP)

@@ -21,6 +21,7 @@ import {
 } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
 import { Progress } from '../../loop/progress.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 interface EvalOptions {
   policy: string;
@@ -53,7 +54,7 @@ export function policyLabel(policy: string, version: number): string {
 export function registerEvalCommand(program: Command): void {
   const command = program
     .command('eval')
-    .description("Pass@1 / Pass@k of a policy on SPA's validation puzzles (seeds 123..250)")
+    .description(COMMAND_SUMMARIES.eval)
     .requiredOption('--policy <spec>', POLICY_SPEC_HELP)
     .requiredOption('--env <env>', ENV_NAMES.join(' | '))
     .option('--variant <name>', "puzzle variant (default SPA's; others use generated puzzles)")

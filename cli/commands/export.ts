@@ -19,6 +19,7 @@ import {
 import { numberInRange, oneOf, seedNumber, UsageError } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
 import { Progress } from '../../loop/progress.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 /** Output formats of `spa export`. */
 const EXPORT_FORMATS = ['spa-jsonl', 'parquet', 'verl', 'trl'] as const;
@@ -145,9 +146,7 @@ interface ExportOptions {
 export function registerExportCommand(program: Command): void {
   program
     .command('export')
-    .description(
-      "write SFT rows as SPA's released dataset columns (JSON Lines or Parquet), or as verl or TRL Parquet; optionally split",
-    )
+    .description(COMMAND_SUMMARIES.export)
     .requiredOption('--in <sft.jsonl>', 'SftRow JSON Lines, as written by `spa generate --out`')
     .option(
       '--format <format>',

@@ -36,6 +36,7 @@ import {
 import { checkOutputFile } from '../output-paths.js';
 import { trajectoryProgress } from '../../loop/progress.js';
 import { refuseOtherRunsTopics } from '../run-topics.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 /** `spa generate`'s flags as commander parses them. */
 interface GenerateFlags {
@@ -78,9 +79,7 @@ interface GenerateFlags {
 export function registerGenerateCommand(program: Command): void {
   const command = program
     .command('generate')
-    .description(
-      'play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines or to Kafka; --shard i/n plays one of n shards',
-    )
+    .description(COMMAND_SUMMARIES.generate)
     .requiredOption('--env <env>', `environment: ${ENV_NAMES.join(' | ')}`)
     .option('--variant <name>', "puzzle variant (default: SPA's)")
     .option('--policy <spec>', `generator policy: ${POLICY_SPEC_HELP}`, 'random')

@@ -4,6 +4,7 @@ import { SPA_ENV_PROMPT_SPECS } from '../../envs/protocol/action-vocabularies.js
 import { parseResponse } from '../../envs/protocol/parser.js';
 import type { PromptMode } from '../../envs/protocol/types.js';
 import { mapJsonLines, parseJsonLine } from '../json-lines.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 const MODES: readonly PromptMode[] = ['wm', 'base'];
 const ENVS: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];
@@ -66,10 +67,7 @@ function parseLine(line: string): Record<string, unknown> {
 export function registerParseCommand(program: Command): void {
   program
     .command('parse')
-    .description(
-      'parse model continuations like SPA: stdin JSON Lines {"mode":"wm"|"base","env":"sokoban"|"frozenlake"|"sudoku",' +
-        '"continuation":"…","spa_fallback_bug"?:bool} → {"matched","ok","actions","valid_ids","penalty","canonical","reason"}',
-    )
+    .description(COMMAND_SUMMARIES.parse)
     .action(async () => {
       await mapJsonLines(process.stdin, process.stdout, parseLine); // a bad line yields {"error"}
     });

@@ -25,6 +25,7 @@ import {
 import type { EnvName } from '../../envs/types.js';
 import { Progress } from '../../loop/progress.js';
 import { brokerTopics, pickRun, runIdArgument, runReplayTopic, runTopicNames } from '../run-topics.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 interface ReplayCliOptions {
   fromTopic?: string;
@@ -106,7 +107,7 @@ async function replayTopics(
 export function registerReplayCommand(program: Command): void {
   const command = program
     .command('replay')
-    .description('re-run stored trajectories (spa.trajectories) through the operators into another topic')
+    .description(COMMAND_SUMMARIES.replay)
     .option(
       '--run <id>',
       "replay `spa run --run-id <id>`'s topics: --from-topic, --dlq-topic and --to-topic default to spa.<id>.trajectories, spa.<id>.dlq and spa.<id>.replay-<annotate>.sft",

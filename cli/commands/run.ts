@@ -14,8 +14,8 @@ import {
 import { addLoopFieldOptions, loopFieldValues } from '../run/loop-fields.js';
 import type { DataStageSummary } from '../../loop/data-stage.js';
 import type { LoopEvaluation } from '../../loop/evaluate.js';
-import { runSpaLoop, type LoopSummary } from '../../loop/spa-loop.js';
-import { withTelemetry, type TelemetryOptions } from '../../streams/telemetry/telemetry.js';
+import type { LoopSummary } from '../../loop/spa-loop.js';
+import type { TelemetryOptions } from '../../streams/telemetry/telemetry.js';
 import type { EvaluationResult } from '../../streams/eval/evaluate.js';
 import { pairedDifference } from '../../streams/eval/pass-at-k.js';
 import { checkTelemetry, oneOf, port, UsageError } from '../options.js';
@@ -27,6 +27,7 @@ import { RunLockedError } from '../../loop/run-lock.js';
 import { ConfigChangedError } from '../../loop/recorded-config.js';
 import { allowedChanges, configChangedMessage } from '../run/config-change.js';
 import { LAST_RUN, runIdArgument } from '../run-topics.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 /** `spa run`'s own options; every `LoopConfig` field is an option too (cli/run/loop-fields.ts). */
 interface RunOptions {
@@ -49,9 +50,7 @@ export type RunLoop = (config: LoopConfig, options: RunOptions) => Promise<void>
 export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPrint): void {
   const command = program
     .command('run')
-    .description(
-      'run the SPA loop end to end: generate → SFT → export → self-play + PPO with live policy swaps → Pass@k',
-    )
+    .description(COMMAND_SUMMARIES.run)
     .option(
       '--config <name>',
       `SPA config: ${Object.keys(LOOP_CONFIGS).join(' | ')}`,
@@ -155,6 +154,11 @@ async function runAndPrint(config: LoopConfig, options: RunOptions): Promise<voi
   // A model folder is read first by a trainer, minutes in: check it before the broker and the run folder.
   checkModel(config.model);
   stopOnSignals(runId);
+  // The loop and telemetry load here, not with the command: a usage error or `--help` needs neither.
+  const [{ runSpaLoop }, { withTelemetry }] = await Promise.all([
+    import('../../loop/spa-loop.js'),
+    import('../../streams/telemetry/telemetry.js'),
+  ]);
   const summary = await withTelemetry(runTelemetry(options), () =>
     runSpaLoop(config, {
       runsDir: options.runsDir,

@@ -16,6 +16,7 @@ import {
   topicsOfRun,
   type RunTopics,
 } from '../run-topics.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 interface TapCliOptions {
   follow: boolean;
@@ -71,7 +72,7 @@ function collectFilter(text: string, previous: TapFilter[]): TapFilter[] {
 export function registerTapCommand(program: Command): void {
   program
     .command('tap')
-    .description('print records of a topic readably (ephemeral consumer, commits nothing)')
+    .description(COMMAND_SUMMARIES.tap)
     .argument(
       '[topic]',
       'topic name, e.g. spa.trajectories, spa.sft, spa.dlq; with --run also a role: trajectories (required without --web)',

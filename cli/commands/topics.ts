@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { connectSpaKafka, type SpaKafka } from '../../streams/kafka/spa-kafka.js';
 import { pickRun, runIdArgument, runTopicPrefix } from '../run-topics.js';
+import { COMMAND_SUMMARIES } from './summaries.js';
 
 /** One topic's size. */
 interface TopicRow {
@@ -114,7 +115,7 @@ function formatTable(header: readonly string[], rows: readonly (readonly (string
 export function registerTopicsCommand(program: Command): void {
   program
     .command('topics')
-    .description('list topics with partitions and record counts, and consumer groups with their lag')
+    .description(COMMAND_SUMMARIES.topics)
     .option('--json', 'print {topics, groups} as JSON instead of tables', false)
     .option(
       '--run <id>',

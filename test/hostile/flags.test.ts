@@ -65,15 +65,15 @@ describe('numeric parsers', () => {
     );
   });
 
-  it('bound every numeric option of every command, and say the range in --help', () => {
-    const numeric = everyOption(buildProgram()).filter(({ option }) => {
+  it('bound every numeric option of every command, and say the range in --help', async () => {
+    const numeric = everyOption(await buildProgram()).filter(({ option }) => {
       try {
         return typeof option.parseArg?.('1', undefined) === 'number';
       } catch {
         return false; // e.g. --warmup-explore needs ≤ 1, --split-val < 1: tried below with 0.5
       }
     });
-    const fractional = everyOption(buildProgram()).filter(({ option }) => {
+    const fractional = everyOption(await buildProgram()).filter(({ option }) => {
       try {
         return (
           !numeric.some((n) => n.option === option) && typeof option.parseArg?.('0.5', undefined) === 'number'
@@ -89,7 +89,7 @@ describe('numeric parsers', () => {
         expect(() => option.parseArg?.(huge, undefined), flag).toThrow(option.long!);
       expect(option.description, flag).toMatch(/\((\d+\.\.\d+|[-\d.]+ [<≤] [xp] [<≤] [\d.]+)\)/);
     }
-  });
+  }, 120_000); // buildProgram() loads every command's modules
 
   it('check a config file field with the same range: sft-groups: 1e12 names the field and its line', () => {
     const run = new Command('spa');

@@ -43,8 +43,8 @@ describe('a usage error', () => {
     expect(result.stdout).toBe('');
   }, 30_000); // a CLI start-up on a busy 2-core box
 
-  it("names the failing subcommand's own --help, however deep", () => {
-    const program = buildProgram();
+  it("names the failing subcommand's own --help, however deep", async () => {
+    const program = await buildProgram();
     const written: string[] = [];
     for (const [, command] of [['', program] as const, ...commandsOf(program)])
       command.exitOverride().configureOutput({ writeErr: (s) => written.push(s), writeOut: () => {} });
@@ -60,7 +60,7 @@ describe('a usage error', () => {
       '(Did you mean run?)',
       "(run 'npx spa --help' for the commands)",
     ]);
-  });
+  }, 120_000); // buildProgram() loads every command's modules
 });
 
 describe('a config-file typo', () => {
@@ -74,8 +74,8 @@ describe('a config-file typo', () => {
 });
 
 describe("the --config-file help's example", () => {
-  it("is a key: value each command's config file accepts", () => {
-    const shown = commandsOf(buildProgram()).flatMap(([name, command]) => {
+  it("is a key: value each command's config file accepts", async () => {
+    const shown = commandsOf(await buildProgram()).flatMap(([name, command]) => {
       const option = command.options.find((o) => o.long === '--config-file');
       if (!option) return [];
       const example = /e\.g\. ([\w-]+: [^);]+)/.exec(option.description)?.[1];
@@ -87,5 +87,5 @@ describe("the --config-file help's example", () => {
     ]);
     for (const { command, example } of shown)
       expect(() => loadConfig(fileWith(`${example}\n`), configSchemaOf(command))).not.toThrow();
-  });
+  }, 120_000); // buildProgram() loads every command's modules
 });
