@@ -9,7 +9,7 @@ import type { KnipConfig } from 'knip';
  */
 const config: KnipConfig = {
   entry: [
-    'bin/*.mjs', // spa, bench (they load cli/main.ts and bench/main.ts through tsx)
+    'bin/*.mjs', // spa (cli/main.ts, built by scripts/cli-build.mjs), bench (bench/main.ts through tsx)
     'cli/main.ts',
     'bench/main.ts',
     'scripts/*.{ts,mjs}', // setup, learning-check, ppo-check

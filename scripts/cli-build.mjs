@@ -100,7 +100,7 @@ const ownFileUrls = {
  * writes the stamp. Chunks are named by their content's hash and written before the entry, so a
  * running `spa` never loses a chunk it may still import; `prune` removes earlier builds' day-old ones.
  */
-export async function buildCli({ prune = false } = {}) {
+async function buildCli({ prune = false } = {}) {
   const { build } = await import('esbuild');
   const result = await build({
     absWorkingDir: root,
