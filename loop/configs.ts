@@ -72,11 +72,16 @@ export interface LoopConfig {
   readonly warmupModes: readonly WarmupMode[];
   /**
    * Loss weight of the response tokens where the model decides (thoughts, tags, answer: everything
-   * outside the `<observation>`/`<prediction>` contents) against the state tokens' 1, in every SFT of
-   * the loop (`spa_trainer.sft --decision-weight`). 1 = SPA's plain mean; a tiny model's one action
+   * outside the `<observation>`/`<prediction>` contents) against the state tokens' 1, in the warm-up's
+   * SFT (`spa_trainer.sft --decision-weight`). 1 = SPA's plain mean; a tiny model's one action
    * token is otherwise drowned by ~150 state tokens (docs/spa-sft.md#weights).
    */
   readonly decisionWeight: number;
+  /**
+   * The same weight in the world-model SFT. A tiny model's policy, learned in the warm-up, drifts
+   * when the world-model SFT's state tokens outweigh its decisions (docs/spa-loop.md#sft-mix).
+   */
+  readonly sftDecisionWeight: number;
   /** No world-model SFT: PPO starts from the (warmed-up) model, the paper's RL-only baseline. */
   readonly skipWorldModelSft: boolean;
   /**
@@ -224,6 +229,7 @@ const small = {
   warmupSeed: 0,
   warmupModes: ['wm', 'base-wm'],
   decisionWeight: 20,
+  sftDecisionWeight: 100,
   skipWorldModelSft: false,
   filterEnvs: ['frozenlake', 'sudoku'],
   filterParserReasons: false,
@@ -232,7 +238,7 @@ const small = {
   sftGroups: 32,
   sftGroupSize: 1,
   sftBatches: 8,
-  sftEpochs: 8,
+  sftEpochs: 2,
   sftLr: 1e-4, // SPA's
   sftBatchSize: 4,
   sftMaxLength: 340,

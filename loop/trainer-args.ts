@@ -137,6 +137,8 @@ export interface SftRun {
   readonly topic: string;
   readonly epochs: number;
   readonly lr: number;
+  /** Loss weight of the decision tokens against the state tokens' 1 (docs/spa-sft.md#weights). */
+  readonly decisionWeight: number;
   /** The trainer's run folder (checkpoints, metrics.json). */
   readonly out: string;
   readonly brokers: string;
@@ -150,14 +152,15 @@ export interface SftRun {
   readonly publish?: { readonly root: string; readonly topic: string };
 }
 
-/** `spa_trainer.sft` on `run`, with the run's batch size, window and decision weight. */
+/** `spa_trainer.sft` on `run`, with the run's batch size and window. */
 export function sftCommand(config: LoopConfig, run: SftRun): TrainerCommand {
   return trainerCommand('sft', {
     model: run.model,
     input: `kafka:${run.topic}`,
     epochs: run.epochs,
     lr: run.lr,
-    ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'max_length', 'decision_weight']),
+    decision_weight: run.decisionWeight,
+    ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'max_length']),
     out: run.out,
     brokers: run.brokers,
     val_fraction: run.valFraction,

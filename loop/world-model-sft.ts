@@ -18,6 +18,7 @@ export function worldModelSft(ctx: LoopContext, startModel: string): Promise<Sft
       topic: kafka.topics.sft,
       epochs: config.sftEpochs,
       lr: config.sftLr,
+      decisionWeight: config.sftDecisionWeight,
       out,
       evalRows: SFT_EXACT_MATCH_ROWS,
       publish: { root: join(runDir, 'policies'), topic: kafka.topics.policy },

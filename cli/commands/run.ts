@@ -135,6 +135,7 @@ function resolveRunConfig(options: RunOptions & Record<string, unknown>): LoopCo
     ...(given.warmupTrajectories === undefined ? { warmupTrajectories: 0 } : {}),
     ...(given.contextWindow === undefined ? { contextWindow: 0 } : {}),
     ...(given.decisionWeight === undefined ? { decisionWeight: 1 } : {}),
+    ...(given.sftDecisionWeight === undefined ? { sftDecisionWeight: 1 } : {}),
   };
 }
 

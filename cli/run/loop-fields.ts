@@ -126,7 +126,11 @@ export const LOOP_FIELDS: LoopFieldTable = {
     parse: (flag) => listOf(flag, WARMUP_MODES),
   },
   decisionWeight: rate(
-    "SFT loss weight of the response tokens outside <observation>/<prediction> contents against the states' 1 (1: SPA; default: 20 for a tiny model, 1 for a real one)",
+    "warm-up SFT loss weight of the response tokens outside <observation>/<prediction> contents against the states' 1 (1: SPA; default: 20 for a tiny model, 1 for a real one)",
+    MAX_LOSS_WEIGHT,
+  ),
+  sftDecisionWeight: rate(
+    'the same weight in the world-model SFT (1: SPA; default: 100 for a tiny model, 1 for a real one)',
     MAX_LOSS_WEIGHT,
   ),
   skipWorldModelSft: {

@@ -109,7 +109,7 @@ export function armPlans(o: CheckOptions, arms: readonly Arm[], start: Start): A
       ...['--generator', 'self-play', '--annotation', o.wmAnnotation, ...learning],
       ...['--sft-lr', o.sftLr, '--sft-epochs', String(o.sftEpochs), '--sft-groups', '32'],
       ...['--sft-batches', String(Math.max(1, Math.round(o.sftPuzzles / 32))), '--sft-prompts', o.sftPrompts],
-      ...['--sft-batch-size', String(o.sftBatchSize), '--decision-weight', o.sftDecisionWeight],
+      ...['--sft-batch-size', String(o.sftBatchSize), '--sft-decision-weight', o.sftDecisionWeight],
     ],
     'wm-control': frozen,
   };

@@ -50,6 +50,7 @@ warmup-states: empty
 warmup-seed: 3
 warmup-modes: base,base-wm
 decision-weight: 4
+sft-decision-weight: 50
 skip-world-model-sft: true
 filter-envs: sokoban,sudoku
 filter-parser-reasons: true
@@ -107,6 +108,7 @@ describe('spa run --config-file', () => {
       warmupSeed: 3,
       warmupModes: ['base', 'base-wm'],
       decisionWeight: 4,
+      sftDecisionWeight: 50,
       skipWorldModelSft: true,
       filterEnvs: ['sokoban', 'sudoku'],
       filterParserReasons: true,
@@ -250,6 +252,10 @@ describe('spa run --config-file', () => {
     expect((await runConfig([])).decisionWeight).toBe(20);
     expect((await runConfig(['--model', '/models/qwen'])).decisionWeight).toBe(1);
     expect((await runConfig(['--model', '/models/qwen', '--decision-weight', '5'])).decisionWeight).toBe(5);
+    expect((await runConfig([])).sftDecisionWeight).toBe(100);
+    expect((await runConfig(['--model', '/models/qwen'])).sftDecisionWeight).toBe(1);
+    const given = await runConfig(['--model', '/models/qwen', '--sft-decision-weight', '5']);
+    expect(given.sftDecisionWeight).toBe(5);
   });
 
   it('warms up only the tiny model unless asked for', async () => {

@@ -33,6 +33,7 @@ describe('trainer-args', () => {
       topic: 'spa.r.sft',
       epochs: config.sftEpochs,
       lr: config.sftLr,
+      decisionWeight: config.sftDecisionWeight,
       out: '/runs/r/sft',
       brokers: 'b:1',
       evalRows: 96,
@@ -46,7 +47,7 @@ describe('trainer-args', () => {
       '--lr': String(config.sftLr),
       '--batch-size': String(config.sftBatchSize),
       '--max-length': String(config.sftMaxLength),
-      '--decision-weight': String(config.decisionWeight),
+      '--decision-weight': String(config.sftDecisionWeight),
       '--out': '/runs/r/sft',
       '--brokers': 'b:1',
       '--eval-rows': '96',
@@ -56,7 +57,16 @@ describe('trainer-args', () => {
   });
 
   it('gives the warm-up SFT a held-out share and no export', () => {
-    const run = { model: 'tiny', topic: 't', epochs: 1, lr: 0.001, out: 'o', brokers: 'b', evalRows: 96 };
+    const run = {
+      model: 'tiny',
+      topic: 't',
+      epochs: 1,
+      lr: 0.001,
+      decisionWeight: 20,
+      out: 'o',
+      brokers: 'b',
+      evalRows: 96,
+    };
     const args = flags(sftCommand(config, { ...run, valFraction: 0.1 }).args);
     expect(args['--val-fraction']).toBe('0.1');
     expect(args['--export']).toBeUndefined();
@@ -169,7 +179,16 @@ describe('trainer-args', () => {
 const ppoRequired = { model: 'm', input: 'jsonl:r', out: 'o', steps: 1 };
 
 function sftRun() {
-  return { model: 'tiny', topic: 't', epochs: 1, lr: 0.001, out: 'o', brokers: 'b', evalRows: 96 };
+  return {
+    model: 'tiny',
+    topic: 't',
+    epochs: 1,
+    lr: 0.001,
+    decisionWeight: 20,
+    out: 'o',
+    brokers: 'b',
+    evalRows: 96,
+  };
 }
 
 function baseRun() {
