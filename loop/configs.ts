@@ -29,7 +29,7 @@ export interface LoopConfig {
   readonly warmupEpochs: number;
   /**
    * The warm-up SFT's learning rate: training from random weights. World-model SFT then continues
-   * at `sftLr`, SPA's finetuning rate; at the warm-up's rate it unlearns the base prompts'
+   * at `sftLr`, a finetuning rate; at the warm-up's rate it unlearns the base prompts'
    * answers (docs/spa-loop.md#learning).
    */
   readonly warmupLr: number;
@@ -101,6 +101,12 @@ export interface LoopConfig {
   readonly sftLr: number;
   /** Rows per SFT optimizer step (SPA: global batch 16). */
   readonly sftBatchSize: number;
+  /**
+   * SFT rows per forward pass: speed and memory only, the loss is the same for any size
+   * (docs/spa-sft.md#target). SPA: 1 (a 1.5B model per GPU); a tiny model's step is mostly per-pass
+   * overhead, so one pass a step trains it several times faster.
+   */
+  readonly sftMicroBatchSize: number;
   /** SFT window in tokens, left-truncated (SPA: 2048). */
   readonly sftMaxLength: number;
   /** PPO: steps, each on groups × group size self-play episodes (SPA: 1000 steps of 32 × 8, top 25% kept). */
@@ -238,9 +244,10 @@ const small = {
   sftGroups: 32,
   sftGroupSize: 1,
   sftBatches: 8,
-  sftEpochs: 2,
-  sftLr: 1e-4, // SPA's
+  sftEpochs: 1,
+  sftLr: 5e-5, // half SPA's: a warmed-up tiny model's policy drifts at 1e-4 (docs/spa-loop.md#sft-mix)
   sftBatchSize: 4,
+  sftMicroBatchSize: 4, // the whole step in one pass
   sftMaxLength: 340,
   ppoSteps: 3,
   ppoGroupsPerStep: 4,
@@ -282,6 +289,7 @@ export const SPA_FULL_SIZE = {
   sftEpochs: 5,
   sftLr: 1e-4,
   sftBatchSize: 16,
+  sftMicroBatchSize: 1,
   sftMaxLength: 2048,
   ppoSteps: 1000,
   ppoGroupsPerStep: 32,

@@ -152,7 +152,7 @@ export interface SftRun {
   readonly publish?: { readonly root: string; readonly topic: string };
 }
 
-/** `spa_trainer.sft` on `run`, with the run's batch size and window. */
+/** `spa_trainer.sft` on `run`, with the run's batch sizes and window. */
 export function sftCommand(config: LoopConfig, run: SftRun): TrainerCommand {
   return trainerCommand('sft', {
     model: run.model,
@@ -160,7 +160,7 @@ export function sftCommand(config: LoopConfig, run: SftRun): TrainerCommand {
     epochs: run.epochs,
     lr: run.lr,
     decision_weight: run.decisionWeight,
-    ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'max_length']),
+    ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'micro_batch_size', 'max_length']),
     out: run.out,
     brokers: run.brokers,
     val_fraction: run.valFraction,

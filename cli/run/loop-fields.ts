@@ -162,6 +162,10 @@ export const LOOP_FIELDS: LoopFieldTable = {
   sftEpochs: count('SFT epochs (SPA: 5)', MAX_EPOCHS),
   sftLr: rate('SFT learning rate (SPA: 1e-4)', MAX_LR),
   sftBatchSize: count('SFT rows per optimizer step (SPA: 16)', MAX_BATCH_ROWS),
+  sftMicroBatchSize: count(
+    'SFT rows per forward pass; memory and speed only, the loss is the same (SPA: 1)',
+    MAX_BATCH_ROWS,
+  ),
   sftMaxLength: count('SFT window in tokens, left-truncated (SPA: 2048)', MAX_TOKENS),
   ppoSteps: count('PPO steps (SPA: 1000)', MAX_BATCHES),
   ppoGroupsPerStep: {

@@ -62,6 +62,7 @@ sft-batches: 4
 sft-epochs: 6
 sft-lr: 2.5e-4
 sft-batch-size: 5
+sft-micro-batch-size: 5
 sft-max-length: 300
 ppo-steps: 6
 ppo-groups-per-step: 2
@@ -120,6 +121,7 @@ describe('spa run --config-file', () => {
       sftEpochs: 6,
       sftLr: 2.5e-4,
       sftBatchSize: 5,
+      sftMicroBatchSize: 5,
       sftMaxLength: 300,
       ppoSteps: 6,
       ppoGroupsPerStep: 2,

@@ -46,6 +46,7 @@ describe('trainer-args', () => {
       '--epochs': String(config.sftEpochs),
       '--lr': String(config.sftLr),
       '--batch-size': String(config.sftBatchSize),
+      '--micro-batch-size': String(config.sftMicroBatchSize),
       '--max-length': String(config.sftMaxLength),
       '--decision-weight': String(config.sftDecisionWeight),
       '--out': '/runs/r/sft',
