@@ -6,6 +6,7 @@ const suites: Record<string, () => Promise<{ run(args: string[]): Promise<void> 
   pipeline: () => import('./pipeline.js'),
   generate: () => import('./generate.js'),
   trainer: () => import('./trainer.js'),
+  'trainer-share': () => import('./trainer-share.js'),
   telemetry: () => import('./telemetry.js'),
   freshness: () => import('./freshness.js'),
   memory: () => import('./memory.js'),

@@ -27,7 +27,7 @@ import { loadAverage, median } from './stats.js';
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const GOAL = 1.0;
 
-interface Options {
+export interface Options {
   readonly models: readonly string[];
   readonly steps: number;
   readonly batchSize: number;
@@ -41,7 +41,7 @@ interface Options {
 }
 
 /** One side's run, as sft_bench.py prints it. */
-interface SideRun {
+export interface SideRun {
   readonly side: 'spa' | 'trl';
   readonly tokens_per_s: number;
   readonly tokens: readonly number[];
@@ -54,14 +54,15 @@ const USAGE =
   'expected --models a,b  --steps n  --batch-size n  --max-length n  --lr x  --rounds n  ' +
   '--warmup-steps n  --micro-batch n  --loss-every k  --rows file.jsonl';
 
-function positive(flag: string, text: string | undefined): number {
+function positive(flag: string, text: string | undefined, suite: string): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1)
-    throw new Error(`bench trainer: ${flag} must be a positive integer, got "${text}"`);
+    throw new Error(`bench ${suite}: ${flag} must be a positive integer, got "${text}"`);
   return value;
 }
 
-function parseArgs(args: readonly string[]): Options {
+/** The suite's options; `suite` names the bench in error messages (trainer-share parses the same). */
+export function parseArgs(args: readonly string[], suite = 'trainer'): Options {
   const o = {
     models: ['tiny-cells'] as readonly string[],
     steps: 24,
@@ -78,23 +79,23 @@ function parseArgs(args: readonly string[]): Options {
     const flag = args[i];
     const value = args[++i];
     if (flag === '--models') o.models = (value ?? '').split(',').filter(Boolean);
-    else if (flag === '--steps') o.steps = positive(flag, value);
-    else if (flag === '--batch-size') o.batchSize = positive(flag, value);
-    else if (flag === '--max-length') o.maxLength = positive(flag, value);
+    else if (flag === '--steps') o.steps = positive(flag, value, suite);
+    else if (flag === '--batch-size') o.batchSize = positive(flag, value, suite);
+    else if (flag === '--max-length') o.maxLength = positive(flag, value, suite);
     else if (flag === '--lr') o.lr = Number(value);
-    else if (flag === '--rounds') o.rounds = positive(flag, value);
-    else if (flag === '--warmup-steps') o.warmupSteps = positive(flag, value);
-    else if (flag === '--micro-batch') o.microBatch = positive(flag, value);
-    else if (flag === '--loss-every') o.lossEvery = positive(flag, value);
+    else if (flag === '--rounds') o.rounds = positive(flag, value, suite);
+    else if (flag === '--warmup-steps') o.warmupSteps = positive(flag, value, suite);
+    else if (flag === '--micro-batch') o.microBatch = positive(flag, value, suite);
+    else if (flag === '--loss-every') o.lossEvery = positive(flag, value, suite);
     else if (flag === '--rows') o.rows = value;
-    else throw new Error(`bench trainer: unknown argument "${flag}"; ${USAGE}`);
+    else throw new Error(`bench ${suite}: unknown argument "${flag}"; ${USAGE}`);
   }
   if (o.warmupSteps >= o.steps)
     throw new Error(
-      `bench trainer: --warmup-steps ${o.warmupSteps} leaves no timed step of --steps ${o.steps}`,
+      `bench ${suite}: --warmup-steps ${o.warmupSteps} leaves no timed step of --steps ${o.steps}`,
     );
-  if (!(o.lr > 0)) throw new Error(`bench trainer: --lr must be a positive number`);
-  if (o.models.length === 0) throw new Error(`bench trainer: --models names no model`);
+  if (!(o.lr > 0)) throw new Error(`bench ${suite}: --lr must be a positive number`);
+  if (o.models.length === 0) throw new Error(`bench ${suite}: --models names no model`);
   return o;
 }
 
@@ -102,7 +103,7 @@ function parseArgs(args: readonly string[]): Options {
  * `spa generate --policy oracle` world-model rows into `out`: one Sokoban trajectory per row
  * needed (oracle trajectories give one to three rows each), so there are at least `rows`.
  */
-function generateRows(rows: number, out: string): Promise<void> {
+export function generateRows(rows: number, out: string): Promise<void> {
   const args = [join(repo, 'bin', 'spa.mjs'), 'generate', '--env', 'sokoban', '--policy', 'oracle'];
   args.push('--groups', String(rows), '--group-size', '1', '--batches', '1', '--out', out);
   return new Promise((resolve, reject) => {
@@ -116,7 +117,7 @@ function generateRows(rows: number, out: string): Promise<void> {
   });
 }
 
-function sideArgs(side: 'spa' | 'trl', model: string, rows: string, o: Options): string[] {
+export function sideArgs(side: 'spa' | 'trl', model: string, rows: string, o: Options): string[] {
   const args = [side, '--rows', rows, '--model', model, '--steps', String(o.steps)];
   args.push('--batch-size', String(o.batchSize), '--max-length', String(o.maxLength));
   args.push('--lr', String(o.lr), '--warmup-steps', String(o.warmupSteps));

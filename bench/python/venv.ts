@@ -20,14 +20,30 @@ function ensureVenv(): Promise<string> {
   return venvReady;
 }
 
-const pythonEnv = () => ({
-  ...process.env,
-  PYTHONPATH: [trainer, process.env.PYTHONPATH].filter(Boolean).join(':'),
-});
+/** This process's environment with trainer/ first on PYTHONPATH, and `env` over it (undefined: removed). */
+function pythonEnv(env: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {
+    ...process.env,
+    PYTHONPATH: [trainer, process.env.PYTHONPATH].filter(Boolean).join(':'),
+  };
+  for (const [key, value] of Object.entries(env))
+    if (value === undefined) delete out[key];
+    else out[key] = value;
+  return out;
+}
 
-function run(command: string, args: readonly string[], stdin: string): Promise<string> {
+function run(
+  command: string,
+  args: readonly string[],
+  stdin: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: trainer, env: pythonEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: trainer,
+      env: pythonEnv(env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -42,14 +58,19 @@ function run(command: string, args: readonly string[], stdin: string): Promise<s
   });
 }
 
-/** `bench/python/<script> [args]` with `input` as JSON on stdin; the JSON on its last stdout line. */
+/**
+ * `bench/python/<script> [args]` with `input` as JSON on stdin; the JSON on its last stdout line.
+ * `env` is set over this process's environment (a key set to undefined is removed).
+ */
 export async function callPython<T>(
   script: string,
   args: readonly string[],
   input: unknown = {},
+  env?: NodeJS.ProcessEnv,
 ): Promise<T> {
   await ensureVenv();
-  const out = await run(venvPython, [join(repo, 'bench', 'python', script), ...args], JSON.stringify(input));
+  const path = join(repo, 'bench', 'python', script);
+  const out = await run(venvPython, [path, ...args], JSON.stringify(input), env);
   const last = out.trim().split('\n').at(-1) ?? '';
   return JSON.parse(last) as T;
 }
