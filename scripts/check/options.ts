@@ -152,7 +152,7 @@ function startOptions(program: Command, d: CheckDefaults): Command {
     .option(
       '--sft-decision-weight <x>',
       "the wm arm's SFT loss weight of the decision tokens (docs/spa-sft.md#weights)",
-      d.sftDecisionWeight ?? String(r.decisionWeight),
+      d.sftDecisionWeight ?? String(r.sftDecisionWeight),
     )
     .option('--model <name>', 'tiny model to start from', r.model)
     .option('--arms <list>', 'comma-separated subset of ppo,control,wm,wm-control', d.arms)
