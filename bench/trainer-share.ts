@@ -2,12 +2,14 @@
  * `npm run bench -- trainer-share [--models tiny-cells] [--steps n] [--rounds n] …` (the flags of
  * `bench trainer`): SFT tokens/s of `spa_trainer.sft` beside another CPU-bound process, against its
  * fair share of the machine (issue 43 item 2). The same rows, model, window, batch, schedule and
- * steps as bench trainer's spa side (bench/python/sft_bench.py `spa`), in three arms:
+ * steps as bench trainer's spa side (bench/python/sft_bench.py `spa`), in four arms:
  *
- *   alone     the machine otherwise idle, OMP_WAIT_POLICY unset (OpenMP's default)
- *   default   beside a busy process, OMP_WAIT_POLICY unset: the trainer before loop/openmp-env.ts
- *   loop env  beside a busy process, with the OpenMP variables the loop gives its trainer
- *             processes (openMpEnv: OMP_WAIT_POLICY=PASSIVE)
+ *   alone          the machine otherwise idle, with the OpenMP variables the loop gives a trainer
+ *                  there (openMpEnv: none, OpenMP's default)
+ *   alone passive  idle, OMP_WAIT_POLICY=PASSIVE: what passive threads cost where nothing competes
+ *   default        beside a busy process, OMP_WAIT_POLICY unset: the trainer before loop/openmp-env.ts
+ *   loop env       beside a busy process, with the OpenMP variables the loop gives a trainer beside
+ *                  one busy core (openMpEnv: OMP_WAIT_POLICY=PASSIVE)
  *
  * The busy process is a Node spin loop (one thread, no CPU affinity) started before a busy arm's
  * trainer and killed when it ends. Fair share = alone tok/s × free cores ÷ cores, free cores being
@@ -33,20 +35,22 @@ export const GOAL = 0.8;
 /** CPU-bound processes the busy arms start beside the trainer. */
 const BUSY = 1;
 
-type Arm = 'alone' | 'default' | 'loop';
-const ARMS: readonly Arm[] = ['alone', 'default', 'loop'];
+type Arm = 'alone' | 'passive' | 'default' | 'loop';
+const ARMS: readonly Arm[] = ['alone', 'passive', 'default', 'loop'];
 
 /** The OpenMP environment of each arm: "today's commit before the change" unsets the policy. */
 const WITHOUT_POLICY: NodeJS.ProcessEnv = { OMP_WAIT_POLICY: undefined };
 const armEnv: Record<Arm, NodeJS.ProcessEnv> = {
-  alone: WITHOUT_POLICY,
+  // What the loop gives a trainer when the user sets nothing (loop/trainers.ts), idle and beside the busy process.
+  alone: { ...WITHOUT_POLICY, ...openMpEnv({}, 0) },
+  passive: { OMP_WAIT_POLICY: 'PASSIVE' },
   default: WITHOUT_POLICY,
-  // What the loop gives a trainer when the user sets nothing (loop/trainer-process.ts).
-  loop: { ...WITHOUT_POLICY, ...openMpEnv({}) },
+  loop: { ...WITHOUT_POLICY, ...openMpEnv({}, BUSY) },
 };
 
 const armName: Record<Arm, string> = {
   alone: 'alone',
+  passive: 'alone, passive',
   default: 'beside busy, default',
   loop: 'beside busy, loop env',
 };
@@ -122,7 +126,7 @@ interface ArmRun {
 }
 
 async function runArm(arm: Arm, model: string, rows: string, o: Options): Promise<ArmRun> {
-  const busy = arm === 'alone' ? undefined : await startBusy();
+  const busy = arm === 'alone' || arm === 'passive' ? undefined : await startBusy();
   const start = performance.now();
   try {
     const run = await callPython<SideRun>('sft_bench.py', sideArgs('spa', model, rows, o), {}, armEnv[arm]);
@@ -151,6 +155,7 @@ async function benchModel(model: string, rows: string, o: Options, cores: number
       ')';
     console.log(
       `${model} round ${round + 1}/${o.rounds} (${order.join(', ')}): alone ${r.alone.tokPerS.toFixed(0)} tok/s, ` +
+        `passive ${r.passive.tokPerS.toFixed(0)} (${x(r.passive.tokPerS / r.alone.tokPerS)}), ` +
         `fair share ${fair.toFixed(0)}; beside busy: ${busyArm('default')}, ${busyArm('loop')}; ${loadAverage()}`,
     );
   }
@@ -170,6 +175,7 @@ async function benchModel(model: string, rows: string, o: Options, cores: number
     [
       `${model}: torch threads ${runs[0]!.alone.threads}; tok/s, median (min–max) of ${o.rounds} rounds:`,
       ...ARMS.map((arm) => `  ${armName[arm].padEnd(22)} ${spread(tokPerS(arm), 0)}`),
+      `  alone, passive ÷ alone (per round), median (min–max): ${times(runs.map((r) => r.passive.tokPerS / r.alone.tokPerS))}`,
       `  ÷ fair share (alone × ${cores - BUSY}/${cores}, per round), median (min–max):`,
       ...(['default', 'loop'] as const).map(
         (arm) => `    ${label(arm).padEnd(width)}  ${times(ratios(arm))}`,
@@ -196,8 +202,8 @@ export async function run(args: string[]): Promise<void> {
     [
       `spa_trainer.sft beside a busy process: models ${o.models.join(', ')}; rows ${rows} ` +
         `(spa generate --env sokoban --policy oracle); ${o.steps} steps of ${o.batchSize} rows, window ${o.maxLength}; ` +
-        `first ${o.warmupSteps} steps untimed; ${o.rounds} rounds of the three arms, each in a fresh process`,
-      `  alone: ${envText(armEnv.alone)}; beside busy, default: ${envText(armEnv.default)}; ` +
+        `first ${o.warmupSteps} steps untimed; ${o.rounds} rounds of the four arms, each in a fresh process`,
+      `  alone: ${envText(armEnv.alone)}; alone, passive: ${envText(armEnv.passive)}; beside busy, default: ${envText(armEnv.default)}; ` +
         `beside busy, loop env: ${envText(armEnv.loop)} (loop/openmp-env.ts)`,
       `  busy process: ${BUSY} Node spin loop, no CPU affinity; fair share = alone × (${cores} cores − ${BUSY} busy) ÷ ${cores} cores`,
       `  before starting: ${loadAverage()}` +

@@ -54,19 +54,22 @@ const MACHINE: LoadReadings = {
 
 /**
  * A check to call at the start and between stages: it warns (through `warn`) when the machine has
- * become busy, once until it is not, so a busy stretch is one line. The run's own part of the load
- * (its CPU seconds since the last check over at least the minute the load average covers) is not
- * counted: a stage whose trainer and generator used both cores does not make the machine busy.
+ * become busy, once until it is not, so a busy stretch is one line, and returns the cores' worth of
+ * CPU other processes use (openmp-env.ts). The run's own part of the load (its CPU seconds since
+ * the last check over at least the minute the load average covers) is not counted: a stage whose
+ * trainer and generator used both cores does not make the machine busy.
  */
-export function busyMachineCheck(warn: (line: string) => void, read: LoadReadings = MACHINE): () => void {
+export function busyMachineCheck(warn: (line: string) => void, read: LoadReadings = MACHINE): () => number {
   let busy = false;
   let last = { at: read.now() - process.uptime() * 1000, cpu: 0 };
   return () => {
     const sample = { at: read.now(), cpu: read.ownCpuSeconds() };
     const own = (sample.cpu - last.cpu) / Math.max(60, (sample.at - last.at) / 1000);
     last = sample;
-    const warning = busyWarning({ ...read.load(), own });
+    const machine = { ...read.load(), own };
+    const warning = busyWarning(machine);
     if (warning && !busy) warn(warning);
     busy = warning !== undefined;
+    return Math.max(0, machine.load - own);
   };
 }

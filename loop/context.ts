@@ -17,4 +17,6 @@ export interface LoopContext {
   /** The brokers, comma-separated, as trainers and generator processes take them. */
   readonly brokers: string;
   readonly timed: Timed;
+  /** Cores' worth of CPU other processes used at the last stage's start (busy-machine.ts). */
+  readonly othersCores: () => number;
 }

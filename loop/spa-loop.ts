@@ -80,8 +80,10 @@ async function runLocked(config: LoopConfig, runId: string, runDir: string): Pro
   const fresh = !existsSync(join(runDir, 'stages'));
   const clock = new AttemptClock(runDir);
   const checkLoad = busyMachineCheck(log);
-  checkLoad();
-  const timed = stageTimer(runDir, clock, checkLoad);
+  let othersCores = checkLoad();
+  const timed = stageTimer(runDir, clock, () => {
+    othersCores = checkLoad();
+  });
   // Ctrl-C exits at once (cli/commands/run.ts): the seconds so far go to the next attempt.
   const saveSeconds = () => clock.save();
   process.on('exit', saveSeconds);
@@ -93,7 +95,16 @@ async function runLocked(config: LoopConfig, runId: string, runDir: string): Pro
       if (fresh) await refuseUsedTopics(kafka, runId, runDir);
       recordConfig(runDir, config);
       const brokers = kafka.config.brokers.join(',');
-      const ctx: LoopContext = { config, kafka, python, runDir, runId, brokers, timed };
+      const ctx: LoopContext = {
+        config,
+        kafka,
+        python,
+        runDir,
+        runId,
+        brokers,
+        timed,
+        othersCores: () => othersCores,
+      };
       const summary = { ...(await runStages(ctx)), ...clock.total() };
       writeFileSync(join(runDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
       return summary;

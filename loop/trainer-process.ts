@@ -3,7 +3,6 @@ import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnTied } from './lifeline.js';
-import { openMpEnv } from './openmp-env.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -54,7 +53,7 @@ export function runTrainerModule(
 ): TrainerProcess {
   const child = spawnTied(python, trainerArgs(module, args, options.procs), {
     cwd: join(root, 'trainer'),
-    env: { ...openMpEnv(), PYTHONUNBUFFERED: '1', ...options.env },
+    env: { PYTHONUNBUFFERED: '1', ...options.env },
     stdout: 'pipe',
     stderr: 'pipe',
   });

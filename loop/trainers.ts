@@ -5,6 +5,7 @@
 import { join } from 'node:path';
 import type { LoopContext } from './context.js';
 import { ppoServiceCommand, sftCommand, type SftRun, type TrainerCommand } from './trainer-args.js';
+import { openMpEnv } from './openmp-env.js';
 import { runTrainerModule, trainerDeviceEnv, type TrainerProcess } from './trainer-process.js';
 
 /** Starts `command` on the run's device, echoing its lines under `label`. */
@@ -16,7 +17,8 @@ export function startTrainer(
 ): TrainerProcess {
   return runTrainerModule(ctx.python, command.module, command.args, {
     label,
-    env: trainerDeviceEnv(ctx.config.device),
+    // passive OpenMP threads only beside other processes' load (openmp-env.ts)
+    env: { ...openMpEnv(process.env, ctx.othersCores()), ...trainerDeviceEnv(ctx.config.device) },
     procs,
   });
 }

@@ -22,6 +22,7 @@ function context(generators: number): LoopContext {
     runId: 'r',
     brokers: 'b:1',
     timed: (_, w) => w({ redo: false }),
+    othersCores: () => 0,
   };
 }
 

@@ -1,17 +1,24 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runTrainerModule, trainerArgs } from '../../loop/trainer-process.js';
+import { loopConfig } from '../../loop/configs.js';
+import type { LoopContext } from '../../loop/context.js';
+import { trainerArgs } from '../../loop/trainer-process.js';
+import { startTrainer } from '../../loop/trainers.js';
 
-/** What `OMP_WAIT_POLICY` a process started by runTrainerModule sees (python's timeit prints it once). */
-async function waitPolicySeen(env?: NodeJS.ProcessEnv): Promise<string> {
+/**
+ * What `OMP_WAIT_POLICY` a trainer started by the loop sees (python's timeit prints it once), with
+ * `others` cores' worth of other processes' load at the stage's start.
+ */
+async function waitPolicySeen(others: number): Promise<string> {
   const lines: string[] = [];
   const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
     lines.push(String(chunk));
     return true;
   });
+  const ctx = { config: loopConfig('_2_sokoban'), python: 'python3', othersCores: () => others };
   try {
     const statement = "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))";
-    await runTrainerModule('python3', 'timeit', ['-n', '1', '-r', '1', statement], { label: 'probe', env })
-      .done;
+    const command = { module: 'timeit', args: ['-n', '1', '-r', '1', statement] };
+    await startTrainer(ctx as unknown as LoopContext, command, 'probe', 1).done;
   } finally {
     write.mockRestore();
   }
@@ -21,14 +28,20 @@ async function waitPolicySeen(env?: NodeJS.ProcessEnv): Promise<string> {
 describe('a trainer process on a shared machine (issue 43)', () => {
   afterEach(() => vi.unstubAllEnvs());
 
-  it('gets passive OpenMP threads, which sleep rather than spin while they wait', async () => {
+  it('gets passive OpenMP threads, which sleep rather than spin, beside other processes', async () => {
     vi.stubEnv('OMP_WAIT_POLICY', undefined);
-    expect(await waitPolicySeen()).toBe('PASSIVE');
+    expect(await waitPolicySeen(1.0)).toBe('PASSIVE');
+  });
+
+  it("keeps OpenMP's default on an idle machine, where spinning threads make small kernels fast", async () => {
+    vi.stubEnv('OMP_WAIT_POLICY', undefined);
+    expect(await waitPolicySeen(0.1)).toBe('None');
   });
 
   it("keeps the user's OMP_WAIT_POLICY", async () => {
     vi.stubEnv('OMP_WAIT_POLICY', 'ACTIVE');
-    expect(await waitPolicySeen()).toBe('ACTIVE');
+    expect(await waitPolicySeen(1.0)).toBe('ACTIVE');
+    expect(await waitPolicySeen(0)).toBe('ACTIVE');
   });
 });
 
