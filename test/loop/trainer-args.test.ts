@@ -58,16 +58,7 @@ describe('trainer-args', () => {
   });
 
   it('gives the warm-up SFT a held-out share and no export', () => {
-    const run = {
-      model: 'tiny',
-      topic: 't',
-      epochs: 1,
-      lr: 0.001,
-      decisionWeight: 20,
-      out: 'o',
-      brokers: 'b',
-      evalRows: 96,
-    };
+    const run = sftRun();
     const args = flags(sftCommand(config, { ...run, valFraction: 0.1 }).args);
     expect(args['--val-fraction']).toBe('0.1');
     expect(args['--export']).toBeUndefined();
