@@ -61,3 +61,25 @@ def test_a_heartbeat_says_a_phase_is_still_running(capsys: pytest.CaptureFixture
     )
     time.sleep(0.2)
     assert capsys.readouterr().out == ""  # none after the block
+
+
+def test_encoding_the_training_rows_prints_progress(
+    tiny_tokenizer: PreTrainedTokenizerBase, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spa_trainer.data.sft_rows import SourcedRow
+    from spa_trainer.sft import train
+
+    rows = [SourcedRow(0, i, SftRow.from_dict(raw)) for i, raw in enumerate(sokoban_rows(3))]
+    encode = lambda r: encode_faithful(tiny_tokenizer, r)
+    quiet = train.encode_rows(rows, encode)
+    assert capsys.readouterr().out == ""
+    # every=0: a line for each row, as the default warm-up's 21,000 rows get one every ten seconds
+    monkeypatch.setattr(train, "PhaseProgress", lambda *a, **k: PhaseProgress(*a, **k, every=0))
+    counted = train.encode_rows(rows, encode, progress=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(", ")[0] for line in lines] == [
+        f"[sft] encoding the training rows: {n}/3 rows" for n in (0, 1, 2)
+    ]
+    assert [(e.input_ids.tolist(), e.labels.tolist()) for _, e in counted] == [
+        (e.input_ids.tolist(), e.labels.tolist()) for _, e in quiet
+    ]

@@ -38,6 +38,7 @@ from ..data.sft_rows import BadRow, RowSource, SftRow, SourcedRow
 from ..json_files import dumps, write_json
 from ..models.load import load_policy
 from ..otlp import OtlpJsonTracer, tracer_from_env
+from ..progress import PhaseProgress
 from ..storage import remove_stale_temp_folders
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_source
@@ -120,11 +121,15 @@ TrainingRow = tuple[SourcedRow, Encoded]
 """A training row and its example, encoded once when the run reads its range (`encode_rows`)."""
 
 
-def encode_rows(rows: list[SourcedRow], encode: Callable[[SftRow], Example]) -> list[TrainingRow]:
+def encode_rows(
+    rows: list[SourcedRow], encode: Callable[[SftRow], Example], progress: bool = False
+) -> list[TrainingRow]:
     """Every training row with its example, encoded before training as TRL tokenizes its dataset:
     the step does not wait for the tokenizer (a tenth of a step on tiny-cells), and no epoch after
-    the first encodes a row again."""
-    return [(sourced, Encoded.of(encode(sourced.row))) for sourced in rows]
+    the first encodes a row again. With `progress`, a line every 10 s (the default warm-up's 21,000
+    rows take most of a minute)."""
+    counted = PhaseProgress("sft", "encoding the training rows", total=len(rows)).over(rows) if progress else rows
+    return [(sourced, Encoded.of(encode(sourced.row))) for sourced in counted]
 
 
 def row_losses(model: torch.nn.Module, examples: list[Encoded], device: torch.device) -> torch.Tensor:
@@ -307,7 +312,7 @@ def prepare_run(cfg: SftConfig, out: Path, ranks: Ranks) -> SftRun:
     trained = data_parallel(model, ranks)
     return SftRun(
         source, model, trained, ranks, tokenizer, model_dir, encode, optimizer, scheduler, state,
-        encode_rows(train_rows, encode), held_out, end_step,
+        encode_rows(train_rows, encode, progress=ranks.main), held_out, end_step,
     )  # fmt: skip
 
 
