@@ -10,7 +10,7 @@
  */
 
 /** Cores' worth of other processes' CPU use (the last minute) from which trainer threads are passive. */
-export const PASSIVE_FROM_CORES = 0.5;
+const PASSIVE_FROM_CORES = 0.5;
 
 /**
  * The OpenMP variables a trainer process gets: the user's `OMP_WAIT_POLICY` when `env` sets it,
