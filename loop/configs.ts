@@ -104,7 +104,7 @@ export interface LoopConfig {
   /**
    * SFT rows per forward pass: speed and memory only, the loss is the same for any size
    * (docs/spa-sft.md#target). SPA: 1 (a 1.5B model per GPU); a tiny model's step is mostly per-pass
-   * overhead, so one pass a step trains it several times faster.
+   * overhead, so one pass a step trains it about 1.5× faster (issue 43).
    */
   readonly sftMicroBatchSize: number;
   /** SFT window in tokens, left-truncated (SPA: 2048). */
