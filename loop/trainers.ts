@@ -8,17 +8,22 @@ import { ppoServiceCommand, sftCommand, type SftRun, type TrainerCommand } from 
 import { openMpEnv } from './openmp-env.js';
 import { runTrainerModule, trainerDeviceEnv, type TrainerProcess } from './trainer-process.js';
 
-/** Starts `command` on the run's device, echoing its lines under `label`. */
+/**
+ * Starts `command` on the run's device, echoing its lines under `label`; `beside`: cores the run's
+ * own processes keep busy while it trains (the PPO service's generator shards).
+ */
 export function startTrainer(
   ctx: LoopContext,
   command: TrainerCommand,
   label: string,
   procs = ctx.config.trainerProcs,
+  beside = 0,
 ): TrainerProcess {
+  // passive OpenMP threads only beside other load (openmp-env.ts)
+  const omp = openMpEnv(process.env, ctx.othersCores() + beside);
   return runTrainerModule(ctx.python, command.module, command.args, {
     label,
-    // passive OpenMP threads only beside other processes' load (openmp-env.ts)
-    env: { ...openMpEnv(process.env, ctx.othersCores()), ...trainerDeviceEnv(ctx.config.device) },
+    env: { ...omp, ...trainerDeviceEnv(ctx.config.device) },
     procs,
   });
 }
@@ -41,5 +46,6 @@ export function startPpoService(ctx: LoopContext, model: string): TrainerProcess
     exportRoot: join(runDir, 'policies'),
     brokers: ctx.brokers,
   });
-  return startTrainer(ctx, command, 'ppo');
+  // it trains while the generator shards play: each keeps a core busy
+  return startTrainer(ctx, command, 'ppo', config.trainerProcs, config.generators);
 }

@@ -137,6 +137,8 @@ const SFT_TRAINING = /── sft\n[\s\S]*\[sft\] epoch 0 step 1\//;
 // Step 2's line: step 1's checkpoint and progress are on disk by then, so a resume resumes PPO, and
 // the generator has committed two batches' rollouts.
 const PPO_STEPPED = /── self-play \+ ppo[\s\S]*\[ppo\] step 2\/3/;
+// Step 1's line: the generator shard still has a batch to play, which waits for v2 (staleness 1).
+const PPO_FIRST_STEP = /── self-play \+ ppo[\s\S]*\[ppo\] step 1\/3/;
 
 describe('spa run killed, however it ends, leaves no process and no record behind', () => {
   it('SIGKILL during SFT, then SIGTERM during PPO; resumed, its summary counts every attempt', async () => {
@@ -181,7 +183,7 @@ describe('spa run killed, however it ends, leaves no process and no record behin
     expect(sft.stderr).toContain(resumeHint(id, 'SIGTERM'));
     await expectNothingLeft(id, sft);
 
-    const ppo = await killDuring(id, PPO_STEPPED, 'SIGKILL', SHARD);
+    const ppo = await killDuring(id, PPO_FIRST_STEP, 'SIGKILL', SHARD);
     expect(ppo.signal).toBe('SIGKILL');
     await expectNothingLeft(id, ppo);
   }, 1_800_000);

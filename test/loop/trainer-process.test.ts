@@ -8,7 +8,7 @@ import { startTrainer } from '../../loop/trainers.js';
  * What `OMP_WAIT_POLICY` a trainer started by the loop sees (python's timeit prints it once), with
  * `others` cores' worth of other processes' load at the stage's start.
  */
-async function waitPolicySeen(others: number): Promise<string> {
+async function waitPolicySeen(others: number, beside = 0): Promise<string> {
   const lines: string[] = [];
   const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk) => {
     lines.push(String(chunk));
@@ -18,7 +18,7 @@ async function waitPolicySeen(others: number): Promise<string> {
   try {
     const statement = "import os; print('policy', os.environ.get('OMP_WAIT_POLICY'))";
     const command = { module: 'timeit', args: ['-n', '1', '-r', '1', statement] };
-    await startTrainer(ctx as unknown as LoopContext, command, 'probe', 1).done;
+    await startTrainer(ctx as unknown as LoopContext, command, 'probe', 1, beside).done;
   } finally {
     write.mockRestore();
   }
@@ -36,6 +36,11 @@ describe('a trainer process on a shared machine (issue 43)', () => {
   it("keeps OpenMP's default on an idle machine, where spinning threads make small kernels fast", async () => {
     vi.stubEnv('OMP_WAIT_POLICY', undefined);
     expect(await waitPolicySeen(0.1)).toBe('None');
+  });
+
+  it("counts the run's own processes beside it (the PPO service's generator shards) as other load", async () => {
+    vi.stubEnv('OMP_WAIT_POLICY', undefined);
+    expect(await waitPolicySeen(0, 1)).toBe('PASSIVE');
   });
 
   it("keeps the user's OMP_WAIT_POLICY", async () => {
