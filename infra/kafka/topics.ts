@@ -108,6 +108,31 @@ export async function waitForLeaders(
   }
 }
 
+/**
+ * Waits until `topics` describe with the configs just set: KRaft applies an AlterConfigs through
+ * its metadata log, so a describe right after it (the next apply's, say) can still show the old
+ * values on a loaded broker, and that apply would alter them again.
+ */
+async function waitForConfigs(
+  admin: KafkaAdmin,
+  topics: readonly PlacedTopic[],
+  timeoutMs = 30_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const described = await admin.topicConfigs(topics.map((t) => t.name));
+    const pending = topics.filter((t) =>
+      Object.entries(t.configs).some(([name, wanted]) => described.get(t.name)?.[name] !== wanted),
+    );
+    if (pending.length === 0) return;
+    if (Date.now() > deadline)
+      throw new Error(
+        `topics ${pending.map((t) => t.name).join(', ')} do not show their new configs after ${timeoutMs} ms`,
+      );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 /** What an apply did, with a one-line summary for logs. */
 export interface TopicReport {
   readonly changes: readonly TopicChange[];
@@ -186,6 +211,7 @@ export async function applyTopics(
   const alters = changes.flatMap((c) => (c.kind === 'alter-configs' ? [c.topic] : []));
   if (alters.length > 0) {
     await admin.replaceTopicConfigs(alters.map((t) => ({ name: t.name, configs: t.configs })));
+    await waitForConfigs(admin, alters);
   }
   return { changes, summary: summarize(changes) };
 }
