@@ -37,7 +37,8 @@ import { InferenceSession, Tensor } from 'onnxruntime-node';
 import { OnnxCausalLm } from '../policies/onnx/causal-lm.js';
 import { generateBatch } from '../policies/onnx/generate.js';
 import { PolicyTokenizer } from '../policies/onnx/tokenizer.js';
-import { callReference, referenceFixture, referenceServer, spaPrompts } from './python/generate-reference.js';
+import { spaPrompts } from '../policies/onnx/sample-prompts.js';
+import { callReference, referenceFixture, referenceServer } from './python/generate-reference.js';
 import { loadAverage, median } from './stats.js';
 
 const BATCH_SIZES = [1, 8] as const;

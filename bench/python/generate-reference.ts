@@ -1,18 +1,9 @@
 /**
  * TypeScript side of `generate_reference.py`: runs it in the trainer's venv (JSON in on stdin,
  * JSON out on the last stdout line) and builds the real SPA prompts both the ONNX-policy tests
- * and `npm run bench -- generate` feed to it.
+ * and `npm run bench -- generate` feed to it (policies/onnx/sample-prompts.ts).
  */
 import { createInterface } from 'node:readline';
-import type { ChatTemplate } from '../../envs/protocol/chat-template.js';
-import {
-  SPA_MAX_ACTIONS_PER_TRAJ,
-  buildMessages,
-  instructionPrefix,
-  type PromptMode,
-} from '../../envs/protocol/index.js';
-import { spaEnv } from '../../envs/registry.js';
-import type { EnvName } from '../../envs/types.js';
 import { callPython, spawnPython } from './venv.js';
 
 const SCRIPT = 'generate_reference.py';
@@ -38,25 +29,6 @@ export function callReference<T>(
  */
 export function referenceFixture(size: 'tiny' | '25m' = 'tiny'): Promise<ReferenceFixture> {
   return callReference<ReferenceFixture>('fixture', ['--size', size]);
-}
-
-const ENVS: readonly EnvName[] = ['sokoban', 'frozenlake', 'sudoku'];
-
-/**
- * `count` real first-turn SPA generation prompts on the paper's own puzzles, cycling Sokoban,
- * FrozenLake, Sudoku from seed 10000, rendered with `template` (the model's own). They hold
- * newlines, `√` (the symbol legends), en dashes and the template's special tokens as text.
- */
-export function spaPrompts(template: ChatTemplate, count: number, mode: PromptMode = 'wm'): string[] {
-  return Array.from({ length: count }, (_, i) => {
-    const name = ENVS[i % ENVS.length] as EnvName;
-    const env = spaEnv(name, 10000 + i);
-    const budget = SPA_MAX_ACTIONS_PER_TRAJ[name];
-    const prefix = instructionPrefix(env, mode, budget);
-    return template.generationPrompt(
-      buildMessages(prefix, [{ state: env.state(), actionsLeft: budget }], { mode }),
-    );
-  });
 }
 
 /** A running `generate_reference.py serve`: one JSON request line in, one JSON line out. */

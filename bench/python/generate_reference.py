@@ -4,7 +4,7 @@ Subcommands (JSON in on stdin where noted, JSON out on stdout):
   fixture  --root DIR [--scale S] [--size tiny|25m]
                                       build (cached) the test policy: the trainer's tiny Qwen2 with
                                       re-randomised weights, exported by spa_trainer.export; `25m`
-                                      is the bench's larger model (SIZES below, its own init)
+                                      is the bench's larger model (`sizes`, its own init)
   tokenize --artifact A  {prompts}    HF tokenizer ids of each prompt + decode round trip
   decode   --artifact A  {ids}        HF decode (skip_special_tokens, as vLLM) of each id list
   greedy   --model-dir M {prompts}    PyTorch greedy `generate` tokens, one prompt at a time
@@ -30,24 +30,25 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spa_trainer.models.tiny import TinySpec
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_FORMAT = 1  # bump to invalidate cached fixtures when this builder changes meaning
 
-SIZES: dict[str, dict[str, int]] = {
-    "tiny": {},  # spa_trainer.tiny_model's `tiny` (hidden 64, 2 layers, ~0.2 M parameters)
-    # `npm run bench -- generate`'s larger model: the tiny tokenizer under a Qwen2 of hidden 512,
-    # 8 layers, 8 heads (2 KV heads), MLP 1536: 24.6 M parameters
-    "25m": {
-        "hidden_size": 512,
-        "intermediate_size": 1536,
-        "num_hidden_layers": 8,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 2,
-    },
-}
+
+def sizes() -> dict[str, TinySpec]:
+    """The fixture sizes: `tiny` (hidden 64, 2 layers, ~0.2 M parameters) and `25m`, the bench's
+    larger model (spa_trainer.models.tiny.MODEL_25M, 24.6 M parameters)."""
+    from spa_trainer.models.tiny import DEFAULT_SPEC, MODEL_25M
+
+    return {"tiny": DEFAULT_SPEC, "25m": MODEL_25M}
+
+
+SIZE_NAMES = ("tiny", "25m")
 
 
 def fixture_key(scale: float, seed: int, size: str = "tiny") -> str:
@@ -73,18 +74,15 @@ def build_fixture(root: Path, scale: float, seed: int, size: str = "tiny") -> di
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from spa_trainer.export import export_policy
-    from spa_trainer.models.tiny import DEFAULT_SPEC, tiny_model_dir
+    from spa_trainer.models.tiny import rescale_weights, tiny_model_dir
 
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".fixture-", dir=root))
     try:
-        tiny = tiny_model_dir(replace(DEFAULT_SPEC, **SIZES[size]))
+        tiny = tiny_model_dir(sizes()[size])
         model = AutoModelForCausalLM.from_pretrained(tiny, use_safetensors=True, dtype=torch.float32)
-        generator = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            for param in model.parameters() if size == "tiny" else ():  # tied embeddings appear once
-                if param.dim() == 2:
-                    param.copy_(torch.randn(param.shape, generator=generator) * 0.02 * scale)
+        if size == "tiny":
+            rescale_weights(model, seed, scale)
         model.save_pretrained(tmp / "model", safe_serialization=True)
         AutoTokenizer.from_pretrained(tiny).save_pretrained(tmp / "model")
         shutil.copy2(tiny / "generation_config.json", tmp / "model" / "generation_config.json")
@@ -319,7 +317,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--root", default=str(REPO / ".cache" / "test-policy"))
     p.add_argument("--scale", type=float, default=8.0)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--size", default="tiny", choices=list(SIZES))
+    p.add_argument("--size", default="tiny", choices=SIZE_NAMES)
     p.add_argument("--artifact")
     p.add_argument("--model-dir")
     p.add_argument("--max-new-tokens", type=int, default=400)

@@ -3,7 +3,7 @@
  * local broker), the Kafka jars, a broker answering with the environment's settings (SASL, TLS),
  * the trainer's Python environment (torch, confluent_kafka), onnxruntime-node, Chromium (browser
  * test) — and prints one OK/WARN/FAIL line each with what to do. Exit code 1 when a required
- * piece fails.
+ * piece fails. `--gpu` runs the GPU check instead (cli/gpu-check/, docs/gpu.md).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -15,6 +15,8 @@ import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/clie
 import { jarsProvisioned, kafkaInfraDir, kafkaVersion } from '../../infra/kafka/jars.js';
 import { openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
+import { GPU_CHECKS, formatGpuTable, type GpuCheckName } from '../gpu-check/rows.js';
+import { listOf, oneOf, positiveInt } from '../options.js';
 import { COMMAND_SUMMARIES } from './summaries.js';
 
 /** One check's outcome; `fix` says what to do when it is not OK. */
@@ -234,13 +236,44 @@ export function formatDoctor(checks: readonly DoctorCheck[]): string {
     .join('\n');
 }
 
-/** `spa doctor [--json]`. */
+interface DoctorOptions {
+  json: boolean;
+  gpu: boolean;
+  device: 'cpu' | 'cuda';
+  models: ('tiny-local' | '25m')[];
+  checks: GpuCheckName[];
+  tokens: number;
+}
+
+/** `spa doctor --gpu`: the table, then one verdict line; exit 1 when a check fails. */
+async function gpuDoctor(options: DoctorOptions): Promise<void> {
+  // loaded only for --gpu: the plain doctor needs none of the check's modules
+  const { runGpuCheck } = await import('../gpu-check/gpu-check.js');
+  const rows = await runGpuCheck(
+    options,
+    (text) => (options.json ? console.error(text) : console.log(text)),
+    (row) => console.error(`[gpu-check] ${row.check}: ${row.result}`),
+  );
+  console.log(options.json ? JSON.stringify(rows, null, 2) : `\n${formatGpuTable(rows)}`);
+  const failed = rows.filter((r) => r.result === 'fail').length;
+  const skipped = rows.filter((r) => r.result === 'skipped').length;
+  console.log(failed ? `\n${failed} check(s) FAIL` : `\nno check failed (${skipped} skipped)`);
+  if (failed) process.exitCode = 1;
+}
+
+/** `spa doctor [--json]`, `spa doctor --gpu [--device cpu]`. */
 export function registerDoctorCommand(program: Command): void {
   program
     .command('doctor')
     .description(COMMAND_SUMMARIES.doctor)
     .option('--json', 'print the checks as JSON', false)
-    .action(async (options: { json: boolean }) => {
+    .option('--gpu', 'check the CUDA path instead: trainer, export, onnxruntime-node, torchrun, spa run (docs/gpu.md)', false)
+    .option('--device <device>', 'with --gpu: cuda, or cpu for the same checks on CPU', oneOf('--device', ['cuda', 'cpu'] as const), 'cuda')
+    .option('--models <list>', 'with --gpu: tiny-local, 25m', listOf('--models', ['tiny-local', '25m'] as const), ['tiny-local', '25m'])
+    .option('--checks <list>', `with --gpu: ${GPU_CHECKS.join(', ')}`, listOf('--checks', GPU_CHECKS), [...GPU_CHECKS])
+    .option('--tokens <n>', 'with --gpu: new tokens per row of the onnxruntime check', positiveInt('--tokens', 4096), 64)
+    .action(async (options: DoctorOptions) => {
+      if (options.gpu) return gpuDoctor(options);
       const checks = await runDoctor();
       console.log(options.json ? JSON.stringify(checks, null, 2) : formatDoctor(checks));
       const failed = checks.filter((c) => c.status === 'fail');

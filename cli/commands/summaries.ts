@@ -17,7 +17,7 @@ export const COMMAND_SUMMARIES = {
   tap: 'print records of a topic readably (ephemeral consumer, commits nothing)',
   topics: 'list topics with partitions and record counts, and consumer groups with their lag',
   doctor:
-    'check Java, Maven, the Kafka jars, the broker, the trainer venv, onnxruntime-node and Chromium; say what to do',
+    'check Java, Maven, the Kafka jars, the broker, the trainer venv, onnxruntime-node and Chromium; say what to do (--gpu: the CUDA path, docs/gpu.md)',
 } as const;
 
 /** A `spa` command's name. */

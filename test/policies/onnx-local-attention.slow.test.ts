@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spaPrompts } from '../../bench/python/generate-reference.js';
+import { spaPrompts } from '../../policies/onnx/sample-prompts.js';
 import { venvHasModule } from '../../bench/python/venv.js';
 import type { Generation } from '../../policies/onnx/generate.js';
 import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../policies/onnx/index.js';

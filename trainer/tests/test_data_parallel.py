@@ -22,6 +22,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from spa_trainer.experiments import torchrun_jobs
+
 from .ppo_rollouts import rollout
 from .synthetic import sokoban_rows, write_jsonl
 
@@ -37,28 +39,16 @@ SFT_FLAGS += ["--checkpoint-every", "2", "--log-every", "1000"]
 
 def sft_command(ranks: int, data: str, out: Path, *extra: str) -> list[str]:
     """`python -m spa_trainer.sft`, under torchrun when `ranks` > 1."""
-    launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks)] if ranks > 1 else []
-    return [sys.executable, *launcher, "-m", "spa_trainer.sft", "--input", data, "--out", str(out), *SFT_FLAGS, *extra]
+    return torchrun_jobs.sft_command(ranks, data, out, *SFT_FLAGS, *extra)
 
 
 def run(command: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run `command` from trainer/ to the end; on a timeout torchrun and its ranks are killed, so no
-    rank outlives the test."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # torchrun sets it for its ranks; the same for one process
-    proc = subprocess.Popen(command, cwd=TRAINER, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            kill_job(proc)
-            proc.communicate()
-    assert proc.returncode == 0, f"{' '.join(command)} exited {proc.returncode}:\n{stdout}\n{stderr}"
-    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+    """Run `command` from trainer/ to the end; on a timeout torchrun and its ranks are killed."""
+    return torchrun_jobs.run_job(command, timeout)
 
 
-def steps(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "steps.jsonl").read_text(encoding="utf-8").splitlines()]
+steps = torchrun_jobs.step_lines
+rank_pid, kill_job = torchrun_jobs.rank_pid, torchrun_jobs.kill_job
 
 
 def weights(out: Path) -> dict[str, torch.Tensor]:
@@ -109,29 +99,6 @@ def test_two_ranks_train_the_single_process_losses(reference: dict[str, Path]) -
         torch.testing.assert_close(weights(reference["two"])[name], tensor, rtol=1e-4, atol=1e-5)
     assert trainer_state(reference["one"])["world_size"] == 1
     assert trainer_state(reference["two"])["world_size"] == 2
-
-
-def rank_pid(launcher: subprocess.Popen[str], rank: int) -> int | None:
-    """The pid of torchrun's worker `rank` (a child of the launcher with RANK=<rank>), if it runs."""
-    for proc in Path("/proc").iterdir():
-        try:
-            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            env = (proc / "environ").read_bytes().split(b"\0")
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == launcher.pid and f"RANK={rank}".encode() in env:
-            return int(proc.name)
-    return None
-
-
-def kill_job(launcher: subprocess.Popen[str]) -> None:
-    """SIGKILL a torchrun job: its ranks first (each runs in a session of its own, so killing
-    torchrun's process group would leave them running), then torchrun's group."""
-    for rank in range(2):
-        pid = rank_pid(launcher, rank)
-        if pid is not None:
-            os.kill(pid, signal.SIGKILL)
-    os.killpg(launcher.pid, signal.SIGKILL)
 
 
 def run_killing_rank_1(command: list[str], out: Path, after: str) -> tuple[int | None, int, str]:

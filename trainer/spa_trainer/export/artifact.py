@@ -67,12 +67,14 @@ def export_policy(
     version: int | None = None,
     parity_prompt: str = "<|im_start|>user\nTurn 1:\nState:\n#P_X#<|im_end|>\n",
     tolerance: float = 1e-3,
+    device: torch.device | None = None,
 ) -> Path:
     """Export `model_dir` to `root/v<version>/` (atomic), check parity, write manifest.json; a line
-    every 10 s says the export is still running (it takes seconds to minutes on a busy CPU)."""
+    every 10 s says the export is still running (it takes seconds to minutes on a busy CPU). The
+    model is traced and its parity reference run on `device` (default CPU), in fp32."""
     print(f"[export] exporting {model_name} ({stage} step {step}) to ONNX under {root}", flush=True)
     with heartbeat("export", f"{model_name} ({stage} step {step})"):
-        return _export(model_dir, root, stage, step, model_name, version, parity_prompt, tolerance)
+        return _export(model_dir, root, stage, step, model_name, version, parity_prompt, tolerance, device)
 
 
 def _export(
@@ -84,6 +86,7 @@ def _export(
     version: int | None,
     parity_prompt: str,
     tolerance: float,
+    device: torch.device | None,
 ) -> Path:
     """export_policy's work."""
     if stage not in ("init", "sft", "ppo"):
@@ -91,6 +94,7 @@ def _export(
     model = AutoModelForCausalLM.from_pretrained(
         model_dir, use_safetensors=True, dtype=torch.float32, attn_implementation="eager"
     )
+    torch.nn.Module.to(model, device or torch.device("cpu"))  # transformers' decorated `.to` confuses type checkers
     tokenizer = load_tokenizer(model_dir)
     root.mkdir(parents=True, exist_ok=True)
     version = version if version is not None else next_version(root)

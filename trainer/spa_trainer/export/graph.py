@@ -161,18 +161,23 @@ def kv_shape(model: PreTrainedModel) -> tuple[int, int]:
 
 
 def export_onnx(model: PreTrainedModel, path: Path, opset: int = 17) -> None:
-    """Trace `model` (fp32, grouped attention) into `path` with dynamic batch/sequence/cache axes."""
+    """Trace `model` (fp32, grouped attention) into `path` with dynamic batch/sequence/cache axes,
+    on the device the model is on (the graph is the same; `npm run gpu-check` traces on CUDA)."""
     wrapper = GeneratorLM(model.eval())
     heads, head_dim = kv_shape(model)
     inputs, outputs = io_names(wrapper.num_layers)
     past_len, recent_len, seq = 3, 2, 4  # dummy sizes; every axis below is dynamic
     total = past_len + recent_len + seq
-    dummy = (
-        torch.ones(1, seq, dtype=torch.long),
-        torch.ones(1, total, dtype=torch.long),
-        torch.arange(total - seq, total).unsqueeze(0),
-        *[torch.zeros(1, heads, past_len, head_dim) for _ in range(2 * wrapper.num_layers)],
-        *[torch.zeros(1, heads, recent_len, head_dim) for _ in range(2 * wrapper.num_layers)],
+    device = next(model.parameters()).device
+    dummy = tuple(
+        t.to(device)
+        for t in (
+            torch.ones(1, seq, dtype=torch.long),
+            torch.ones(1, total, dtype=torch.long),
+            torch.arange(total - seq, total).unsqueeze(0),
+            *[torch.zeros(1, heads, past_len, head_dim) for _ in range(2 * wrapper.num_layers)],
+            *[torch.zeros(1, heads, recent_len, head_dim) for _ in range(2 * wrapper.num_layers)],
+        )
     )
     axes: dict[str, dict[int, str]] = {
         "input_ids": {0: "batch", 1: "sequence"},

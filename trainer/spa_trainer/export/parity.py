@@ -112,6 +112,7 @@ def compare_chunks(
     if sum(chunks) != len(input_ids) or min(chunks) < 1:
         raise ValueError(f"chunks {chunks} do not split {len(input_ids)} tokens")
     reference = KvCacheLM(model.eval())
+    device = next(model.parameters()).device  # PyTorch on the model's device, onnxruntime on CPU
     cache = OnnxCache.of(model, batch=1)
     diffs: list[float] = []
     start = 0
@@ -122,12 +123,13 @@ def compare_chunks(
         whole = cache.whole
         recent = whole[0].shape[2] - cache.past[0].shape[2]  # columns of `recent` fed this call
         with torch.no_grad():
-            logits, *present = reference(*(torch.from_numpy(a) for a in (ids, mask, positions, *whole)))
+            out = reference(*(torch.from_numpy(a).to(device) for a in (ids, mask, positions, *whole)))
+        logits, *present = (t.cpu().numpy() for t in out)
         got_logits, *got_present = cache.run(session, ids, mask, positions)
         diffs.append(
             max(
-                float(np.abs(got_logits - logits[:, -1:].numpy()).max()),
-                *(float(np.abs(g - r[:, :, start - recent :].numpy()).max()) for g, r in zip(got_present, present)),
+                float(np.abs(got_logits - logits[:, -1:]).max()),
+                *(float(np.abs(g - r[:, :, start - recent :]).max()) for g, r in zip(got_present, present)),
             )
         )
         start += size
@@ -188,9 +190,10 @@ def window_parity_ids(prompt_ids: list[int], window: int, vocab_size: int) -> tu
 def window_effect(model: PreTrainedModel, input_ids: list[int]) -> float:
     """Max |logits − logits with a plain causal mask on every layer| (a 4D mask is used as given,
     by the sliding layers too)."""
-    ids = torch.tensor([input_ids])
+    device = next(model.parameters()).device
+    ids = torch.tensor([input_ids], device=device)
     n = len(input_ids)
-    causal = torch.full((n, n), torch.finfo(torch.float32).min).triu(1)[None, None]
+    causal = torch.full((n, n), torch.finfo(torch.float32).min, device=device).triu(1)[None, None]
     with torch.no_grad():
         windowed = model(input_ids=ids).logits
         unwindowed = model(input_ids=ids, attention_mask=causal).logits

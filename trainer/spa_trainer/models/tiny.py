@@ -82,6 +82,12 @@ TINY_MODELS: dict[str, TinySpec] = {
 }
 """The models `--model <name>` builds locally (random weights), by name."""
 
+MODEL_25M = TinySpec(
+    hidden_size=512, intermediate_size=1536, num_hidden_layers=8, num_attention_heads=8, num_key_value_heads=2
+)
+"""The larger model of `npm run bench -- generate` and `npm run gpu-check`: the tiny tokenizer under a
+Qwen2 of hidden 512, 8 layers, 8 heads (2 KV heads), MLP 1536: 24.6 M parameters."""
+
 
 GRID_CELL_REGEX = r"[#_√]|(?<=[#_√OXPS])[OXPS]|[OXPS](?=[#_√OXPS])"
 """A Sokoban render cell (`# _ O √ X P S`): walls, floor and box-on-target always; the letters
@@ -236,3 +242,16 @@ def tiny_model_dir(spec: TinySpec = DEFAULT_SPEC, cache_root: Path | None = None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def rescale_weights(model: torch.nn.Module, seed: int, scale: float) -> None:
+    """Redraw every matrix of `model` from N(0, (0.02 × scale)²), seeded (tied embeddings appear once).
+
+    The tiny models' own init (std 0.02) gives near-uniform logits whose greedy decode repeats one
+    token forever, and whose argmax two runtimes may break differently; scale 8 gives varied,
+    input-dependent greedy text with clear margins, so "the same greedy tokens" tests something."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() == 2:
+                param.copy_(torch.randn(param.shape, generator=generator) * 0.02 * scale)

@@ -3,7 +3,8 @@
 Built from the paper's puzzles (`envs/puzzles/*.jsonl`, docs/spa-envs.md), SPA's instruction and
 format strings (docs/spa-prompts.md) and synthetic coordinate sentences (docs/spa-prompts.md#states), so the tiny
 BPE vocabulary covers exactly what SPA prompts and responses contain. Same files in, same
-lines out: nothing here reads a clock or an unseeded RNG.
+lines out: nothing here reads a clock or an unseeded RNG. The same pieces make `sokoban_sft_rows`,
+the small SftRow set of the trainer's tests and `npm run gpu-check`.
 """
 
 from __future__ import annotations
@@ -125,3 +126,29 @@ def corpus_lines(max_puzzles_per_env: int = 400) -> list[str]:
         lines.append(f"Reward:\n{[-0.1, -0.2, -0.30000000000000004, 10.9, 0, 0.0, 1.0][i % 7]}\n")
     lines.extend(_synthetic_sentences())
     return lines
+
+
+def sokoban_sft_rows(count: int) -> list[dict[str, object]]:
+    """One single-turn world-model SftRow (as a dict) per stored Sokoban puzzle, the first `count`;
+    the ground-truth prediction repeats the state (a blocked move)."""
+    prefix = _prefix(spa_text.SOKOBAN_WM, spa_text.SOKOBAN_VOCAB, SOKOBAN_ACTIONS)
+    rows: list[dict[str, object]] = []
+    for puzzle in _puzzle_rows("sokoban-6x6-1box.jsonl")[:count]:
+        grid = str(puzzle["render"])
+        state = grid + "\n" + sokoban_sentence(grid)
+        rows.append(
+            {
+                "trajectory_id": f"sokoban-{puzzle['seed']}-0",
+                "turn": 1,
+                "data_source": "sokoban",
+                "prompt": [
+                    {"role": "system", "content": spa_text.SYSTEM_MESSAGE},
+                    {"role": "user", "content": prefix + _turn(1, state, 10, spa_text.FORMAT_PROMPT_WM)},
+                ],
+                "response": _response(state, "The wall blocks me.", state, "Up"),
+                "ability": "bfs",
+                "reward_model": "{}",
+                "extra_info": "{}",
+            }
+        )
+    return rows
