@@ -267,11 +267,32 @@ export function registerDoctorCommand(program: Command): void {
     .command('doctor')
     .description(COMMAND_SUMMARIES.doctor)
     .option('--json', 'print the checks as JSON', false)
-    .option('--gpu', 'check the CUDA path instead: trainer, export, onnxruntime-node, torchrun, spa run (docs/gpu.md)', false)
-    .option('--device <device>', 'with --gpu: cuda, or cpu for the same checks on CPU', oneOf('--device', ['cuda', 'cpu'] as const), 'cuda')
-    .option('--models <list>', 'with --gpu: tiny-local, 25m', listOf('--models', ['tiny-local', '25m'] as const), ['tiny-local', '25m'])
-    .option('--checks <list>', `with --gpu: ${GPU_CHECKS.join(', ')}`, listOf('--checks', GPU_CHECKS), [...GPU_CHECKS])
-    .option('--tokens <n>', 'with --gpu: new tokens per row of the onnxruntime check', positiveInt('--tokens', 4096), 64)
+    .option(
+      '--gpu',
+      'check the CUDA path instead: trainer, export, onnxruntime-node, torchrun, spa run (docs/gpu.md)',
+      false,
+    )
+    .option(
+      '--device <device>',
+      'with --gpu: cuda, or cpu for the same checks on CPU',
+      oneOf('--device', ['cuda', 'cpu'] as const),
+      'cuda',
+    )
+    .option(
+      '--models <list>',
+      'with --gpu: tiny-local, 25m',
+      listOf('--models', ['tiny-local', '25m'] as const),
+      ['tiny-local', '25m'],
+    )
+    .option('--checks <list>', `with --gpu: ${GPU_CHECKS.join(', ')}`, listOf('--checks', GPU_CHECKS), [
+      ...GPU_CHECKS,
+    ])
+    .option(
+      '--tokens <n>',
+      'with --gpu: new tokens per row of the onnxruntime check',
+      positiveInt('--tokens', 4096),
+      64,
+    )
     .action(async (options: DoctorOptions) => {
       if (options.gpu) return gpuDoctor(options);
       const checks = await runDoctor();

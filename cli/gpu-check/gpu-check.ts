@@ -29,18 +29,29 @@ export interface GpuCheckOptions {
 export const NO_CUDA = 'no CUDA (torch.cuda.is_available() is False)';
 
 /** Why nothing can run on `device`, or undefined when it can. */
-function unavailable(device: 'cpu' | 'cuda', probe: TorchProbe | undefined, probeError: string): string | undefined {
+function unavailable(
+  device: 'cpu' | 'cuda',
+  probe: TorchProbe | undefined,
+  probeError: string,
+): string | undefined {
   if (!probe) return `the trainer venv does not answer (${probeError})`;
   return device === 'cuda' && !probe.cuda ? NO_CUDA : undefined;
 }
 
 /** Runs one check, passing each row to `report` as it is measured. */
-async function runCheck(check: GpuCheckName, options: GpuCheckOptions, out: string, report: (row: GpuRow) => void): Promise<void> {
+async function runCheck(
+  check: GpuCheckName,
+  options: GpuCheckOptions,
+  out: string,
+  report: (row: GpuRow) => void,
+): Promise<void> {
   const { device, models } = options;
   const list = ['--models', models.join(',')];
   if (check === 'trainer') await pythonCheck('trainer', device, list, report);
-  else if (check === 'export') await pythonCheck('export', device, [...list, '--out', join(out, 'export')], report);
-  else if (check === 'torchrun') await pythonCheck('torchrun', device, [...list, '--out', join(out, 'torchrun')], report);
+  else if (check === 'export')
+    await pythonCheck('export', device, [...list, '--out', join(out, 'export')], report);
+  else if (check === 'torchrun')
+    await pythonCheck('torchrun', device, [...list, '--out', join(out, 'torchrun')], report);
   else if (check === 'run') report(await spaRunRow(device, out));
   else
     for (const model of models) {
@@ -50,7 +61,11 @@ async function runCheck(check: GpuCheckName, options: GpuCheckOptions, out: stri
 }
 
 /** The check: `print` gets the header lines, `report` each row as it comes; resolves with all rows. */
-export async function runGpuCheck(options: GpuCheckOptions, print: (text: string) => void, report: (row: GpuRow) => void): Promise<GpuRow[]> {
+export async function runGpuCheck(
+  options: GpuCheckOptions,
+  print: (text: string) => void,
+  report: (row: GpuRow) => void,
+): Promise<GpuRow[]> {
   const rows: GpuRow[] = [];
   const add = (row: GpuRow) => {
     rows.push(row);
@@ -64,7 +79,9 @@ export async function runGpuCheck(options: GpuCheckOptions, print: (text: string
     probeError = (error as Error).message;
   }
   if (probe)
-    print(`torch ${probe.torch} (CUDA ${probe.torch_cuda ?? 'none'}); GPUs: ${probe.devices ? probe.names.join(', ') : 'none'}${probe.cuda ? `; bf16 ${probe.bf16 ? 'yes' : 'no'}` : ''}`);
+    print(
+      `torch ${probe.torch} (CUDA ${probe.torch_cuda ?? 'none'}); GPUs: ${probe.devices ? probe.names.join(', ') : 'none'}${probe.cuda ? `; bf16 ${probe.bf16 ? 'yes' : 'no'}` : ''}`,
+    );
   if (options.device === 'cuda') print(formatNeeds(cudaNeeds(probe, cudaProviderFiles(), trainerPython)));
   const why = unavailable(options.device, probe, probeError);
   if (why) {
@@ -75,10 +92,22 @@ export async function runGpuCheck(options: GpuCheckOptions, print: (text: string
   try {
     for (const check of GPU_CHECKS.filter((c) => options.checks.includes(c))) {
       if (check === 'onnxruntime' && !options.checks.includes('export'))
-        add(skipped(check, options.device, 'decodes the export check\'s artifacts: run it with --checks export,onnxruntime'));
+        add(
+          skipped(
+            check,
+            options.device,
+            "decodes the export check's artifacts: run it with --checks export,onnxruntime",
+          ),
+        );
       else
         await runCheck(check, options, out, add).catch((error: Error) =>
-          add({ check, device: options.device, result: 'fail', figures: 'did not finish', detail: error.message }),
+          add({
+            check,
+            device: options.device,
+            result: 'fail',
+            figures: 'did not finish',
+            detail: error.message,
+          }),
         );
     }
   } finally {

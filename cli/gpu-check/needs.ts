@@ -18,8 +18,11 @@ const PROVIDER_WHEELS = 'nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-cudn
 
 /** Library names the dynamic loader knows (`ldconfig -p`). */
 function loaderLibraries(): Set<string> {
-  const out = spawnSync('ldconfig', ['-p'], { encoding: 'utf8' });
-  return new Set((out.stdout ?? '').split('\n').map((l) => l.trim().split(' ')[0] ?? ''));
+  // ldconfig lives in /sbin, which a non-root PATH may lack
+  const found = ['ldconfig', '/sbin/ldconfig']
+    .map((cmd) => spawnSync(cmd, ['-p'], { encoding: 'utf8' }))
+    .find((out) => out.status === 0);
+  return new Set((found?.stdout ?? '').split('\n').map((l) => l.trim().split(' ')[0] ?? ''));
 }
 
 /** The `nvidia/<part>/lib` folders of the trainer venv's NVIDIA wheels holding `name`. */
@@ -56,10 +59,17 @@ export function providerLibraries(python: string, known = loaderLibraries()): Gp
 }
 
 /** Everything the CUDA path lacks here. */
-export function cudaNeeds(probe: TorchProbe | undefined, files: CudaProviderFiles, python: string): GpuNeed[] {
+export function cudaNeeds(
+  probe: TorchProbe | undefined,
+  files: CudaProviderFiles,
+  python: string,
+): GpuNeed[] {
   const needs: GpuNeed[] = [];
   if (spawnSync('nvidia-smi', ['-L'], { encoding: 'utf8' }).status !== 0)
-    needs.push({ what: 'an NVIDIA driver (no working nvidia-smi)', fix: 'install the NVIDIA driver for the GPU (e.g. apt-get install nvidia-driver-550), then reboot' });
+    needs.push({
+      what: 'an NVIDIA driver (no working nvidia-smi)',
+      fix: 'install the NVIDIA driver for the GPU (e.g. apt-get install nvidia-driver-550), then reboot',
+    });
   if (probe && probe.torch_cuda === null)
     needs.push({
       what: `a CUDA build of torch (trainer/.venv has torch ${probe.torch}, a CPU build: torch.version.cuda is None)`,

@@ -28,12 +28,23 @@ async function measure(decoder: GreedyDecoder, batch: number) {
 }
 
 /** One row: the artifact of `model` on `device` against the CPU provider. */
-export async function onnxRow(model: string, artifact: string, device: 'cpu' | 'cuda', sizes: OnnxCheckSizes): Promise<GpuRow> {
+export async function onnxRow(
+  model: string,
+  artifact: string,
+  device: 'cpu' | 'cuda',
+  sizes: OnnxCheckSizes,
+): Promise<GpuRow> {
   const check = `onnxruntime ${model}`;
   if (device === 'cuda') {
     const files = cudaProviderFiles();
     if (files.missing.length > 0)
-      return { check, device, result: 'fail', figures: `no CUDA provider files (${files.missing.join(', ')})`, detail: files.install };
+      return {
+        check,
+        device,
+        result: 'fail',
+        figures: `no CUDA provider files (${files.missing.join(', ')})`,
+        detail: files.install,
+      };
   }
   const opened: GreedyDecoder[] = [];
   try {
@@ -58,9 +69,21 @@ export async function onnxRow(model: string, artifact: string, device: 'cpu' | '
     const figures = `greedy ${sizes.tokens} tokens × ${Math.max(...BATCHES)} prompts ${same ? 'same as' : 'DIFFER from'} cpu; ${parts.join('; ')}`;
     return same
       ? { check, device, result: 'pass', figures }
-      : { check, device, result: 'fail', figures, detail: `first differences: ${differences.slice(0, 3).join(', ')}` };
+      : {
+          check,
+          device,
+          result: 'fail',
+          figures,
+          detail: `first differences: ${differences.slice(0, 3).join(', ')}`,
+        };
   } catch (error) {
-    return { check, device, result: 'fail', figures: 'the session did not open or run', detail: (error as Error).message.split('\n')[0] };
+    return {
+      check,
+      device,
+      result: 'fail',
+      figures: 'the session did not open or run',
+      detail: (error as Error).message.split('\n')[0],
+    };
   } finally {
     await Promise.all(opened.map((d) => d.release()));
   }

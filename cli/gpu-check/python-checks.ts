@@ -26,9 +26,15 @@ export interface TorchProbe {
 }
 
 /** Runs the module with `args`; resolves with its stdout lines, rejects with its stderr's tail. */
-function runModule(args: readonly string[], env: NodeJS.ProcessEnv, onLine: (line: string) => void): Promise<void> {
+function runModule(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onLine: (line: string) => void,
+): Promise<void> {
   if (!existsSync(trainerPython))
-    return Promise.reject(new Error(`no trainer venv at ${trainerPython}: run node scripts/setup.mjs python`));
+    return Promise.reject(
+      new Error(`no trainer venv at ${trainerPython}: run node scripts/setup.mjs python`),
+    );
   return new Promise((resolve, reject) => {
     const child = spawn(trainerPython, ['-m', MODULE, ...args], {
       cwd: trainer,
@@ -42,7 +48,11 @@ function runModule(args: readonly string[], env: NodeJS.ProcessEnv, onLine: (lin
     child.on('close', (code) =>
       code === 0
         ? resolve()
-        : reject(new Error(`python -m ${MODULE} ${args.join(' ')} exited ${code}: ${stderr.trim().split('\n').at(-1)}`)),
+        : reject(
+            new Error(
+              `python -m ${MODULE} ${args.join(' ')} exited ${code}: ${stderr.trim().split('\n').at(-1)}`,
+            ),
+          ),
     );
   });
 }

@@ -19,9 +19,18 @@ export interface GpuNeed {
 export const GPU_CHECKS = ['trainer', 'export', 'onnxruntime', 'torchrun', 'run'] as const;
 export type GpuCheckName = (typeof GPU_CHECKS)[number];
 
+/** Each check's name in the table (its rows add the model: `trainer sft tiny-local`). */
+const LABELS: Readonly<Record<GpuCheckName, string>> = {
+  trainer: 'trainer',
+  export: 'export',
+  onnxruntime: 'onnxruntime',
+  torchrun: 'torchrun 2 ranks',
+  run: 'spa run',
+};
+
 /** The row a check gets when it cannot run here. */
 export function skipped(check: GpuCheckName, device: string, why: string): GpuRow {
-  return { check, device, result: 'skipped', figures: `skipped: ${why}` };
+  return { check: LABELS[check], device, result: 'skipped', figures: `skipped: ${why}` };
 }
 
 /** The rows as an aligned table (check, device, result, figures), a failure's detail under it. */
@@ -43,5 +52,7 @@ export function formatGpuTable(rows: readonly GpuRow[]): string {
 /** The needs as lines, each with its command. */
 export function formatNeeds(needs: readonly GpuNeed[]): string {
   if (needs.length === 0) return 'the CUDA path has every piece it needs on this machine';
-  return ['the CUDA path needs, on this machine:', ...needs.map((n) => `  - ${n.what}\n      ${n.fix}`)].join('\n');
+  return ['the CUDA path needs, on this machine:', ...needs.map((n) => `  - ${n.what}\n      ${n.fix}`)].join(
+    '\n',
+  );
 }

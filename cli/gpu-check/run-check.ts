@@ -50,11 +50,23 @@ export async function spaRunRow(device: 'cpu' | 'cuda', folder: string): Promise
   const seconds = ((Date.now() - started) / 1000).toFixed(0);
   const summaryFile = join(folder, runId, 'summary.json');
   if (code !== 0 || !existsSync(summaryFile))
-    return { check, device, result: 'fail', figures: `exit ${code} after ${seconds} s`, detail: tail.trim().split('\n').slice(-3).join(' | ') };
+    return {
+      check,
+      device,
+      result: 'fail',
+      figures: `exit ${code} after ${seconds} s`,
+      detail: tail.trim().split('\n').slice(-3).join(' | '),
+    };
   const summary = JSON.parse(readFileSync(summaryFile, 'utf8')) as RunSummary;
   const final = summary.evaluations?.at(-1);
   const figures =
     `${seconds} s end to end; ${summary.selfPlay?.rollouts ?? 0} PPO rollouts; ` +
     (final ? `final policy ${final.policy} Pass@1 ${final.pass1.toFixed(1)} (1 puzzle)` : 'no evaluation');
-  return { check, device, result: final ? 'pass' : 'fail', figures, ...(final ? {} : { detail: summaryFile }) };
+  return {
+    check,
+    device,
+    result: final ? 'pass' : 'fail',
+    figures,
+    ...(final ? {} : { detail: summaryFile }),
+  };
 }

@@ -65,7 +65,9 @@ export async function greedyDecoder(
   const artifact = await loadPolicyArtifact(folder);
   const tokenizer = new PolicyTokenizer(artifact);
   const promptIds = spaPrompts(artifact.chatTemplate, prompts).map((p) => tokenizer.encode(p));
-  const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, { executionProvider: provider });
+  const lm = await OnnxCausalLm.create(artifact.modelPath, artifact.manifest, {
+    executionProvider: provider,
+  });
   const options = {
     sampling: { temperature: 0, topP: 1 },
     stop: { stopIds: new Set<number>(), stopStrings: [], decode: () => '', maxNewTokens: tokens },

@@ -22,10 +22,16 @@ describe('spa doctor --gpu --device cpu', () => {
       ['torchrun 2 ranks', 'cpu', 'pass'],
     ]);
     const figures = Object.fromEntries(rows.map((r) => [r.check, r.figures]));
-    expect(figures['trainer sft tiny-local']).toMatch(/^loss( \d+\.\d{4}){3} \(cpu fp32( \d+\.\d{4}){3}\); .* [\d,]+ tok\/s/);
-    expect(figures['trainer ppo tiny-local']).toMatch(/^pg_loss .* [\d,]+ tok\/s/);
+    expect(figures['trainer sft tiny-local']).toMatch(
+      /^loss( \d+\.\d{4}){3} \(cpu fp32( \d+\.\d{4}){3}\); .* [\d,]+ tok\/s/,
+    );
+    expect(figures['trainer ppo tiny-local']).toMatch(
+      /^entropy( \d+\.\d{4}){3} \(cpu fp32( \d+\.\d{4}){3}\); .* [\d,]+ tok\/s/,
+    );
     expect(figures['export tiny-local']).toMatch(/graph structure ok; parity .*window_decode/);
-    expect(figures['onnxruntime tiny-local']).toMatch(/greedy 24 tokens × 8 prompts same as cpu; batch 1: \d+ tok\/s .*batch 8: \d+ tok\/s/);
+    expect(figures['onnxruntime tiny-local']).toMatch(
+      /greedy 24 tokens × 8 prompts same as cpu; batch 1: \d+ tok\/s .*batch 8: \d+ tok\/s/,
+    );
     expect(figures['torchrun 2 ranks']).toMatch(/^gloo; loss 1 rank (\d+\.\d{4} ?){2}, 2 ranks/);
   }, 300_000);
 });

@@ -28,6 +28,8 @@ describe('spa doctor --gpu --device cpu --checks run', () => {
     expect(rest).toEqual([]);
     expect(row).toMatchObject({ check: 'spa run', device: 'cpu', result: 'pass' });
     // 2 PPO steps of 2 groups × 2 episodes; the final policy is the last export (SFT's v1, then one a step)
-    expect(row!.figures).toMatch(/^\d+ s end to end; 8 PPO rollouts; final policy onnx:v000003 Pass@1 \d+\.\d \(1 puzzle\)$/);
+    expect(row!.figures).toMatch(
+      /^\d+ s end to end; 8 PPO rollouts; final policy onnx:v000003 Pass@1 \d+\.\d \(1 puzzle\)$/,
+    );
   }, 900_000);
 });

@@ -17,8 +17,16 @@ describe('spa doctor --gpu on a machine without CUDA', () => {
     expect(result.code, result.stderr).toBe(0);
     const skippedLines = result.stdout
       .split('\n')
-      .filter((line) => / cuda +skipped +skipped: no CUDA \(torch\.cuda\.is_available\(\) is False\)$/.test(line));
-    expect(skippedLines.map((line) => line.split(/ +/)[0])).toEqual(['trainer', 'export', 'onnxruntime', 'torchrun', 'spa']);
+      .filter((line) =>
+        / cuda +skipped +skipped: no CUDA \(torch\.cuda\.is_available\(\) is False\)$/.test(line),
+      );
+    expect(skippedLines.map((line) => line.split(/  +/)[0])).toEqual([
+      'trainer',
+      'export',
+      'onnxruntime',
+      'torchrun 2 ranks',
+      'spa run',
+    ]);
     expect(result.stdout).toContain('no check failed (5 skipped)');
     // onnxruntime-node was installed with its CUDA files skipped (scripts/setup.mjs)
     expect(result.stdout).toContain("onnxruntime-node's CUDA provider files");
@@ -28,7 +36,9 @@ describe('spa doctor --gpu on a machine without CUDA', () => {
   it('refuses a bad --checks value in one line, exit 2', async () => {
     const result = await runSpa(['doctor', '--gpu', '--checks', 'trainer,warp'], []);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('--checks must be a comma-separated list of trainer, export, onnxruntime, torchrun, run');
+    expect(result.stderr).toContain(
+      '--checks must be a comma-separated list of trainer, export, onnxruntime, torchrun, run',
+    );
   });
 });
 

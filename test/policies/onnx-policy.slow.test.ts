@@ -7,7 +7,11 @@ import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/pro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callReference, referenceFixture, type ReferenceFixture } from '../../bench/python/generate-reference.js';
+import {
+  callReference,
+  referenceFixture,
+  type ReferenceFixture,
+} from '../../bench/python/generate-reference.js';
 import { Rng } from '../../envs/rng.js';
 import { spaEnv } from '../../envs/registry.js';
 import { loadPolicyArtifact, onnxPolicy, type OnnxPolicy } from '../../policies/onnx/index.js';

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import torch
+from transformers.utils import logging as hf_logging
 
 from ...cli.errors import int_arg
 from .export_check import export_rows
@@ -39,6 +40,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", default=None, help="export and torchrun: a folder of their own (artifacts, runs)")
     int_arg(p, "--steps", 2, 20, default=3, help="trainer: SFT and PPO steps per model")
     a = p.parse_args(argv)
+    hf_logging.disable_progress_bar()  # the rows are the output; loading bars would bury a failure's traceback
     if a.command == "probe":
         print(json.dumps(probe()))
         return 0

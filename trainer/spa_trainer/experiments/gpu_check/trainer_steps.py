@@ -99,7 +99,7 @@ def ppo_steps(folder: Path, device: torch.device, steps: int) -> StepRun:
     rates: list[float] = []
     for step in range(steps):
         metrics = ppo_step(state, episodes(step), tokenizer).metrics
-        keys = ("actor/pg_loss", "actor/entropy", "critic/vf_loss")
+        keys = ("actor/entropy", "critic/vf_loss", "actor/pg_loss")  # the first is printed: pg_loss starts near 0
         figures.append({k.split("/")[1]: metrics[k] for k in keys})
         rates.append(metrics["perf/tokens_per_s"])
     return StepRun(figures, rates)
