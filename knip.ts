@@ -22,7 +22,7 @@ const config: KnipConfig = {
   // installed (infra/kafka/jars.ts); apt-get installs Chromium's libraries for the browser test
   // (test/web/chromium.ts); openssl makes the TLS suite's CA and certificates
   // (test/hostile/secured-pki.ts).
-  ignoreBinaries: ['mvn', 'apt-get', 'openssl'],
+  ignoreBinaries: ['mvn', 'apt-get', 'openssl', 'nvidia-smi'],
 };
 
 export default config;

@@ -257,7 +257,8 @@ async function gpuDoctor(options: DoctorOptions): Promise<void> {
   console.log(options.json ? JSON.stringify(rows, null, 2) : `\n${formatGpuTable(rows)}`);
   const failed = rows.filter((r) => r.result === 'fail').length;
   const skipped = rows.filter((r) => r.result === 'skipped').length;
-  console.log(failed ? `\n${failed} check(s) FAIL` : `\nno check failed (${skipped} skipped)`);
+  const verdict = failed ? `\n${failed} check(s) FAIL` : `\nno check failed (${skipped} skipped)`;
+  (options.json ? console.error : console.log)(verdict); // --json: stdout is the JSON alone
   if (failed) process.exitCode = 1;
 }
 

@@ -26,7 +26,7 @@ export interface GpuCheckOptions {
   readonly tokens: number;
 }
 
-export const NO_CUDA = 'no CUDA (torch.cuda.is_available() is False)';
+const NO_CUDA = 'no CUDA (torch.cuda.is_available() is False)';
 
 /** Why nothing can run on `device`, or undefined when it can. */
 function unavailable(

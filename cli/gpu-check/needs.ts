@@ -11,7 +11,7 @@ import type { TorchProbe } from './python-checks.js';
 import type { GpuNeed } from './rows.js';
 
 /** The shared libraries onnxruntime's CUDA 12 provider opens (onnxruntime.ai, CUDA execution provider). */
-export const PROVIDER_LIBRARIES = ['libcudart.so.12', 'libcublasLt.so.12', 'libcudnn.so.9', 'libcufft.so.11'];
+const PROVIDER_LIBRARIES = ['libcudart.so.12', 'libcublasLt.so.12', 'libcudnn.so.9', 'libcufft.so.11'];
 
 /** The pip packages (NVIDIA's wheels, which torch's CUDA 12 builds also install) holding those libraries. */
 const PROVIDER_WHEELS = 'nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-cudnn-cu12 nvidia-cufft-cu12';

@@ -9,7 +9,7 @@ import type { GpuRow } from './rows.js';
 const BATCHES = [1, 8] as const;
 
 /** How much to decode: rows are SPA prompts, `tokens` new tokens each. */
-export interface OnnxCheckSizes {
+interface OnnxCheckSizes {
   readonly tokens: number;
 }
 

@@ -39,7 +39,7 @@ export function cudaProviderFiles(cwd = process.cwd()): CudaProviderFiles {
 }
 
 /** One provider's greedy decoding of `batch` prompts. */
-export interface GreedyRun {
+interface GreedyRun {
   readonly ids: readonly (readonly number[])[];
   readonly seconds: number;
   readonly tokensPerSecond: number;
