@@ -31,7 +31,7 @@ describe('spa doctor --gpu on a machine without CUDA', () => {
     // onnxruntime-node was installed with its CUDA files skipped (scripts/setup.mjs)
     expect(result.stdout).toContain("onnxruntime-node's CUDA provider files");
     expect(result.stdout).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12 node script/install.js');
-  }, 120_000);
+  }, 300_000); // the probe imports torch: a minute on a busy 2-core box
 
   it('refuses a bad --checks value in one line, exit 2', async () => {
     const result = await runSpa(['doctor', '--gpu', '--checks', 'trainer,warp'], []);
