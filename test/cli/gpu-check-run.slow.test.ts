@@ -8,7 +8,7 @@ import type { GpuRow } from '../../cli/gpu-check/rows.js';
 import { startTestBroker, stopTestBroker } from '../kafka/harness.js';
 import { runSpa } from './spa-process.js';
 
-const ports = { port: 19780, controllerPort: 19781 };
+const ports = { port: 19790, controllerPort: 19791 };
 let broker: RunningBroker;
 
 beforeAll(async () => {
