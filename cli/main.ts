@@ -39,6 +39,10 @@ const COMMANDS: Record<CommandName, { readonly term: string; readonly load: () =
     term: 'topics [options]',
     load: async () => (await import('./commands/topics.js')).registerTopicsCommand,
   },
+  board: {
+    term: 'board [options]',
+    load: async () => (await import('./commands/board.js')).registerBoardCommand,
+  },
   doctor: {
     term: 'doctor [options]',
     load: async () => (await import('./commands/doctor.js')).registerDoctorCommand,

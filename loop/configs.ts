@@ -183,7 +183,16 @@ export interface LoopConfig {
    * (one GPU each with `device: cuda`), with the same batches (trainer/README.md, "Data-parallel training").
    */
   readonly trainerProcs: number;
+  /**
+   * Where the trainers' curves go besides their JSON lines (TRL's `report_to`): `tensorboard`
+   * (`<run>/tensorboard/<stage>`), `wandb` (offline unless `WANDB_MODE` is set), both, or `none`.
+   */
+  readonly reportTo: readonly ReportTarget[];
 }
+
+/** Destinations of the trainers' curves (spa_trainer.training.reporting). */
+export const REPORT_TARGETS = ['none', 'tensorboard', 'wandb'] as const;
+export type ReportTarget = (typeof REPORT_TARGETS)[number];
 
 /** Kinds of warm-up demonstration: prompt mode, and `base-wm` for base prompts with world-model answers. */
 export const WARMUP_MODES = ['wm', 'base', 'base-wm'] as const;
@@ -276,6 +285,7 @@ const small = {
   model: 'tiny-local',
   device: 'cpu',
   trainerProcs: 1,
+  reportTo: ['tensorboard'],
 } as const;
 
 /**

@@ -21,6 +21,7 @@ import { checkRecordedConfig, recordConfig } from './recorded-config.js';
 import { holdRunLock } from './run-lock.js';
 import { selfPlayAndPpo } from './self-play-ppo.js';
 import { sftData } from './sft-data.js';
+import { writeRunReport } from './run-report.js';
 import { AttemptClock } from './stage-seconds.js';
 import { stageTimer } from './stage-timer.js';
 import { trainerPython } from './trainer-process.js';
@@ -106,7 +107,14 @@ async function runLocked(config: LoopConfig, runId: string, runDir: string): Pro
         othersCores: () => othersCores,
       };
       const summary = { ...(await runStages(ctx)), ...clock.total() };
-      writeFileSync(join(runDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+      const source = join(runDir, 'summary.json');
+      writeFileSync(source, JSON.stringify(summary, null, 2) + '\n');
+      // the evaluations beside the training curves, and the run's picture (summary.png)
+      await writeRunReport(python, {
+        source,
+        loggingDir: join(runDir, 'tensorboard', 'eval'),
+        reportTo: config.reportTo,
+      });
       return summary;
     } finally {
       await kafka.close();

@@ -23,9 +23,12 @@ type TrainerCommandName = keyof Commands;
 /** The settings of command `C`: the fields of its config dataclass that are flags. */
 type SettingName<C extends TrainerCommandName> = keyof Commands[C]['properties'] & string;
 
+/** A setting's value: a list for a setting of several choices (`report_to`). */
+type SettingValue = string | number | boolean | readonly string[];
+
 /** Values of command `C`'s settings by field name; a setting left undefined keeps the trainer's default. */
 type TrainerSettings<C extends TrainerCommandName> = {
-  readonly [K in SettingName<C>]?: string | number | boolean;
+  readonly [K in SettingName<C>]?: SettingValue;
 };
 
 /** What the schema says of one setting (the subset of JSON Schema the trainer writes). */
@@ -33,6 +36,8 @@ interface SettingSchema {
   readonly type: string | readonly string[];
   readonly 'x-flag': string;
   readonly enum?: readonly (string | null)[];
+  /** An array setting's items (their `enum`). */
+  readonly items?: { readonly enum: readonly string[] };
   readonly minimum?: number;
   readonly maximum?: number;
   readonly exclusiveMinimum?: number;
@@ -51,8 +56,15 @@ interface CommandSchema {
  * the trainer's schema uses (type, enum, the four bounds) rather than a JSON Schema library, which
  * the project does not depend on.
  */
-function settingProblem(setting: SettingSchema, value: string | number | boolean): string | undefined {
+function settingProblem(setting: SettingSchema, value: SettingValue): string | undefined {
   const types = [setting.type].flat();
+  if (typeof value === 'object') {
+    const bad = value.filter((item) => !setting.items?.enum.includes(item));
+    if (!types.includes('array')) return `must be of type ${types.join(' or ')}, got a list`;
+    return value.length === 0 || bad.length > 0
+      ? `must be one or more of ${setting.items?.enum.join(', ')}, got ${value.join(' ') || 'none'}`
+      : undefined;
+  }
   const kind = typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
   if (!types.includes(kind) && !(kind === 'integer' && types.includes('number')))
     return `must be of type ${types.filter((t) => t !== 'null').join(' or ')}, got ${JSON.stringify(value)}`;
@@ -81,7 +93,7 @@ export function trainerCommand<C extends TrainerCommandName>(
 ): TrainerCommand {
   const schema: CommandSchema = trainerSettings.$defs[command];
   const module = schema['x-module'];
-  const given = settings as Readonly<Record<string, string | number | boolean | undefined>>;
+  const given = settings as Readonly<Record<string, SettingValue | undefined>>;
   const missing = schema.required.filter((name) => given[name] === undefined);
   if (missing.length > 0) throw new Error(`${module}: no value for ${missing.join(', ')}`);
   const args: string[] = [];
@@ -90,7 +102,8 @@ export function trainerCommand<C extends TrainerCommandName>(
     if (value === undefined || setting === undefined) continue;
     const problem = settingProblem(setting, value);
     if (problem) throw new Error(`${module} ${setting['x-flag']} ${problem}`);
-    if (typeof value !== 'boolean') args.push(setting['x-flag'], String(value));
+    if (typeof value === 'object') args.push(setting['x-flag'], ...value);
+    else if (typeof value !== 'boolean') args.push(setting['x-flag'], String(value));
     else if (value !== (setting.default === true))
       args.push(value ? setting['x-flag'] : `--no-${setting['x-flag'].slice(2)}`);
   }
@@ -121,7 +134,7 @@ export function fromLoop<C extends TrainerCommandName, P extends string>(
   prefix: P,
   names: readonly LoopNamed<C, P>[],
 ): TrainerSettings<C> {
-  const fields = config as unknown as Readonly<Record<string, string | number | boolean>>;
+  const fields = config as unknown as Readonly<Record<string, SettingValue>>;
   const entries = names.map((name) => {
     const camel = name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
     const prefixed = `${prefix}${camel[0]?.toUpperCase() ?? ''}${camel.slice(1)}`;
@@ -150,6 +163,14 @@ export interface SftRun {
   readonly seed?: number;
   /** Export the trained model as the next policy version under `root` and announce it on `topic`. */
   readonly publish?: { readonly root: string; readonly topic: string };
+  /** Where the stage's curves go (`--report-to`): its TensorBoard folder and W&B run name. */
+  readonly board?: Board;
+}
+
+/** A trainer stage's TensorBoard run folder (`--logging-dir`) and W&B run name (`--run-name`). */
+export interface Board {
+  readonly loggingDir: string;
+  readonly runName: string;
 }
 
 /** `spa_trainer.sft` on `run`, with the run's batch sizes and window. */
@@ -160,8 +181,10 @@ export function sftCommand(config: LoopConfig, run: SftRun): TrainerCommand {
     epochs: run.epochs,
     lr: run.lr,
     decision_weight: run.decisionWeight,
-    ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'micro_batch_size', 'max_length']),
+    ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'micro_batch_size', 'max_length', 'report_to']),
     out: run.out,
+    logging_dir: run.board?.loggingDir,
+    run_name: run.board?.runName,
     brokers: run.brokers,
     val_fraction: run.valFraction,
     eval_rows: run.evalRows,
@@ -180,6 +203,7 @@ export interface PpoRun {
   /** Where each exported policy version goes. */
   readonly exportRoot: string;
   readonly brokers: string;
+  readonly board?: Board;
 }
 
 /** `spa_trainer.ppo_service` with the run's PPO settings on its rollouts topic. */
@@ -195,8 +219,10 @@ export function ppoServiceCommand(config: LoopConfig, run: PpoRun): TrainerComma
     ...fromLoop<'ppo', 'ppo'>(config, 'ppo', [
       ...['steps', 'groups_per_step', 'group_size', 'keep_ratio', 'export_every', 'max_staleness'],
       ...['mask', 'loss_agg', 'kl_loss_coef', 'actor_lr', 'critic_lr', 'epochs'],
-      ...['micro_batch_size', 'mini_batch_size'],
+      ...['micro_batch_size', 'mini_batch_size', 'report_to'],
     ] as const),
+    logging_dir: run.board?.loggingDir,
+    run_name: run.board?.runName,
     // LoopConfig's one choice of gae | grpo | grpo-mean is the trainer's two settings.
     adv_estimator: config.ppoAdvEstimator === 'gae' ? 'gae' : 'grpo',
     grpo_std_norm: config.ppoAdvEstimator !== 'grpo-mean',

@@ -4,7 +4,13 @@
  */
 import { join } from 'node:path';
 import type { LoopContext } from './context.js';
-import { ppoServiceCommand, sftCommand, type SftRun, type TrainerCommand } from './trainer-args.js';
+import {
+  ppoServiceCommand,
+  sftCommand,
+  type Board,
+  type SftRun,
+  type TrainerCommand,
+} from './trainer-args.js';
 import { openMpEnv } from './openmp-env.js';
 import { runTrainerModule, trainerDeviceEnv, type TrainerProcess } from './trainer-process.js';
 
@@ -28,9 +34,23 @@ export function startTrainer(
   });
 }
 
-/** `spa_trainer.sft` on `run` against the run's brokers, logging as `label`; resolves when it exits. */
-export async function runSft(ctx: LoopContext, label: string, run: Omit<SftRun, 'brokers'>): Promise<void> {
-  await startTrainer(ctx, sftCommand(ctx.config, { ...run, brokers: ctx.brokers }), label).done;
+/**
+ * Where stage `stage` of the run reports its curves (`--report-to`): the TensorBoard run
+ * `<run>/tensorboard/<stage>` (one TensorBoard run per stage: `spa board` shows them side by side)
+ * and the W&B run `<run id>/<stage>`, grouped by run id.
+ */
+export function boardOf(ctx: Pick<LoopContext, 'runDir' | 'runId'>, stage: string): Board {
+  return { loggingDir: join(ctx.runDir, 'tensorboard', stage), runName: `${ctx.runId}/${stage}` };
+}
+
+/** `spa_trainer.sft` on `run` against the run's brokers, logging and reporting as `label`; resolves when it exits. */
+export async function runSft(
+  ctx: LoopContext,
+  label: string,
+  run: Omit<SftRun, 'brokers' | 'board'>,
+): Promise<void> {
+  const command = sftCommand(ctx.config, { ...run, brokers: ctx.brokers, board: boardOf(ctx, label) });
+  await startTrainer(ctx, command, label).done;
 }
 
 /**
@@ -45,6 +65,7 @@ export function startPpoService(ctx: LoopContext, model: string): TrainerProcess
     out: join(runDir, 'ppo'),
     exportRoot: join(runDir, 'policies'),
     brokers: ctx.brokers,
+    board: boardOf(ctx, 'ppo'),
   });
   // it trains while the generator shards play: each keeps a core busy
   return startTrainer(ctx, command, 'ppo', config.trainerProcs, config.generators);

@@ -8,11 +8,15 @@
  * `--policy latest` on onnxruntime-node → spa.<run>.rollouts → PPO service → export → live swap), on
  * Sokoban, evaluated at every `--eval-every`th step on the paper's validation puzzles. Up to
  * `--parallel` arms run side by side, each as soon as its start model exists. Prints the table and
- * writes it with every number to <out>/ppo-check.{md,json}.
+ * writes it with every number to <out>/ppo-check.{md,json}, its curves to <out>/ppo-check.png and,
+ * one TensorBoard run per arm by PPO step, to <out>/tensorboard (`npx spa board --runs-dir <out's
+ * parent> --run <out's name>` shows them beside the arms' own).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
+import { writeRunReport } from '../loop/run-report.js';
 import type { LoopSummary } from '../loop/spa-loop.js';
+import { trainerPython } from '../loop/trainer-process.js';
 import { armPlans, parseArms, type Arm } from './check/arms.js';
 import { checkProgram, type CheckOptions } from './check/options.js';
 import { armsTable } from './check/table.js';
@@ -37,10 +41,18 @@ async function main(): Promise<void> {
   console.log(text);
   mkdirSync(o.out, { recursive: true }); // each arm's spa run makes its own folder under it
   writeFileSync(join(o.out, 'ppo-check.md'), `${text}\n`);
+  const source = join(o.out, 'ppo-check.json');
   writeFileSync(
-    join(o.out, 'ppo-check.json'),
+    source,
     JSON.stringify({ options: o, minutes, arms: Object.fromEntries(results) }, null, 2) + '\n',
   );
+  const loggingDir = join(o.out, 'tensorboard');
+  const png = await writeRunReport(trainerPython(), { source, loggingDir, reportTo: ['tensorboard'] });
+  const out = resolve(o.out);
+  if (png)
+    console.log(
+      `Curves: ${png}; TensorBoard: npx spa board --runs-dir ${dirname(out)} --run ${basename(out)}`,
+    );
 }
 
 await main();

@@ -74,6 +74,29 @@ function ensureKafkaClient() {
   log('WARNING: no Kafka client; kafka: inputs and PolicyUpdate publishing will fail (file inputs work)');
 }
 
+// W&B for `--report-to wandb`. Normal route: `pip install wandb`. This project's wheel index lacks a
+// package under wandb's OTLP exporter (opentelemetry-exporter-http-transport), which wandb imports only
+// to send its own usage analytics (wandb/analytics/opentelemetry), never in offline mode: then wandb
+// goes in without dependencies, and its other dependencies by name.
+const WANDB_DEPS = [
+  'opentelemetry-api>=1.43',
+  'opentelemetry-sdk>=1.43',
+  'pydantic>=2.6,<3',
+  'platformdirs',
+  'click>=8.2',
+];
+function ensureWandb() {
+  if (quiet(python, ['-c', 'import wandb']).ok) return;
+  const pip = [python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--retries', '1']];
+  if (quiet(pip[0], [...pip[1], 'wandb>=0.17']).ok) return;
+  const bare = quiet(pip[0], [...pip[1], '--no-deps', 'wandb>=0.17']);
+  const deps = bare.ok && quiet(pip[0], [...pip[1], ...WANDB_DEPS]);
+  if (!deps || !deps.ok || !quiet(python, ['-c', 'import wandb']).ok)
+    log(
+      `WARNING: no wandb; --report-to wandb will fail (tensorboard works): ${(deps || bare).out.slice(-300)}`,
+    );
+}
+
 function setup() {
   if (!existsSync(python)) {
     const base = basePython();
@@ -108,9 +131,10 @@ function setup() {
     );
   else writeFileSync(pth, `${trainer}\n`);
   ensureKafkaClient();
+  ensureWandb();
   const check = quiet(python, [
     '-c',
-    'import torch, transformers, onnxruntime, fastavro, spa_trainer; print(torch.__version__)',
+    'import torch, transformers, onnxruntime, fastavro, tensorboard, matplotlib, spa_trainer; print(torch.__version__)',
   ]);
   if (!check.ok) throw new Error(`trainer venv is broken after install:\n${check.out}`);
   log(

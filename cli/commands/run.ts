@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { withConfigFile } from '../config/command-config.js';
 import {
@@ -218,6 +218,13 @@ function finishedRun(runsDir: string, runId: string): LoopSummary | undefined {
 
 function printSummary(summary: LoopSummary): void {
   console.log(summaryLines(summary).join('\n'));
+  // what the end of the run wrote for the eye (loop/run-report.ts), when it did
+  const png = join(summary.runDir, 'summary.png');
+  if (existsSync(png)) console.log(`  picture      ${png}`);
+  const runsDir = dirname(summary.runDir);
+  const where = runsDir === resolve('runs') ? '' : ` --runs-dir ${runsDir}`;
+  if (existsSync(join(summary.runDir, 'tensorboard')))
+    console.log(`  curves       npx spa board${where} --run ${summary.runId}`);
 }
 
 /** The summary table `spa run` prints at the end (and again for a finished run id). */

@@ -16,6 +16,7 @@ export const COMMAND_SUMMARIES = {
   replay: 're-run stored trajectories (spa.trajectories) through the operators into another topic',
   tap: 'print records of a topic readably (ephemeral consumer, commits nothing)',
   topics: 'list topics with partitions and record counts, and consumer groups with their lag',
+  board: "show a run's curves in TensorBoard (SFT, PPO, evaluations) on 127.0.0.1, printing its address",
   doctor:
     'check Java, Maven, the Kafka jars, the broker, the trainer venv, onnxruntime-node and Chromium; say what to do (--gpu: the CUDA path, docs/gpu.md)',
 } as const;

@@ -4,7 +4,7 @@
  * both. Adding a field to `LoopConfig` means adding its entry here (the table's type requires one
  * per field); the flag, the YAML key, `spa run --help` and the error messages follow from it.
  */
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
   envList,
   listOf,
@@ -30,7 +30,14 @@ import {
   probability,
 } from '../options.js';
 import { ANNOTATIONS } from '../../operators/annotate-ground-truth.js';
-import { TINY_MODELS, WARMUP_MODES, WARMUP_STATES, loopConfig, type LoopConfig } from '../../loop/configs.js';
+import {
+  REPORT_TARGETS,
+  TINY_MODELS,
+  WARMUP_MODES,
+  WARMUP_STATES,
+  loopConfig,
+  type LoopConfig,
+} from '../../loop/configs.js';
 
 /** A field set by a value (`--sft-groups <n>`), checked by `parse(flag)`. */
 interface ValueField<T> {
@@ -252,6 +259,16 @@ export const LOOP_FIELDS: LoopFieldTable = {
     'SFT and PPO train data-parallel on n torchrun ranks (one GPU each with --device cuda), the batches unchanged',
     MAX_PROCESSES,
   ),
+  reportTo: {
+    help: "where the trainers' curves and the evaluations go (TRL's report_to): tensorboard (<run>/tensorboard, `spa board`), wandb (offline unless WANDB_MODE is set), both (tensorboard,wandb) or none",
+    arg: '<list>',
+    parse: (flag) => (text) => {
+      const targets = listOf(flag, REPORT_TARGETS)(text);
+      if (targets.includes('none') && targets.length > 1)
+        throw new InvalidArgumentError(`${flag} ${text}: none means no destination; give it alone`);
+      return targets;
+    },
+  },
 };
 
 /** `sftGroups` → `sft-groups`. */

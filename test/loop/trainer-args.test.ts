@@ -54,7 +54,25 @@ describe('trainer-args', () => {
       '--eval-rows': '96',
       '--export': '/runs/r/policies',
       '--publish': 'spa.r.policy',
+      '--report-to': 'tensorboard',
     });
+  });
+
+  it("reports each stage's curves where --report-to says, in the stage's TensorBoard folder and W&B run", () => {
+    const board = { loggingDir: '/runs/r/tensorboard/sft', runName: 'r/sft' };
+    const both = { ...config, reportTo: ['tensorboard', 'wandb'] as const };
+    const sft = sftCommand(both, { ...sftRun(), board }).args;
+    expect(sft.slice(sft.indexOf('--report-to'), sft.indexOf('--report-to') + 3)).toEqual([
+      '--report-to',
+      'tensorboard',
+      'wandb',
+    ]);
+    expect(flags(sft)).toMatchObject({ '--logging-dir': '/runs/r/tensorboard/sft', '--run-name': 'r/sft' });
+    const ppo = flags(ppoServiceCommand({ ...config, reportTo: ['none'] }, { ...baseRun(), board }).args);
+    expect(ppo).toMatchObject({ '--report-to': 'none', '--logging-dir': '/runs/r/tensorboard/sft' });
+    expect(() => trainerCommand('sft', { input: 'i', report_to: ['comet'] })).toThrow(
+      'spa_trainer.sft --report-to must be one or more of none, tensorboard, wandb, got comet',
+    );
   });
 
   it('gives the warm-up SFT a held-out share and no export', () => {

@@ -2,7 +2,8 @@
 
 A field declared with `setting(...)` is a flag: `--<name with dashes>`, its help the field's `help`,
 its type the annotation's (int and float flags checked against their range by `errors.int_in` /
-`errors.float_in`, a `Literal` a choice, a bool a switch), its default the field's. A nested
+`errors.float_in`, a `Literal` a choice, a bool a switch, a `tuple[Literal[...], ...]` one or more
+choices, `--report-to tensorboard wandb` as transformers' `report_to`), its default the field's. A nested
 config dataclass (the PPO service's `ppo: PpoConfig`) adds its own settings' flags. Fields
 declared without `setting` are constants of the recipe, not flags. The same walk writes the JSON
 Schema the TypeScript side builds its trainer command lines from (`spa_trainer.settings_schema`).
@@ -54,7 +55,7 @@ def setting(
     return dataclasses.field(default=default, metadata={"setting": meta})
 
 
-Kind = Literal["integer", "number", "string", "boolean"]
+Kind = Literal["integer", "number", "string", "boolean", "array"]
 """A setting's JSON Schema type."""
 
 
@@ -79,8 +80,13 @@ class Setting:
 
 
 def _kind(annotation: Any) -> tuple[Kind, bool, tuple[str, ...] | None]:
-    """(JSON type, None allowed, choices) of a field's annotation."""
+    """(JSON type, None allowed, choices) of a field's annotation; an array's choices are its items'."""
     args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is tuple and len(args) == 2 and args[1] is Ellipsis:
+        kind, _, choices = _kind(args[0])
+        if kind != "string" or choices is None:
+            raise TypeError(f"a list setting's items must be a Literal of strings, not {args[0]}")
+        return "array", False, choices
     if typing.get_origin(annotation) in (Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
         kind, _, choices = _kind(inner[0])
@@ -89,7 +95,9 @@ def _kind(annotation: Any) -> tuple[Kind, bool, tuple[str, ...] | None]:
         return "string", False, tuple(str(a) for a in args)
     kinds: dict[Any, Kind] = {int: "integer", float: "number", str: "string", bool: "boolean"}
     if annotation not in kinds:
-        raise TypeError(f"a setting's type must be int, float, str, bool or a Literal, not {annotation}")
+        raise TypeError(
+            f"a setting's type must be int, float, str, bool, a Literal or a tuple of one, not {annotation}"
+        )
     return kinds[annotation], False, None
 
 
@@ -149,6 +157,8 @@ def add_settings(parser: argparse.ArgumentParser, cls: type) -> list[Setting]:
             kw["choices"] = s.choices
         if s.metavar:
             kw["metavar"] = s.metavar
+        if s.kind == "array":
+            kw["nargs"] = "+"
         parser.add_argument(s.flag, required=s.required, default=s.default, **kw)
     return found
 
@@ -161,7 +171,8 @@ def config_from(cls: type[T], args: argparse.Namespace, path: tuple[str, ...] = 
         if dataclasses.is_dataclass(hints[f.name]):
             values[f.name] = config_from(typing.cast(type, hints[f.name]), args, (*path, f.name))
         elif "setting" in f.metadata:
-            values[f.name] = getattr(args, f.name)
+            value = getattr(args, f.name)
+            values[f.name] = tuple(value) if isinstance(value, list) else value
     return cls(**values)
 
 
@@ -171,14 +182,16 @@ def json_schema(cls: type, title: str) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for s in settings_of(cls):
         prop: dict[str, Any] = {"type": [s.kind, "null"] if s.optional else s.kind, "description": s.help}
-        if s.choices:
+        if s.kind == "array":
+            prop["items"] = {"type": "string", "enum": list(s.choices or ())}
+        elif s.choices:
             prop["enum"] = [*s.choices, *([None] if s.optional else [])]
         if s.range:
             lo, hi = (int(s.range.lo), int(s.range.hi)) if s.kind == "integer" else (s.range.lo, s.range.hi)
             prop["exclusiveMinimum" if s.range.above else "minimum"] = lo
             prop["exclusiveMaximum" if s.range.below else "maximum"] = hi
         if not s.required:
-            prop["default"] = s.default
+            prop["default"] = list(s.default) if isinstance(s.default, tuple) else s.default
         prop["x-flag"] = s.flag
         if s.path:
             prop["x-path"] = ".".join(s.path)

@@ -21,6 +21,7 @@ from ..cli.errors import (
     VERSION_MAX,
 )
 from ..cli.settings import add_settings, config_from, setting
+from ..training.reporting import REPORT_TO_HELP, ReportTarget
 from .step import PpoConfig
 
 
@@ -68,6 +69,9 @@ class ServiceConfig:
     )
     ppo: PpoConfig = field(default_factory=PpoConfig)
     seed: int = setting(0, help="initial RNG seed", range=(0, SEED_MAX))
+    report_to: tuple[ReportTarget, ...] = setting(("tensorboard",), help=REPORT_TO_HELP)
+    logging_dir: str | None = setting(None, help="TensorBoard run folder (default <out>/tensorboard)", metavar="DIR")
+    run_name: str | None = setting(None, help="the W&B run's name (default: the --out folder's name)")
 
     def prompt_budget(self) -> int | None:
         """Prompt tokens the generator kept of each turn (window − new tokens); None: whole prompts."""
@@ -81,6 +85,8 @@ def parse_args(argv: list[str]) -> ServiceConfig:
     )
     add_settings(p, ServiceConfig)
     cfg = config_from(ServiceConfig, p.parse_args(argv))
+    if "none" in cfg.report_to and len(set(cfg.report_to)) > 1:
+        p.error(f"--report-to {' '.join(cfg.report_to)}: none means no destination; give it alone")
     if cfg.context_window != 0:
         if cfg.max_new_tokens is None:
             p.error("--context-window needs --max-new-tokens (the generator keeps window − max new tokens of a prompt)")

@@ -51,6 +51,7 @@ from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_rollout_source
 from ..training.checkpoint import latest_checkpoint
 from ..training.data_parallel import Ranks, from_main, join_ranks, leave, single
+from ..training.reporting import Reporter, open_reporter
 from .batch import Rollout
 from .checkpoint import (
     Progress,
@@ -108,6 +109,7 @@ class Service:
     out: Path
     last_line_at: float = field(default_factory=time.monotonic)
     tracer: OtlpJsonTracer | None = None  # when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    reporter: Reporter = field(default_factory=Reporter)  # TensorBoard / W&B (--report-to)
 
     def log(self, line: str) -> None:
         """Progress and problems go to stderr (stdout stays free for a final summary)."""
@@ -195,9 +197,15 @@ def prepare_service(cfg: ServiceConfig, ranks: Ranks) -> Service:
         raise
     trained = read_trained_groups(resume) if resume else []
     buffer = GroupBuffer(cfg.group_size, cfg.max_open_groups or 4 * cfg.groups_per_step, trained)
+    # a resume purges the TensorBoard steps it trains again, as metrics.jsonl drops their lines below
+    reporter = open_reporter(
+        cfg.report_to, out=out, logging_dir=cfg.logging_dir, run_name=cfg.run_name,
+        config=json.loads(json.dumps(asdict(cfg), default=str)), purge_step=progress.step + 1 if progress.step else None,
+    )  # fmt: skip
     svc = Service(
-        cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=tracer_from_env("spa-trainer")
-    )
+        cfg, source, dead_letters, state, tokenizer, progress, buffer, out, tracer=tracer_from_env("spa-trainer"),
+        reporter=reporter,
+    )  # fmt: skip
     for item in read_pending(resume) if resume else []:
         for bad, reason, detail in buffer.add(item):  # only if --max-open-groups shrank
             svc.reject(bad, reason, detail)
@@ -297,6 +305,30 @@ def metrics_line(
     }
 
 
+TRL_NAMES = {
+    "actor/pg_loss": "train/loss",
+    "actor/entropy": "train/entropy",
+    "actor/kl_loss": "train/kl",  # the KL to the start model, TRL GRPO's `kl`
+    "actor/grad_norm": "train/grad_norm",
+    "score/mean": "train/reward",
+}
+"""The PPO step's metrics that TRL logs under its own name (GRPOTrainer's); the rest keep theirs (verl's)."""
+
+
+def step_scalars(svc: Service, line: dict[str, Any]) -> dict[str, float]:
+    """A metrics line as the scalars `--report-to` gets: every `ppo_step` metric, TRL's names where it
+    has them, the actor's learning rate, and the service's timing, staleness and rejects."""
+    scalars = {TRL_NAMES.get(k, k): v for k, v in line["ppo"].items()}
+    return {
+        **scalars,
+        "train/learning_rate": svc.state.actor_optimizer.param_groups[0]["lr"],
+        "staleness/over_max": line["over_max_staleness"],
+        "trainer/rejected_total": line["rejected_total"],
+        "perf/waited_s": line["waited_s"],
+        "perf/wall_s": line["wall_s"],
+    }
+
+
 def log_step(svc: Service, line: dict[str, Any], staleness: dict[int, int]) -> None:
     """The per-step progress line on stderr."""
     stale = " ".join(f"{lag}:{n}" for lag, n in staleness.items())
@@ -347,6 +379,7 @@ def train_one_step(svc: Service, on_step: StepHook | None) -> dict[str, Any]:
     with (svc.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
         f.write(dumps(line) + "\n")
     log_step(svc, line, report.staleness)
+    svc.reporter.log(step_scalars(svc, line), progress.step)
     svc.dead_letters.flush()  # rejects are durable before the offsets that skip them
     checkpoint = save_service_checkpoint(svc)
     svc.source.commit(svc.committed_offsets())
@@ -383,6 +416,7 @@ def run_service(cfg: ServiceConfig, on_step: StepHook | None = None, ranks: Rank
         write_progress_file(svc.out, svc.progress, cfg.steps)  # also when there was nothing left to train
     finally:
         svc.source.close()
+        svc.reporter.close()
     totals = Counter[int]()
     for ln in (svc.out / "metrics.jsonl").read_text().splitlines() if (svc.out / "metrics.jsonl").is_file() else []:
         totals.update({int(k): v for k, v in json.loads(ln)["staleness"].items()})

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..cli.errors import EPOCHS_MAX, ROWS_MAX, SEED_MAX, STEPS_MAX, TOKENS_MAX, WEIGHT_MAX
 from ..cli.settings import add_settings, config_from, setting
+from ..training.reporting import REPORT_TO_HELP, ReportTarget
 
 
 @dataclass
@@ -88,6 +89,9 @@ class SftConfig:
         help="dead letters of --skip-bad-rows: kafka:<topic> or jsonl:<path> (default kafka:spa.dlq for kafka input, "
         "jsonl:<out>/dlq.jsonl for jsonl input)",
     )
+    report_to: tuple[ReportTarget, ...] = setting(("tensorboard",), help=REPORT_TO_HELP)
+    logging_dir: str | None = setting(None, help="TensorBoard run folder (default <out>/tensorboard)", metavar="DIR")
+    run_name: str | None = setting(None, help="the W&B run's name (default: the --out folder's name)")
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -100,4 +104,6 @@ def parse_args(argv: list[str]) -> SftConfig:
         p.error("--mask-transitions masks the predictions already: give one of --mask-transitions, --mask-predictions")
     if a.publish and not a.export:
         p.error("--publish needs --export DIR (the PolicyUpdate points at the exported artifact)")
+    if "none" in a.report_to and len(set(a.report_to)) > 1:
+        p.error(f"--report-to {' '.join(a.report_to)}: none means no destination; give it alone")
     return config_from(SftConfig, a)

@@ -25,9 +25,8 @@ import random
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, get_cosine_schedule_with_warmup
@@ -56,6 +55,7 @@ from ..training.data_parallel import (
     single,
     sum_over_ranks,
 )
+from ..training.reporting import Reporter, open_reporter
 from .config import SftConfig, parse_args
 from .masking import (
     IGNORE_INDEX,
@@ -68,6 +68,7 @@ from .masking import (
     weighted_token_mean,
 )
 from .metrics import evaluate
+from .run_files import exported_version, finished_before, keep_step_lines, publish_artifact
 from .sampler import read_range, remaining_batches
 
 StepHook = Callable[[int, list[SourcedRow], float], None]
@@ -229,6 +230,7 @@ class SftRun:
     train_rows: list[TrainingRow]  # in log order, each with its example
     held_out: list[SftRow]
     end_step: int  # the schedule's last step, or the --max-steps budget when smaller
+    reporter: Reporter = field(default_factory=Reporter)  # TensorBoard / W&B (--report-to), rank 0's
 
 
 def read_rows(cfg: SftConfig, source: RowSource, state: TrainerState) -> tuple[list[SourcedRow], list[SftRow]]:
@@ -316,15 +318,6 @@ def prepare_run(cfg: SftConfig, out: Path, ranks: Ranks) -> SftRun:
     )  # fmt: skip
 
 
-def keep_step_lines(out: Path, step: int) -> None:
-    """Drop the lines of `<out>/steps.jsonl` past `step` (the checkpoint resumed from): those steps
-    are trained again."""
-    path = out / "steps.jsonl"
-    if path.is_file():
-        kept = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln and json.loads(ln)["step"] <= step]
-        path.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
-
-
 def checkpoint(run: SftRun, out: Path) -> None:
     """Save a checkpoint; once every row of the range has been trained (one epoch done), the
     range's end is committed to the Kafka group too, only after the checkpoint is on disk. Every
@@ -371,12 +364,19 @@ def run_step(
     line = {"step": state.step, "epoch": epoch, "loss": loss, "grad_norm": grad_norm, "lr": lr}
     with (out / "steps.jsonl").open("a", encoding="utf-8") as f:
         f.write(dumps({**line, "rows_by_rank": trained_by_rank}) + "\n")
+    tokens = sum(len(e.input_ids) for e in examples) * ranks.world_size  # rank 0's share, times the ranks
+    tokens_per_s = tokens / (time.perf_counter() - t0)
+    # TRL's names; its `epoch` is fractional too (epochs done, rows of this one counted in)
+    fraction = epoch + state.epoch_rows / len(run.train_rows) if state.epoch == epoch else float(state.epoch)
+    run.reporter.log(
+        {"train/loss": loss, "train/grad_norm": grad_norm, "train/learning_rate": lr, "train/epoch": fraction,
+         "perf/tokens_per_s": tokens_per_s},
+        state.step,
+    )  # fmt: skip
     if state.step % cfg.log_every == 0 or state.step in (1, run.end_step):
-        tokens = sum(len(e.input_ids) for e in examples) * ranks.world_size  # rank 0's share, times the ranks
         print(
             f"[sft] epoch {state.epoch} step {state.step}/{run.end_step} loss {loss:.4f} "
-            f"grad {grad_norm:.3f} lr {lr:.2e} "
-            f"tok/s {tokens / (time.perf_counter() - t0):.0f}",
+            f"grad {grad_norm:.3f} lr {lr:.2e} tok/s {tokens_per_s:.0f}",
             flush=True,
         )
 
@@ -419,14 +419,30 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
     together = False
     try:
         run = prepare_run(cfg, out, ranks)
+        if ranks.main:  # a resume purges the TensorBoard steps it trains again, as keep_step_lines does
+            run.reporter = open_reporter(
+                cfg.report_to, out=out, logging_dir=cfg.logging_dir, run_name=cfg.run_name,
+                config=asdict(cfg), purge_step=run.state.step + 1 if run.state.step else None,
+            )  # fmt: skip
         try:
             finished = train(run, cfg, out, on_step)
+        except BaseException:
+            run.reporter.close()  # what was logged stays readable (W&B writes its run file at the end)
+            raise
         finally:
             run.trained = run.model  # the DDP wrapper goes before the process group (data_parallel.leave)
         together = True
     finally:
         leave(ranks, together)  # the last collective: evaluation and export are rank 0's alone
-    state = run.state
+    try:
+        return finish(run, cfg, out, finished)
+    finally:
+        run.reporter.close()
+
+
+def finish(run: SftRun, cfg: SftConfig, out: Path, finished: bool) -> dict[str, object]:
+    """After training: evaluate and export (rank 0, a finished run), write metrics.json."""
+    state, ranks = run.state, run.ranks
     position: dict[str, object] = {
         "finished": finished,
         "step": state.step,
@@ -452,50 +468,11 @@ def run_sft(cfg: SftConfig, on_step: StepHook | None = None) -> dict[str, object
         "published_to": cfg.publish if artifact else None,
     }
     write_json(out / "metrics.json", result)
+    # TRL's `eval/loss`; the world-model metrics beside it under their metrics.json names
+    scored = {f"eval/{k}": v for k, v in asdict(metrics).items() if type(v) in (int, float) and k != "val_loss"}
+    run.reporter.log({"eval/loss": metrics.val_loss, **scored}, state.step)
     print(f"[sft] metrics {dumps(result)}", flush=True)
     return result
-
-
-def exported_version(artifact: Path | None) -> int | None:
-    """The policy version an exported artifact carries (its manifest's), or None."""
-    if artifact is None:
-        return None
-    return int(json.loads((artifact / "manifest.json").read_text(encoding="utf-8"))["version"])
-
-
-def finished_before(out: Path, step: int) -> dict[str, Any]:
-    """The final metrics an earlier run of this command wrote when it finished at the same step
-    (a re-run of a finished SFT), else {}."""
-    path = out / "metrics.json"
-    if not path.is_file():
-        return {}
-    earlier = json.loads(path.read_text(encoding="utf-8"))
-    return earlier if earlier.get("finished") is True and earlier.get("step") == step else {}
-
-
-def publish_artifact(cfg: SftConfig, checkpoint_dir: Path | None, step: int, earlier: dict[str, Any]) -> Path:
-    """Export the final SFT policy to ONNX (and announce it on `publish` if set). A re-run of
-    a finished SFT reuses the artifact it exported then, and announces it only if that run did not
-    (the same weights never become a second policy version)."""
-    from ..export import export_policy
-
-    before = earlier.get("artifact")
-    if before and Path(before).is_dir() and Path(before).parent.resolve() == Path(cfg.export or "").resolve():
-        artifact = Path(before)
-        print(f"[sft] finished before: {artifact} holds these weights already; not exporting again", flush=True)
-        if not cfg.publish or earlier.get("published_to") == cfg.publish:
-            return artifact
-    else:
-        if checkpoint_dir is None:
-            raise FileNotFoundError(f"no checkpoint in {cfg.out} to export")
-        artifact = export_policy(checkpoint_dir / "model", Path(cfg.export or ""), "sft", step, cfg.model)
-        print(f"[sft] exported {artifact}", flush=True)
-    if cfg.publish:
-        from ..topics.policy_updates import policy_update_from_manifest, publish_policy_update
-
-        publish_policy_update(policy_update_from_manifest(artifact), cfg.publish, cfg.brokers)
-        print(f"[sft] published {artifact.name} to {cfg.publish}", flush=True)
-    return artifact
 
 
 def main(argv: list[str]) -> int:
