@@ -4,7 +4,7 @@
  * `spa generate` writes into them. `spa run --run-id X` writes `spa.X.<role>` and its warm-up
  * `spa.X.warmup.<role>` (loop/sft-data.ts, loop/warmup.ts); `spa generate --topic-prefix spa.X.` writes the same.
  */
-import { statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { lastValueFrom, reduce } from 'rxjs';
@@ -38,6 +38,14 @@ export function runReplayTopic(runId: string, annotation: string, masked: boolea
 }
 
 /**
+ * The dead-letter topic of that replay (`spa.<runId>.replay-<annotation>.dlq`): its rejects stay apart
+ * from the run's own (spa.<runId>.dlq), whose count the run's summary reports.
+ */
+export function runReplayDlqTopic(runId: string, annotation: string, masked: boolean): string {
+  return runReplayTopic(runId, annotation, masked).replace(/\.sft$/, '.dlq');
+}
+
+/**
  * The run ids whose topics are in `topics` (a broker's topic list): `X` for every `spa.X.<role>`.
  * A nested prefix (`spa.X.warmup.sft`) belongs to run `X`, not to a run `X.warmup`; the default
  * topics (`spa.trajectories`, …) belong to no run. Sorted.
@@ -65,16 +73,19 @@ export function topicsOfRun(topics: readonly string[], runId: string): string[] 
 }
 
 /**
- * The newest of `runIds`: the one whose run folder under `runsDir` changed last (`spa run` writes
- * there as it goes; a resumed run counts as new); runs without a folder there (another
- * `--runs-dir`, another machine) come after, newest id first (`run-<yyyymmddhhmmss>` ids sort by
- * time). Undefined when there are none.
+ * The newest of `runIds`: of the runs that started their loop (their folder under `runsDir` has
+ * `stages/`, made by the first stage: loop/stage-timer.ts), the one whose folder changed last
+ * (`spa run` writes there as it goes; a resumed run counts as new). A run that stopped before its
+ * first stage (no broker, a usage error after its topics were made) comes after them, as do runs
+ * without a folder there (another `--runs-dir`, another machine), newest id first
+ * (`run-<yyyymmddhhmmss>` ids sort by time). Undefined when there are none.
  */
 export function newestRun(runIds: readonly string[], runsDir: string): string | undefined {
   const changed = (id: string): number =>
     statSync(join(runsDir, id), { throwIfNoEntry: false })?.mtimeMs ?? -1;
-  const ranked = runIds.map((id) => ({ id, at: changed(id) }));
-  ranked.sort((a, b) => b.at - a.at || b.id.localeCompare(a.id));
+  const started = (id: string): number => (existsSync(join(runsDir, id, 'stages')) ? 1 : 0);
+  const ranked = runIds.map((id) => ({ id, started: started(id), at: changed(id) }));
+  ranked.sort((a, b) => b.started - a.started || b.at - a.at || b.id.localeCompare(a.id));
   return ranked[0]?.id;
 }
 

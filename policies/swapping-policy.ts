@@ -36,6 +36,8 @@ export interface SwappingPolicyOptions {
  */
 export class SwappingPolicy {
   private current: Policy | undefined;
+  /** The newest update offered: what the next load loads. */
+  private newest: PolicyUpdate | undefined;
   private loading: Promise<void> = Promise.resolve();
   /** Batches started so far: the next batch's index in the trainer's steps. */
   private batchesStarted = 0;
@@ -108,9 +110,17 @@ export class SwappingPolicy {
     return this.current?.version;
   }
 
-  /** Loads `update` after the loads before it, unless a version as new is loaded already. */
-  offer(update: PolicyUpdate): void {
+  /**
+   * Loads the newest version offered, after the loads before it, unless one as new is loaded
+   * already. Versions offered together (a policy topic read from its start) load only the newest:
+   * `spa eval --policy latest` of a finished run then loads the final version as its first load,
+   * with the seed as given, and so plays as `--policy onnx:<its folder>` does (a reload's seed is
+   * offset: policies/resolve.ts).
+   */
+  offer(offered: PolicyUpdate): void {
+    if (this.newest === undefined || offered.version > this.newest.version) this.newest = offered;
     this.loading = this.loading.then(async () => {
+      const update = this.newest!;
       if (this.current !== undefined && update.version <= this.current.version) return;
       try {
         const policy = await this.options.load(update);

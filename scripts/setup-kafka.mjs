@@ -2,12 +2,10 @@
 // (infra/kafka/pom.xml -> infra/kafka/dist/libs). Optional: infra/kafka/broker.ts does the
 // same lazily on first start; this step just moves the one-time download out of the tests.
 // Delegates to infra/kafka/jars.ts so the provisioning logic exists once.
-import { execFileSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { logged, step } from './setup-step.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-execFileSync('npx', ['tsx', join('infra', 'kafka', 'cli.ts'), 'jars'], {
-  cwd: root,
-  stdio: ['ignore', 'ignore', 'inherit'],
+step('jars', () => {
+  logged('npx', ['tsx', join('infra', 'kafka', 'cli.ts'), 'jars']);
+  return 'Kafka jars ready in infra/kafka/dist/libs';
 });

@@ -4,22 +4,20 @@
 // dependencies (it runs on a fresh clone). Idempotent: a stamp over the requirements, the
 // pyproject and this script skips the work when nothing changed.
 //   node scripts/setup-python.mjs        (or: node scripts/setup.mjs python)
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { logged, step } from './setup-step.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const trainer = join(root, 'trainer');
 const venv = join(trainer, '.venv');
 const python = join(venv, 'bin', 'python');
 const stampFile = join(root, '.setup', 'python');
-const log = (msg) => console.error(`[setup:python] ${msg}`);
-
-function run(cmd, args) {
-  execFileSync(cmd, args, { cwd: root, stdio: 'inherit' });
-}
+// A warning interrupts the step's line on a terminal: it gets its own.
+const log = (msg) => console.error(`${process.stderr.isTTY ? '\n' : ''}[setup:python] ${msg}`);
 
 function quiet(cmd, args) {
   const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8' });
@@ -56,10 +54,12 @@ function ensureKafkaClient() {
   if (quiet(python, ['-c', 'import confluent_kafka']).ok) return;
   const debian = '/usr/lib/python3/dist-packages/confluent_kafka';
   if (!existsSync(debian) && existsSync('/usr/bin/apt-get')) {
-    log('installing python3-confluent-kafka from Debian (apt-get)…');
-    const update = quiet('apt-get', ['update']);
-    const install = update.ok && quiet('apt-get', ['install', '-y', 'python3-confluent-kafka']);
-    if (!install || !install.ok) log(`apt-get failed: ${(install || update).out.slice(-400)}`);
+    try {
+      logged('apt-get', ['update']);
+      logged('apt-get', ['install', '-y', 'python3-confluent-kafka']);
+    } catch (error) {
+      log(`apt-get failed (${error.message}); its output is in the setup log`);
+    }
   }
   if (existsSync(debian)) {
     const linkDir = join(venv, 'debian-kafka');
@@ -69,8 +69,12 @@ function ensureKafkaClient() {
     writeFileSync(join(sitePackages(), 'spa_debian_kafka.pth'), `${linkDir}\n`);
   }
   if (quiet(python, ['-c', 'import confluent_kafka']).ok) return;
-  log('trying pip install confluent-kafka…');
-  if (quiet(python, ['-m', 'pip', 'install', '--retries', '1', 'confluent-kafka']).ok) return;
+  try {
+    logged(python, ['-m', 'pip', 'install', '--retries', '1', 'confluent-kafka']);
+    return;
+  } catch {
+    // reported below
+  }
   log('WARNING: no Kafka client; kafka: inputs and PolicyUpdate publishing will fail (file inputs work)');
 }
 
@@ -87,30 +91,32 @@ const WANDB_DEPS = [
 ];
 function ensureWandb() {
   if (quiet(python, ['-c', 'import wandb']).ok) return;
-  const pip = [python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--retries', '1']];
-  if (quiet(pip[0], [...pip[1], 'wandb>=0.17']).ok) return;
-  const bare = quiet(pip[0], [...pip[1], '--no-deps', 'wandb>=0.17']);
-  const deps = bare.ok && quiet(pip[0], [...pip[1], ...WANDB_DEPS]);
-  if (!deps || !deps.ok || !quiet(python, ['-c', 'import wandb']).ok)
-    log(
-      `WARNING: no wandb; --report-to wandb will fail (tensorboard works): ${(deps || bare).out.slice(-300)}`,
-    );
-}
-
-function setup() {
-  if (!existsSync(python)) {
-    const base = basePython();
-    log(`creating venv at trainer/.venv with ${base}…`);
-    run(base, ['-m', 'venv', venv]);
+  const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--retries', '1'];
+  try {
+    logged(python, [...pip, 'wandb>=0.17']);
+    return;
+  } catch {
+    // the index lacks one of its dependencies: below
   }
-  const want = digest();
-  const have = existsSync(stampFile) ? readFileSync(stampFile, 'utf8') : '';
-  if (have === want && quiet(python, ['-c', 'import torch, transformers, spa_trainer']).ok) {
-    log('trainer/.venv is up to date');
+  try {
+    logged(python, [...pip, '--no-deps', 'wandb>=0.17']);
+    logged(python, [...pip, ...WANDB_DEPS]);
+  } catch (error) {
+    log(`WARNING: no wandb; --report-to wandb will fail (tensorboard works): ${error.message}`);
     return;
   }
-  log('installing trainer/requirements.txt (torch, transformers, onnx, …) — first time takes minutes…');
-  run(python, [
+  if (!quiet(python, ['-c', 'import wandb']).ok)
+    log('WARNING: wandb does not import; --report-to wandb will fail (tensorboard works)');
+}
+
+/** Makes trainer/.venv current; returns what it did, for the step's line. */
+function setup() {
+  if (!existsSync(python)) logged(basePython(), ['-m', 'venv', venv]);
+  const want = digest();
+  const have = existsSync(stampFile) ? readFileSync(stampFile, 'utf8') : '';
+  if (have === want && quiet(python, ['-c', 'import torch, transformers, spa_trainer']).ok)
+    return 'trainer/.venv up to date';
+  logged(python, [
     '-m',
     'pip',
     'install',
@@ -137,11 +143,10 @@ function setup() {
     'import torch, transformers, onnxruntime, fastavro, tensorboard, matplotlib, spa_trainer; print(torch.__version__)',
   ]);
   if (!check.ok) throw new Error(`trainer venv is broken after install:\n${check.out}`);
-  log(
-    `ready: torch ${check.out.split('\n').pop()}, kafka client ${quiet(python, ['-c', 'import confluent_kafka']).ok ? 'yes' : 'no'}`,
-  );
   mkdirSync(dirname(stampFile), { recursive: true });
   writeFileSync(stampFile, want);
+  const kafka = quiet(python, ['-c', 'import confluent_kafka']).ok ? 'yes' : 'no';
+  return `trainer/.venv ready: torch ${check.out.split('\n').pop()}, kafka client ${kafka}`;
 }
 
-setup();
+step('venv', setup);

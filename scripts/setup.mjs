@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 // Idempotent provisioning for a fresh clone: npm dependencies, the CLI's build (.setup/cli,
-// scripts/cli-build.mjs) and, as steps name them, the Kafka jars and the trainer's Python venv. Written in plain Node with no dependencies
+// scripts/cli-build.mjs) and the steps named as arguments (python: the trainer's venv; kafka: the
+// broker's jars), one line each (scripts/setup-step.mjs; the tools' output goes to
+// .setup/setup.log). Written in plain Node with no dependencies
 // because it runs before `npm ci` has installed anything.
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { logged, step } from './setup-step.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stampDir = join(root, '.setup');
@@ -23,10 +25,6 @@ function stamp(name, inputs) {
   };
 }
 
-function run(cmd, args, env = {}) {
-  execFileSync(cmd, args, { cwd: root, stdio: 'inherit', env: { ...process.env, ...env } });
-}
-
 // onnxruntime-node downloads CUDA files at install time and fails offline; skip both
 // (older releases read only the CUDA variable). GPU users can reinstall without these.
 const npmEnv = { ONNXRUNTIME_NODE_INSTALL: 'skip', ONNXRUNTIME_NODE_INSTALL_CUDA: 'skip' };
@@ -36,11 +34,12 @@ const patches = existsSync(join(root, 'patches'))
   ? readdirSync(join(root, 'patches')).map((name) => join(root, 'patches', name))
   : [];
 const npmStamp = stamp('npm', [join(root, 'package-lock.json'), ...patches]);
-if (!npmStamp.fresh || !existsSync(join(root, 'node_modules'))) {
-  console.error('[setup] installing npm dependencies (npm ci)…');
-  run('npm', ['ci', '--no-audit', '--no-fund'], npmEnv);
+step('npm', () => {
+  if (npmStamp.fresh && existsSync(join(root, 'node_modules'))) return 'up to date';
+  logged('npm', ['ci', '--no-audit', '--no-fund'], npmEnv);
   npmStamp.save();
-}
+  return 'installed (npm ci)';
+});
 
 // The CLI runs from its build; a stale one is rebuilt here once rather than by the first `spa`.
 const { freshCli } = await import('./cli-build.mjs');

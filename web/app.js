@@ -260,6 +260,7 @@ function drawStats(stats) {
       'tr',
       '',
       el('td', '', v(e.env)),
+      el('td', '', v(e.stage)),
       el('td', '', e.episodes),
       el('td', '', pct(e.successRate)),
       el('td', '', e.fullGroups),

@@ -1,6 +1,7 @@
 /**
  * `spa doctor`: checks what the pipeline needs on this machine — Node, Java and Maven (for the
- * local broker), the Kafka jars, a broker answering with the environment's settings (SASL, TLS),
+ * local broker), the Kafka jars, the broker every command would use (KAFKA_BROKERS, else the local
+ * instance of KAFKA_INSTANCE and KAFKA_PORT) answering with the environment's settings (SASL, TLS),
  * the trainer's Python environment (torch, confluent_kafka), onnxruntime-node, Chromium (browser
  * test) — and prints one OK/WARN/FAIL line each with what to do. Exit code 1 when a required
  * piece fails. `--gpu` runs the GPU check instead (cli/gpu-check/, docs/gpu.md).
@@ -12,7 +13,10 @@ import type { Command } from 'commander';
 import { kafkaConfigFromEnv } from '../../infra/kafka/client/config.js';
 import type { KafkaConnectionConfig } from '../../infra/kafka/client/config.js';
 import { KafkaCredentialsRefused, KafkaTlsFailure } from '../../infra/kafka/client/connect-failure.js';
+import { brokerInstance, type BrokerInstance } from '../../infra/kafka/broker-config.js';
+import { brokerStatus } from '../../infra/kafka/broker.js';
 import { jarsProvisioned, kafkaInfraDir, kafkaVersion } from '../../infra/kafka/jars.js';
+import { foreignBroker, localInstanceFromEnv } from '../../infra/kafka/local-instance.js';
 import { openKafkaAdmin } from '../../infra/kafka/client/kafka-client.js';
 import { loadOnnxRuntime } from '../../policies/onnx/runtime-check.js';
 import { GPU_CHECKS, formatGpuTable, type GpuCheckName } from '../gpu-check/rows.js';
@@ -131,10 +135,18 @@ async function connectOnce(config: KafkaConnectionConfig): Promise<unknown> {
   }
 }
 
-async function checkBroker(env: NodeJS.ProcessEnv, remote: boolean): Promise<DoctorCheck> {
+/**
+ * The broker every command would use (KAFKA_BROKERS, else the local instance of KAFKA_INSTANCE and
+ * KAFKA_PORT), asked once with the environment's settings (SASL, TLS); a local port answered by a
+ * broker this checkout did not start is named as someone else's.
+ */
+export async function checkBroker(env: NodeJS.ProcessEnv, remote: boolean): Promise<DoctorCheck> {
   let config: KafkaConnectionConfig;
+  let local: BrokerInstance | undefined;
   try {
+    local = remote ? undefined : brokerInstance(localInstanceFromEnv(env));
     config = kafkaConfigFromEnv(env, {
+      ...(local ? { brokers: [`${local.host}:${local.port}`] } : {}),
       clientId: 'spa-doctor',
       connectionTimeoutMs: 3000,
       requestTimeoutMs: 3000,
@@ -146,6 +158,7 @@ async function checkBroker(env: NodeJS.ProcessEnv, remote: boolean): Promise<Doc
   }
   const brokers = config.brokers.join(',');
   const failure = await connectOnce(config);
+  if (failure === undefined && local) return ownBroker(local, brokers);
   if (failure === undefined) return ok('broker', `answering at ${brokers}`);
   if (failure instanceof KafkaCredentialsRefused)
     return bad(
@@ -175,6 +188,18 @@ async function checkBroker(env: NodeJS.ProcessEnv, remote: boolean): Promise<Doc
         `nothing answers at ${brokers}`,
         'npm run kafka:start (commands also start it on demand)',
       );
+}
+
+/** The local port answers: this checkout's instance, or someone else's broker. */
+async function ownBroker(local: BrokerInstance, address: string): Promise<DoctorCheck> {
+  const status = await brokerStatus({ name: local.name, port: local.port });
+  if (status.pid !== undefined)
+    return ok(
+      'broker',
+      `instance "${local.name}" (pid ${status.pid}, ${local.dataDir}) answering at ${address}`,
+    );
+  const { detail, fix } = foreignBroker(address, local.name, local.port);
+  return bad('broker', 'warn', detail, fix);
 }
 
 async function checkTrainer(): Promise<DoctorCheck> {

@@ -8,6 +8,7 @@ import {
   splitTrainVal,
   toSpaDatasetRow,
   valPathBeside,
+  withSplit,
   type SpaDatasetSink,
 } from '../../streams/files/spa-dataset.js';
 import {
@@ -18,8 +19,11 @@ import {
 } from '../../streams/files/trainer-datasets.js';
 import { numberInRange, oneOf, seedNumber, UsageError } from '../options.js';
 import { checkOutputFile } from '../output-paths.js';
+import { brokerTopics, pickRun, runIdArgument, runTopic } from '../run-topics.js';
 import { Progress } from '../../loop/progress.js';
 import { COMMAND_SUMMARIES } from './summaries.js';
+import { connectSpaKafka } from '../../streams/kafka/spa-kafka.js';
+import { readSftRowsOfTopic } from '../../streams/kafka/topic-sft-rows.js';
 
 /** Output formats of `spa export`. */
 const EXPORT_FORMATS = ['spa-jsonl', 'parquet', 'verl', 'trl'] as const;
@@ -80,11 +84,20 @@ export async function exportSpaDataset(request: ExportRequest): Promise<ExportSu
     return { out: request.out, rows };
   }
   const valOut = validationPath(request.out, request.valOut);
-  const all: unknown[] = [];
-  for await (const row of request.source) all.push(toRow(row));
+  const all: SftRow[] = [];
+  for await (const row of request.source) all.push(row);
   const { train, val } = splitTrainVal(all, request.splitVal, request.seed ?? 42);
-  await writeFile(request.format, request.out, train);
-  await writeFile(request.format, valOut, val);
+  // each half's rows say which half they are in (extra_info.split)
+  await writeFile(
+    request.format,
+    request.out,
+    train.map((row) => toRow(withSplit(row, 'train'))),
+  );
+  await writeFile(
+    request.format,
+    valOut,
+    val.map((row) => toRow(withSplit(row, 'val'))),
+  );
   return { out: request.out, rows: train.length, val: { out: valOut, rows: val.length } };
 }
 
@@ -123,6 +136,29 @@ async function writeFile(
   return count;
 }
 
+/** What an export wrote, for its last line: each file with its rows and split. */
+export function describeExport(summary: ExportSummary): string {
+  const rows = (n: number) => `${n.toLocaleString('en-US')} row${n === 1 ? '' : 's'}`;
+  if (!summary.val) return `wrote ${summary.out} (${rows(summary.rows)})`;
+  return `wrote ${summary.out} (${rows(summary.rows)}, split train) and ${summary.val.out} (${rows(summary.val.rows)}, split val)`;
+}
+
+/** The SftRows of run `run`'s SFT topic (`last`: the newest run on the broker); starts no broker. */
+async function runSftRows(run: string, onRow: () => void): Promise<SftRowSource> {
+  const kafka = await connectSpaKafka({ clientId: 'spa-export', readOnly: true });
+  try {
+    const picked = pickRun(await brokerTopics(kafka), run, 'runs');
+    const topic = runTopic(picked, 'sft', '--run');
+    const rows = await readSftRowsOfTopic(kafka, topic, onRow);
+    console.error(`[export] read ${rows.length} SftRows from ${topic}`);
+    return (async function* () {
+      yield* rows;
+    })();
+  } finally {
+    await kafka.close();
+  }
+}
+
 /** `--format` when not given: from the output file's extension (`.parquet`, `.jsonl`/`.json`). */
 export function formatOfPath(path: string): ExportFormat {
   if (/\.parquet$/i.test(path)) return 'parquet';
@@ -134,7 +170,8 @@ export function formatOfPath(path: string): ExportFormat {
 }
 
 interface ExportOptions {
-  in: string;
+  in?: string;
+  run?: string;
   format?: ExportFormat;
   out: string;
   splitVal?: number;
@@ -142,12 +179,17 @@ interface ExportOptions {
   valOut?: string;
 }
 
-/** `spa export`: SftRow JSON Lines → SPA's released dataset columns (JSON Lines or Parquet), verl or TRL Parquet. */
+/** `spa export`: SftRow JSON Lines or a run's SFT topic → SPA's released dataset columns (JSON Lines or Parquet), verl or TRL Parquet. */
 export function registerExportCommand(program: Command): void {
   program
     .command('export')
     .description(COMMAND_SUMMARIES.export)
-    .requiredOption('--in <sft.jsonl>', 'SftRow JSON Lines, as written by `spa generate --out`')
+    .option('--in <sft.jsonl>', 'SftRow JSON Lines, as written by `spa generate --out`')
+    .option(
+      '--run <id>',
+      "a `spa run`'s SFT topic (spa.<id>.sft; last: the newest run) instead of --in",
+      runIdArgument,
+    )
     .option(
       '--format <format>',
       `${EXPORT_FORMATS.join(' | ')}: SPA's columns as JSON Lines or Parquet, verl's Parquet (reward_model and ` +
@@ -164,6 +206,8 @@ export function registerExportCommand(program: Command): void {
     .option('--val-out <file>', 'validation file (default: <out> with "train" → "val", e.g. wm_val.parquet)')
     .action(async (options: ExportOptions) => {
       // Usage errors first, before a row is read.
+      if ((options.in === undefined) === (options.run === undefined))
+        throw new UsageError('spa export needs --in <sft.jsonl> or --run <id> (one of them)');
       const format = options.format ?? formatOfPath(options.out);
       checkOutputFile('--out', options.out);
       if (options.splitVal !== undefined)
@@ -172,10 +216,14 @@ export function registerExportCommand(program: Command): void {
           validationPath(options.out, options.valOut),
         );
       const progress = new Progress('export');
-      const source = readSftRowsJsonl(options.in, () => progress.add('lines'));
+      // A --run that is not on the broker is a usage error (exit 2), raised before the try.
+      const source = options.run
+        ? await runSftRows(options.run, () => progress.add('rows'))
+        : readSftRowsJsonl(options.in!, () => progress.add('lines'));
       try {
         const summary = await exportSpaDataset({ ...options, format, source });
         progress.done();
+        console.error(`[export] ${describeExport(summary)}`);
         console.log(JSON.stringify(summary));
       } catch (error) {
         // Bad input (a line, the file, the split size): one clear line, no stack trace.

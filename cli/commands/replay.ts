@@ -1,6 +1,8 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { fromEvent, take } from 'rxjs';
+import { applyTopicsTo } from '../../infra/kafka/topics.js';
 import { ANNOTATIONS, type Annotation } from '../../operators/annotate-ground-truth.js';
+import { spaTopics } from '../../schemas/topics.js';
 import type { ReadStart } from '../../streams/kafka/consume-spa.js';
 import {
   describeReplay,
@@ -24,7 +26,14 @@ import {
 } from '../options.js';
 import type { EnvName } from '../../envs/types.js';
 import { Progress } from '../../loop/progress.js';
-import { brokerTopics, pickRun, runIdArgument, runReplayTopic, runTopicNames } from '../run-topics.js';
+import {
+  brokerTopics,
+  pickRun,
+  runIdArgument,
+  runReplayDlqTopic,
+  runReplayTopic,
+  runTopicNames,
+} from '../run-topics.js';
 import { COMMAND_SUMMARIES } from './summaries.js';
 
 interface ReplayCliOptions {
@@ -93,10 +102,16 @@ async function replayTopics(
 ): Promise<{ fromTopic: string; toTopic: string; dlqTopic: string }> {
   const runId = options.run && pickRun(await brokerTopics(kafka), options.run, 'runs').runId;
   const defaults = runId ? runTopicNames(runId) : kafka.topics;
+  const replayDlq = runId && runReplayDlqTopic(runId, options.annotate, options.maskTransitions);
+  // The replay's own dead-letter topic is made here, with spa.dlq's config; a named one must exist.
+  if (replayDlq && options.dlqTopic === undefined) {
+    const definition = spaTopics({ names: { dlq: replayDlq } }).filter((t) => t.role === 'dlq');
+    await applyTopicsTo(kafka.config.brokers, definition, kafka.config);
+  }
   return {
     fromTopic: options.fromTopic ?? defaults.trajectories,
     toTopic: options.toTopic ?? runReplayTopic(runId ?? '', options.annotate, options.maskTransitions),
-    dlqTopic: options.dlqTopic ?? defaults.dlq,
+    dlqTopic: options.dlqTopic ?? (replayDlq || defaults.dlq),
   };
 }
 
@@ -110,7 +125,7 @@ export function registerReplayCommand(program: Command): void {
     .description(COMMAND_SUMMARIES.replay)
     .option(
       '--run <id>',
-      "replay `spa run --run-id <id>`'s topics: --from-topic, --dlq-topic and --to-topic default to spa.<id>.trajectories, spa.<id>.dlq and spa.<id>.replay-<annotate>.sft",
+      "replay `spa run --run-id <id>`'s topics: --from-topic, --to-topic and --dlq-topic default to spa.<id>.trajectories, spa.<id>.replay-<annotate>.sft and spa.<id>.replay-<annotate>.dlq",
       runIdArgument,
     )
     .option('--from-topic <topic>', 'topic of Trajectory records (default: spa.trajectories)')
@@ -129,7 +144,7 @@ export function registerReplayCommand(program: Command): void {
       'write into a --to-topic that already holds records (without it such a replay stops, exit 2: a second replay would hold every row twice)',
       false,
     )
-    .option('--dlq-topic <topic>', 'dead-letter topic (default: spa.dlq)')
+    .option('--dlq-topic <topic>', "dead-letter topic (default: spa.dlq; with --run the replay's own)")
     .option(
       '--annotate <kind>',
       `${ANNOTATIONS.join(' | ')} (docs/spa-data.md#ablations, #fill)`,

@@ -40,6 +40,14 @@ interface RunOptions {
   allowConfigChange?: ReadonlySet<keyof LoopConfig>;
 }
 
+/** The broker settings, read from the environment by every command (infra/kafka/local-instance.ts). */
+const BROKER_SETTINGS_HELP = `
+Broker (environment variables, the same for every command, npm start and npm run kafka:*):
+  KAFKA_BROKERS=host:port,…  use that cluster; no local broker is started
+  KAFKA_PORT=9092            the local broker's port (its controller takes the next one)
+  KAFKA_INSTANCE=default     the local broker's name; its data is in infra/kafka/data/<name>
+  e.g. KAFKA_PORT=19192 KAFKA_INSTANCE=mine npm start  (SASL/TLS: infra/kafka/client/README.md)`;
+
 /** What `spa run` does with the resolved config: run the loop and print its summary. */
 export type RunLoop = (config: LoopConfig, options: RunOptions) => Promise<void>;
 
@@ -60,7 +68,8 @@ export function registerRunCommand(program: Command, runLoop: RunLoop = runAndPr
     .option(
       '--full',
       "SPA's sizes (1280 SFT trajectories, 1000 PPO steps of 32×8, 128 val puzzles): the real experiment",
-    );
+    )
+    .addHelpText('after', BROKER_SETTINGS_HELP);
   addLoopFieldOptions(command)
     .option('--runs-dir <dir>', 'where run folders go', 'runs')
     .option(

@@ -12,7 +12,7 @@ export const COMMAND_SUMMARIES = {
     'play episodes with a generator policy and write SFT rows (or PPO rollouts) as JSON Lines or to Kafka; --shard i/n plays one of n shards',
   eval: "Pass@1 / Pass@k of a policy on SPA's validation puzzles (seeds 123..250)",
   export:
-    "write SFT rows as SPA's released dataset columns (JSON Lines or Parquet), or as verl or TRL Parquet; optionally split",
+    "write SFT rows (a JSON Lines file, or a run's SFT topic: --run) as SPA's released dataset columns (JSON Lines or Parquet), or as verl or TRL Parquet; optionally split",
   replay: 're-run stored trajectories (spa.trajectories) through the operators into another topic',
   tap: 'print records of a topic readably (ephemeral consumer, commits nothing)',
   topics: 'list topics with partitions and record counts, and consumer groups with their lag',

@@ -3,7 +3,8 @@
  * the first trainer loads it, after the broker, the topics and the warm-up data.
  */
 import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
+import { closestKeys } from '../config/schema.js';
 import { UsageError } from '../options.js';
 import { TINY_MODELS } from '../../loop/configs.js';
 
@@ -17,6 +18,13 @@ export function checkModel(model: string): void {
   const expected =
     `expected ${TINY_MODELS.join(' | ')} or a local Hugging Face folder with config.json ` +
     `(a trainer checkpoint or run folder works too)`;
+  // A missing name close to a tiny model's (`tiny_local`) is that name mistyped
+  // (`spa run` hands over a relative name resolved against the working folder: its last part)
+  const close = closestKeys(basename(model), TINY_MODELS);
+  if (!existsSync(model) && close.length > 0)
+    throw new UsageError(
+      `--model ${model}: no such tiny model or folder; did you mean ${close.join(' or ')}?`,
+    );
   if (!existsSync(model)) throw new UsageError(`--model ${model}: no such folder; ${expected}`);
   if (!statSync(model).isDirectory()) throw new UsageError(`--model ${model}: not a folder; ${expected}`);
   const loadable = [

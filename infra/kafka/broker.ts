@@ -13,6 +13,7 @@ import { brokerInstance, randomClusterId, scramFormatArgs, serverProperties } fr
 import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
 import { parseBrokerList } from './client/config.js';
 import { kafkaClasspath, kafkaVersion } from './jars.js';
+import { foreignBrokerMessage, localInstanceFromEnv } from './local-instance.js';
 import { brokerAnswers, waitUntilAnswering } from './probe.js';
 import { javaExecutable, jvmFlags, runKafkaTool } from './tools.js';
 
@@ -225,10 +226,7 @@ export async function startBroker(options: BrokerStartOptions = {}): Promise<Run
   rmSync(instance.pidFile, { force: true });
   const { brokers } = addresses(instance);
   if (await brokerAnswers(brokers, 1000))
-    throw new Error(
-      `${brokers[0]} already answers as a Kafka broker that is not instance "${instance.name}"; ` +
-        'set KAFKA_BROKERS to use it, or choose another port',
-    );
+    throw new Error(foreignBrokerMessage(brokers[0]!, instance.name, instance.port));
   if (options.fresh) rmSync(instance.dataDir, { recursive: true, force: true });
   checkDowngrade(instance, version);
   mkdirSync(instance.dataDir, { recursive: true });
@@ -315,13 +313,14 @@ export async function brokerStatus(options: BrokerInstanceOptions = {}): Promise
 
 /**
  * The broker the main job talks to: KAFKA_BROKERS' cluster when that is set (nothing is
- * started), otherwise the local instance, started if needed.
+ * started), otherwise the local instance (KAFKA_INSTANCE, KAFKA_PORT: local-instance.ts; `options`
+ * win), started if needed.
  */
 export async function ensureBroker(
   options: BrokerStartOptions = {},
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<RunningBroker> {
-  return configuredCluster(env) ?? startBroker(options);
+  return configuredCluster(env) ?? startBroker({ ...localInstanceFromEnv(env), ...options });
 }
 
 /**
@@ -334,7 +333,7 @@ export async function existingBroker(
 ): Promise<RunningBroker> {
   const configured = configuredCluster(env);
   if (configured) return configured;
-  const status = await brokerStatus(options);
+  const status = await brokerStatus({ ...localInstanceFromEnv(env), ...options });
   if (!status.answering || status.pid === undefined)
     throw new Error(
       `no broker to look at: KAFKA_BROKERS is not set and the local broker "${status.instance.name}" is not ` +

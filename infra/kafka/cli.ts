@@ -1,29 +1,24 @@
 /**
  * `npx tsx infra/kafka/cli.ts start [--brokers n]|stop|status|topics|jars` — the user's handle on
  * the local broker or cluster (npm run kafka:start / kafka:stop / kafka:status). Ports and names
- * come from the environment: KAFKA_PORT (default 9092; a cluster's node 1), KAFKA_INSTANCE
- * (default "default"; its cluster lives in "<instance>-cluster"), SPA_KAFKA_VERSION (default
- * pom.xml's release); with KAFKA_BROKERS set, `start` and `topics` use that cluster and start nothing.
+ * come from the environment as for every command (local-instance.ts): KAFKA_PORT (default 9092; a
+ * cluster's node 1), KAFKA_INSTANCE (default "default"; its cluster lives in "<instance>-cluster"),
+ * SPA_KAFKA_VERSION (default pom.xml's release); with KAFKA_BROKERS set, `start`, `status` and
+ * `topics` use that cluster and start nothing.
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { spaTopics } from '../../schemas/topics.js';
-import type { BrokerInstanceOptions } from './broker-config.js';
 import { brokerStatus, ensureBroker, stopBroker } from './broker.js';
 import { clusterExists, clusterStatus, startCluster, stopCluster, type ClusterOptions } from './cluster.js';
 import { ensureJars, kafkaVersion } from './jars.js';
+import { parseBrokerList } from './client/config.js';
+import { foreignBrokerMessage, localInstanceFromEnv } from './local-instance.js';
+import { brokerAnswers } from './probe.js';
 import { applyTopicsTo } from './topics.js';
-
-function instanceFromEnv(): BrokerInstanceOptions {
-  const port = process.env.KAFKA_PORT;
-  return {
-    name: process.env.KAFKA_INSTANCE ?? 'default',
-    ...(port === undefined ? {} : { port: Number(port) }),
-  };
-}
 
 /** The local cluster beside the single instance: same port, its own folder. */
 function clusterFromEnv(brokers?: number): ClusterOptions {
-  const { name, port } = instanceFromEnv();
+  const { name, port } = localInstanceFromEnv();
   return {
     name: `${name}-cluster`,
     ...(port === undefined ? {} : { port }),
@@ -52,7 +47,7 @@ async function startedBrokers(count: number): Promise<Started> {
     const cluster = await startCluster(clusterFromEnv(count));
     return { brokers: cluster.brokers, kafkaVersion: cluster.nodes[0]?.kafkaVersion };
   }
-  return (await runningCluster()) ?? (await ensureBroker(instanceFromEnv()));
+  return (await runningCluster()) ?? (await ensureBroker(localInstanceFromEnv()));
 }
 
 function brokerCount(value: string): number {
@@ -67,8 +62,9 @@ const program = new Command('kafka')
   .hook('preAction', () => {
     try {
       kafkaVersion();
+      localInstanceFromEnv();
     } catch (error) {
-      // A bad SPA_KAFKA_VERSION is a usage error (exit 2, commander's), not a failed start.
+      // A bad SPA_KAFKA_VERSION or KAFKA_PORT is a usage error (exit 2, commander's), not a failed start.
       program.error((error as Error).message, { exitCode: 2 });
     }
   });
@@ -101,7 +97,7 @@ program
   .command('stop')
   .description('stop the broker and the local cluster cleanly (SIGTERM, SIGKILL after 30 s)')
   .action(async () => {
-    console.error(`[kafka] ${await stopBroker(instanceFromEnv())}`);
+    console.error(`[kafka] ${await stopBroker(localInstanceFromEnv())}`);
     const nodes = await stopCluster(clusterFromEnv());
     if (nodes.length > 0) console.error(`[kafka] cluster: ${nodes.join(', ')}`);
   });
@@ -117,9 +113,20 @@ program
 
 program
   .command('status')
-  .description('the running brokers (local broker and cluster) as JSON: id, port, pid, answering')
+  .description(
+    "the running brokers (local broker and cluster; KAFKA_BROKERS' when set) as JSON: id, port, pid, answering",
+  )
   .action(async () => {
-    const single = await brokerStatus(instanceFromEnv());
+    const configured = process.env.KAFKA_BROKERS?.trim();
+    if (configured) {
+      // The cluster every command would use: nothing local is asked about.
+      const brokers = parseBrokerList(configured);
+      const answering = await brokerAnswers(brokers, 3000);
+      console.log(JSON.stringify([{ brokers, external: true, answering }]));
+      if (!answering) process.exitCode = 3;
+      return;
+    }
+    const single = await brokerStatus(localInstanceFromEnv());
     const running = [
       ...(single.pid === undefined
         ? []
@@ -139,6 +146,9 @@ program
       ),
     ];
     console.log(JSON.stringify(running));
+    const { port, name } = single.instance;
+    if (running.length === 0 && (await brokerAnswers([`127.0.0.1:${port}`], 1000)))
+      console.error(`[kafka] ${foreignBrokerMessage(`127.0.0.1:${port}`, name, port)}`);
     if (running.length === 0 || running.some((broker) => !broker.answering)) process.exitCode = 3;
   });
 

@@ -84,6 +84,16 @@ export function splitTrainVal<T>(rows: readonly T[], valFraction: number, seed: 
 }
 
 /**
+ * `row` as a row of the `split` half: its `extra_info` names that split (`'split': 'val'`), as
+ * verl reads it. The rows were played as training puzzles (`'split': 'train'`); a row of the
+ * validation file saying "train" would have a reader take it for training data. An `extra_info`
+ * without a split is left as it is.
+ */
+export function withSplit(row: SftRow, split: 'train' | 'val'): SftRow {
+  return { ...row, extra_info: row.extra_info.replace(/'split':\s*'[^']*'/, `'split': '${split}'`) };
+}
+
+/**
  * The `wm_val`-style sibling of a train file: `wm_train.parquet` → `wm_val.parquet` (the last
  * "train" in the file name becomes "val"); a name without "train" gets `.val` before its extension.
  */

@@ -2,14 +2,16 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { exportSpaDataset, formatOfPath } from '../../cli/commands/export.js';
+import { describeExport, exportSpaDataset, formatOfPath } from '../../cli/commands/export.js';
 import type { SftRow } from '../../schemas/index.js';
 import {
   SPA_DATASET_COLUMNS,
   splitTrainVal,
   toSpaDatasetRow,
   valPathBeside,
+  withSplit,
 } from '../../streams/files/spa-dataset.js';
+import { toVerlRow } from '../../streams/files/trainer-datasets.js';
 import {
   parseSftRowLine,
   readSftRowsJsonl,
@@ -180,7 +182,27 @@ describe('exportSpaDataset (spa-jsonl)', () => {
     const written = [...readJsonLines(out), ...readJsonLines(join(dir, 'wm_val.jsonl'))];
     const byResponse = (a: unknown, b: unknown): number =>
       String((a as SftRow).response).localeCompare(String((b as SftRow).response));
-    expect(written.sort(byResponse)).toEqual(rows.map(toSpaDatasetRow).sort(byResponse));
+    const rest = (r: unknown) => ({ ...(r as SftRow), extra_info: '' }); // its split: the next test
+    expect(written.sort(byResponse).map(rest)).toEqual(rows.map(toSpaDatasetRow).sort(byResponse).map(rest));
+  });
+
+  // issue 44: the verl validation file's rows said extra_info.split "train"
+  it("each half's rows say their split in extra_info (train, val), in every layout", async () => {
+    const out = join(dir, 'split_train.jsonl');
+    const summary = await exportSpaDataset({ source: source(rows), format: 'spa-jsonl', out, splitVal: 0.2 });
+    const splits = (path: string) =>
+      readJsonLines(path).map((r) => /'split': '(\w+)'/.exec((r as SftRow).extra_info)?.[1]);
+    expect(splits(out)).toEqual(Array(8).fill('train'));
+    expect(splits(summary.val!.out)).toEqual(['val', 'val']);
+    expect(readJsonLines(summary.val!.out).map((r) => (r as SftRow).extra_info)).toEqual(
+      readJsonLines(summary.val!.out).map(
+        (r) => `{'index': ${/\d+/.exec((r as SftRow).extra_info)![0]}, 'split': 'val'}`,
+      ),
+    );
+    expect(toVerlRow(withSplit(sftRow(3), 'val')).extra_info).toEqual({ index: 10003n, split: 'val' });
+    expect(describeExport(summary)).toBe(
+      `wrote ${out} (8 rows, split train) and ${join(dir, 'split_val.jsonl')} (2 rows, split val)`,
+    );
   });
 
   it('leaves no output file when the input goes bad halfway', async () => {

@@ -91,6 +91,7 @@ context-window: 777
 model: /models/qwen
 device: cuda
 trainer-procs: 2
+report-to: tensorboard,wandb
 `;
 
 describe('spa run --config-file', () => {
@@ -150,6 +151,7 @@ describe('spa run --config-file', () => {
       model: '/models/qwen',
       device: 'cuda',
       trainerProcs: 2,
+      reportTo: ['tensorboard', 'wandb'],
     } satisfies LoopConfig);
   });
 

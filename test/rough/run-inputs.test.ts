@@ -50,9 +50,8 @@ describe('spa run --model', () => {
     expect(() => checkModel(folder('out', 'checkpoints/latest'))).not.toThrow();
     expect(() => checkModel(folder('empty'))).toThrow(/--model \S+empty: no config\.json in the folder/);
     expect(() => checkModel(join(root, 'hf', 'config.json'))).toThrow(/: not a folder;/);
-    expect(() => checkModel('tiny-cell')).toThrow(
-      /no such folder; expected tiny \| tiny-cells \| tiny-local/,
-    );
+    expect(() => checkModel('tiny-cell')).toThrow(/no such tiny model or folder; did you mean tiny-cells\?/);
+    expect(() => checkModel('huge')).toThrow(/no such folder; expected tiny \| tiny-cells \| tiny-local/);
   });
 });
 

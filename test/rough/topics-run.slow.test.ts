@@ -145,9 +145,16 @@ describe('spa replay --run', () => {
     expect(summary).toMatchObject({
       from: runTopicNames(runs.b).trajectories,
       to: `spa.${runs.b}.replay-gt.sft`,
-      dlq: runTopicNames(runs.b).dlq,
+      // issue 44: the replay's rejects go to a dead-letter topic of its own, not the run's
+      dlq: `spa.${runs.b}.replay-gt.dlq`,
       read: perRun,
     });
+    const admin = await kafka.transport.admin();
+    try {
+      expect(await admin.listTopics()).toContain(`spa.${runs.b}.replay-gt.dlq`);
+    } finally {
+      await admin.close();
+    }
     const named = await runSpa(['replay', '--run', runs.b, '--to-topic', 'rough.replayed'], brokers);
     expect(named.code, named.stderr).toBe(0);
     expect(JSON.parse(named.stdout.trim().split('\n').at(-1)!)).toMatchObject({ to: 'rough.replayed' });

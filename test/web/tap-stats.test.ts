@@ -16,6 +16,7 @@ describe('TapStats', () => {
     const [sokoban, sudoku] = stats.snapshot().envs;
     expect(sokoban).toEqual({
       env: 'sokoban',
+      stage: '',
       episodes: 5,
       successes: 2,
       successRate: 2 / 5,

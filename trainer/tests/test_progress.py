@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
 from spa_trainer.data.sft_rows import SftRow
-from spa_trainer.progress import PhaseProgress, heartbeat
+from spa_trainer.progress import PhaseProgress, StepsLeft, heartbeat
 from spa_trainer.sft.masking import encode_faithful
 from spa_trainer.sft.metrics import evaluate
 
@@ -83,3 +83,15 @@ def test_encoding_the_training_rows_prints_progress(
     assert [(e.input_ids.tolist(), e.labels.tolist()) for _, e in counted] == [
         (e.input_ids.tolist(), e.labels.tolist()) for _, e in quiet
     ]
+
+
+def test_step_lines_end_with_the_time_left_at_this_attempts_pace() -> None:
+    # issue 44: a 5,172-step warm-up at 2 s a step says it takes hours from its first steps
+    left = StepsLeft(start=0, end=5172, started_at=100.0)
+    assert left.text(0, now=100.0) == ""  # no step done: no pace yet
+    assert left.text(10, now=120.0) == ", about 2.9 h left"  # 2 s a step, 5162 steps left
+    assert left.text(60, now=160.0) == ", about 85.2 min left"  # 1 s a step, 5112 left
+    assert left.text(5172, now=10_000.0) == ""  # done
+    resumed = StepsLeft(start=100, end=200, started_at=0.0)
+    assert resumed.text(150, now=50.0) == ", about 50 s left"  # 50 steps in 50 s, 50 left
+    assert StepsLeft(0, 100, started_at=0.0).text(10, now=20.0) == ", about 3.0 min left"

@@ -1,5 +1,6 @@
 /**
- * Running numbers for the web tap: per-env success rate over the trajectories seen, Pass@1 and
+ * Running numbers for the web tap: per env and run stage (warm-up, self-play, PPO:
+ * web/server/run-stage.ts), the success rate over the trajectories seen, Pass@1 and
  * Pass@k over the same full groups (grouped by `group_id`, docs/spa-eval.md#pass-at-k), records per
  * second, and consumer lag over time.
  * Memory is bounded: open groups are capped per env (the oldest are folded into a histogram
@@ -18,9 +19,11 @@ export const MAX_ENVS = 32;
 /** The row that counts the envs past {@link MAX_ENVS}. */
 export const OTHER_ENVS = '(other envs)';
 
-/** One env's outcome numbers. */
+/** One env's outcome numbers in one stage of a run (web/server/run-stage.ts). */
 interface EnvStats {
   readonly env: string;
+  /** warm-up, self-play, PPO, …: each stage's episodes are counted apart. */
+  readonly stage: string;
   readonly episodes: number;
   readonly successes: number;
   /** Mean success over all episodes, groups still filling (or smaller) included. */
@@ -82,7 +85,7 @@ class EnvOutcomes {
     }
   }
 
-  stats(env: string): EnvStats {
+  stats(env: string, stage: string): EnvStats {
     const groups: [GroupCount, number][] = [
       ...[...this.open.values()].map((g): [GroupCount, number] => [g, 1]),
       ...[...this.folded].map(([key, count]): [GroupCount, number] => {
@@ -97,6 +100,7 @@ class EnvOutcomes {
       fullGroups === 0 ? null : full.reduce((sum, [g, count]) => sum + count * score(g), 0) / fullGroups;
     return {
       env,
+      stage,
       episodes: this.episodes,
       successes: this.successes,
       successRate: this.episodes === 0 ? 0 : this.successes / this.episodes,
@@ -107,6 +111,11 @@ class EnvOutcomes {
     };
   }
 }
+
+/** A run's stages in the order they run; others after them. */
+const STAGE_ORDER = ['warm-up', 'self-play', 'PPO'];
+const stageRank = (stage: string): number =>
+  STAGE_ORDER.includes(stage) ? STAGE_ORDER.indexOf(stage) : STAGE_ORDER.length;
 
 /** Accumulates what the tap has read; {@link snapshot} gives the page's numbers. */
 export class TapStats {
@@ -125,11 +134,12 @@ export class TapStats {
     for (const t of this.perSecond.keys()) if (t <= second - SERIES_SECONDS * 1000) this.perSecond.delete(t);
   }
 
-  /** Adds one finished episode's outcome (from a Trajectory record). */
-  episode(env: string, groupId: string, success: boolean): void {
-    const named = this.envs.has(env) || this.envs.size < MAX_ENVS;
+  /** Adds one finished episode's outcome (from a Trajectory record) to its env's row of `stage`. */
+  episode(env: string, groupId: string, success: boolean, stage = ''): void {
+    const key = `${env}\u0000${stage}`;
+    const named = this.envs.has(key) || this.envs.size < MAX_ENVS;
     // In the shared row a group is its env's group: the same group id in two envs is two groups.
-    const [row, group] = named ? [env, groupId] : [OTHER_ENVS, `${env}\u0000${groupId}`];
+    const [row, group] = named ? [key, groupId] : [`${OTHER_ENVS}\u0000`, `${key}\u0000${groupId}`];
     let outcomes = this.envs.get(row);
     if (!outcomes) this.envs.set(row, (outcomes = new EnvOutcomes()));
     outcomes.add(group, success);
@@ -153,8 +163,8 @@ export class TapStats {
       read: this.read,
       byKind: Object.fromEntries(this.byKind),
       envs: [...this.envs]
-        .map(([env, outcomes]) => outcomes.stats(env))
-        .sort((a, b) => a.env.localeCompare(b.env)),
+        .map(([key, outcomes]) => outcomes.stats(...(key.split('\u0000') as [string, string])))
+        .sort((a, b) => a.env.localeCompare(b.env) || stageRank(a.stage) - stageRank(b.stage)),
       throughput,
       lag: [...this.lagPoints],
     };

@@ -7,6 +7,7 @@
  * a record is acked as soon as it has been handed to the server, whose per-page policy is
  * drop-and-catch-up (see tap-server.ts), so a slow browser never stalls the consumers.
  */
+import { runStage } from './run-stage.js';
 import { filter, map, merge, type Subscription } from 'rxjs';
 import type { KafkaAdmin } from '../../infra/kafka/client/admin.js';
 import { decodeAnySpaRecord } from '../../streams/kafka/consume-spa-decode.js';
@@ -108,8 +109,9 @@ export async function startWebTap(kafka: KafkaConnection, options: WebTapOptions
         stats.recordRead(decoded.ok ? decoded.value.type : 'Undecodable');
         if (decoded.ok && decoded.value.type === 'Trajectory') {
           const { env, group_id: groupId, success } = decoded.value.record;
-          // The env names a row of the page's table: escaped as the cards are.
-          stats.episode(visibleText(env), groupId, success);
+          // The env and the stage (from the producer's policy and mode) name a row of the page's
+          // table: escaped as the cards are.
+          stats.episode(visibleText(env), groupId, success, visibleText(runStage(decoded.value.record)));
         }
         server.publish('record', toWebRecord(decoded));
       },

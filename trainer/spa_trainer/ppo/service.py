@@ -52,6 +52,7 @@ from ..topics.sources import open_rollout_source
 from ..training.checkpoint import latest_checkpoint
 from ..training.data_parallel import Ranks, from_main, join_ranks, leave, single
 from ..training.reporting import Reporter, open_reporter
+from ..progress import StepsLeft
 from .batch import Rollout
 from .checkpoint import (
     Progress,
@@ -110,6 +111,7 @@ class Service:
     last_line_at: float = field(default_factory=time.monotonic)
     tracer: OtlpJsonTracer | None = None  # when OTEL_EXPORTER_OTLP_ENDPOINT is set
     reporter: Reporter = field(default_factory=Reporter)  # TensorBoard / W&B (--report-to)
+    steps_left: StepsLeft = field(default_factory=lambda: StepsLeft(0, 0))  # time left, set when training starts
 
     def log(self, line: str) -> None:
         """Progress and problems go to stderr (stdout stays free for a final summary)."""
@@ -339,6 +341,7 @@ def log_step(svc: Service, line: dict[str, Any], staleness: dict[int, int]) -> N
         + f"ent {line['entropy']:.3f} score {line['score_mean']:.3f} "
         f"succ {line['success_rate']:.2f} staleness {{{stale}}}{f' over-max {over}' if over else ''} "
         f"tok/s {line['tokens_per_s']:.0f} wait {line['waited_s']:.1f}s wall {line['wall_s']:.1f}s"
+        + svc.steps_left.text(line["step"])
     )
 
 
@@ -410,6 +413,7 @@ def run_service(cfg: ServiceConfig, on_step: StepHook | None = None, ranks: Rank
         latest = latest_checkpoint(svc.out)
         if latest is not None and svc.progress.exported_step == svc.progress.step:
             export_and_publish(svc, latest)  # the last run may have died between checkpoint and publish
+        svc.steps_left = StepsLeft(svc.progress.step, cfg.steps)
         while svc.progress.step < cfg.steps:
             train_one_step(svc, on_step)
         from_main(None, ranks)  # the other ranks are done

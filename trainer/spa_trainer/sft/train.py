@@ -37,7 +37,7 @@ from ..data.sft_rows import BadRow, RowSource, SftRow, SourcedRow
 from ..json_files import dumps, write_json
 from ..models.load import load_policy
 from ..otlp import OtlpJsonTracer, tracer_from_env
-from ..progress import PhaseProgress
+from ..progress import PhaseProgress, StepsLeft
 from ..storage import remove_stale_temp_folders
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_source
@@ -231,6 +231,7 @@ class SftRun:
     held_out: list[SftRow]
     end_step: int  # the schedule's last step, or the --max-steps budget when smaller
     reporter: Reporter = field(default_factory=Reporter)  # TensorBoard / W&B (--report-to), rank 0's
+    steps_left: StepsLeft = field(default_factory=lambda: StepsLeft(0, 0))  # time left, set when training starts
 
 
 def read_rows(cfg: SftConfig, source: RowSource, state: TrainerState) -> tuple[list[SourcedRow], list[SftRow]]:
@@ -376,7 +377,7 @@ def run_step(
     if state.step % cfg.log_every == 0 or state.step in (1, run.end_step):
         print(
             f"[sft] epoch {state.epoch} step {state.step}/{run.end_step} loss {loss:.4f} "
-            f"grad {grad_norm:.3f} lr {lr:.2e} tok/s {tokens_per_s:.0f}",
+            f"grad {grad_norm:.3f} lr {lr:.2e} tok/s {tokens_per_s:.0f}{run.steps_left.text(state.step)}",
             flush=True,
         )
 
@@ -390,6 +391,7 @@ def train(run: SftRun, cfg: SftConfig, out: Path, on_step: StepHook | None) -> b
     """
     state, tracer = run.state, tracer_from_env("spa-trainer") if run.ranks.main else None
     stop_at = run.end_step if cfg.stop_after_steps is None else min(run.end_step, cfg.stop_after_steps)
+    run.steps_left = StepsLeft(state.step, stop_at)
     while state.step < stop_at:
         epoch = remaining_batches(run.train_rows, state.shuffle_seed, state.epoch, state.epoch_rows, cfg.batch_size)
         for batch in epoch:
