@@ -78,17 +78,11 @@ function ensureKafkaClient() {
   log('WARNING: no Kafka client; kafka: inputs and PolicyUpdate publishing will fail (file inputs work)');
 }
 
-// W&B for `--report-to wandb`. Normal route: `pip install wandb`. This project's wheel index lacks a
-// package under wandb's OTLP exporter (opentelemetry-exporter-http-transport), which wandb imports only
-// to send its own usage analytics (wandb/analytics/opentelemetry), never in offline mode: then wandb
-// goes in without dependencies, and its other dependencies by name.
-const WANDB_DEPS = [
-  'opentelemetry-api>=1.43',
-  'opentelemetry-sdk>=1.43',
-  'pydantic>=2.6,<3',
-  'platformdirs',
-  'click>=8.2',
-];
+// W&B for `--report-to wandb`. Normal route: `pip install wandb`. This project's wheel index lacks two
+// packages under wandb's own usage analytics (opentelemetry-exporter-http-transport, and
+// opentelemetry-semantic-conventions under opentelemetry-sdk), which offline mode never loads: then
+// wandb and opentelemetry-sdk go in without their dependencies, and wandb's others by name.
+const WANDB_DEPS = ['opentelemetry-api>=1.43', 'pydantic>=2.6,<3', 'platformdirs', 'click>=8.2', 'xxhash'];
 function ensureWandb() {
   if (quiet(python, ['-c', 'import wandb']).ok) return;
   const pip = ['-m', 'pip', 'install', '--disable-pip-version-check', '--retries', '1'];
@@ -99,14 +93,17 @@ function ensureWandb() {
     // the index lacks one of its dependencies: below
   }
   try {
-    logged(python, [...pip, '--no-deps', 'wandb>=0.17']);
+    logged(python, [...pip, '--no-deps', 'wandb>=0.17', 'opentelemetry-sdk>=1.43']);
     logged(python, [...pip, ...WANDB_DEPS]);
   } catch (error) {
     log(`WARNING: no wandb; --report-to wandb will fail (tensorboard works): ${error.message}`);
     return;
   }
-  if (!quiet(python, ['-c', 'import wandb']).ok)
-    log('WARNING: wandb does not import; --report-to wandb will fail (tensorboard works)');
+  const imported = quiet(python, ['-c', 'import wandb']);
+  if (!imported.ok)
+    log(
+      `WARNING: wandb does not import (${imported.out.trim().split('\n').at(-1)}); --report-to wandb will fail (tensorboard works)`,
+    );
 }
 
 /** Makes trainer/.venv current; returns what it did, for the step's line. */

@@ -42,7 +42,7 @@ describe("the web tap's stages", () => {
   });
 
   it('the page has a stage column', () => {
-    expect(readFileSync('web/index.html', 'utf8')).toMatch(/<th[^>]*>stage<\/th>/);
-    expect(readFileSync('web/app.js', 'utf8')).toContain("el('td', '', e.stage)");
+    expect(readFileSync('web/index.html', 'utf8')).toMatch(/<th[^>]*>\s*stage\s*<\/th>/);
+    expect(readFileSync('web/app.js', 'utf8')).toContain("el('td', '', v(e.stage))");
   });
 });

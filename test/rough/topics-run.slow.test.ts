@@ -5,7 +5,7 @@
  * topics stops and asks for `--append`, while resuming the same --run-id still works. Spawns the
  * CLI as a user runs it; one broker for the file.
  */
-import { mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,8 @@ const perRun = 4;
 let brokers: readonly string[];
 let kafka: KafkaConnection;
 let runsDir: string;
+/** SFT rows each run's data stage committed to its `spa.<run>.sft`. */
+const sftRows: Record<string, number> = {};
 
 /** `spa generate` of the SFT data stage of `run` into its topics, plus `extra` flags. */
 const generate = (run: string, ...extra: string[]) =>
@@ -52,6 +54,7 @@ beforeAll(async () => {
     const made = await generate(run, '--run-id', sftRunId(run));
     expect(made.code, made.stderr).toBe(0);
     expect(report(made.stdout).counts.trajectories).toBe(perRun);
+    sftRows[run] = report(made.stdout).counts.sft;
   }
   runsDir = mkdtempSync(join(tmpdir(), 'spa-rough-runs-'));
   for (const [run, secondsAgo] of [
@@ -159,6 +162,39 @@ describe('spa replay --run', () => {
     expect(named.code, named.stderr).toBe(0);
     expect(JSON.parse(named.stdout.trim().split('\n').at(-1)!)).toMatchObject({ to: 'rough.replayed' });
   });
+});
+
+describe('spa export --run', () => {
+  // issue 44: export read only a JSONL file; a run's SFT topic needed `spa tap --json | jq`
+  it("exports the run's SFT topic, says what it wrote, and each half's rows say their split", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spa-export-run-'));
+    try {
+      const [out, val] = [join(dir, 'wm_train.jsonl'), join(dir, 'wm_val.jsonl')];
+      const result = await runSpa(['export', '--run', runs.a, '--out', out, '--split-val', '0.25'], brokers);
+      expect(result.code, result.stderr).toBe(0);
+      const summary = JSON.parse(result.stdout.trim().split('\n').at(-1)!) as {
+        rows: number;
+        val: { rows: number };
+      };
+      expect(sftRows[runs.a]).toBeGreaterThan(1);
+      expect(summary.rows + summary.val.rows).toBe(sftRows[runs.a]);
+      expect(result.stderr).toContain(`[export] read ${sftRows[runs.a]} SftRows from spa.${runs.a}.sft`);
+      expect(result.stderr).toContain(
+        `[export] wrote ${out} (${summary.rows} rows, split train) and ${val} (${summary.val.rows} row`,
+      );
+      const splits = (path: string) =>
+        readFileSync(path, 'utf8')
+          .trim()
+          .split('\n')
+          .map(
+            (line) => /'split': '(\w+)'/.exec((JSON.parse(line) as { extra_info: string }).extra_info)?.[1],
+          );
+      expect(new Set(splits(out))).toEqual(new Set(['train']));
+      expect(new Set(splits(val))).toEqual(new Set(['val']));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
 
 describe("spa generate into a finished run's topics", () => {

@@ -96,16 +96,35 @@ def test_ppo_writes_trl_and_verl_named_scalars_equal_to_its_metrics_lines(tmp_pa
     assert "actor/pg_loss" not in found  # one name per quantity: TRL's where it has one
 
 
+def _wandb_log_records(run_file: Path) -> list[bytes]:
+    """The records of a W&B run file (`run-*.wandb`, wandb-core's transaction log): after the 7-byte
+    header `:W&B` + magic + version, LevelDB's log format, 32 KiB blocks of chunks, each behind a
+    7-byte header (CRC32C, length, type: 1 full, 2 first, 3 middle, 4 last). wandb 0.30 ships no
+    Python reader of it (its datastore module is gone); the records are wandb's own protobuf."""
+    data, block = run_file.read_bytes(), 32 * 1024
+    assert data[:7] == b":W&B\xe1\xbe\x00", data[:7]
+    records, pending, pos = [], b"", 7
+    while pos + 7 <= len(data):
+        room = block - pos % block
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        if room < 7 or (length == 0 and kind == 0):  # a block's zero padding
+            pos += room
+            continue
+        pending += data[pos + 7 : pos + 7 + length]
+        pos += 7 + length
+        if kind in (1, 4):
+            records.append(pending)
+            pending = b""
+    return records
+
+
 def _wandb_history(run_dir: Path) -> list[dict[str, Any]]:
-    """The `history` records of a W&B offline run folder, read with wandb's own run-file reader."""
+    """The `history` records of a W&B offline run folder, decoded with wandb's own protobuf."""
     from wandb.proto import wandb_internal_pb2
-    from wandb.sdk.internal import datastore
 
     (run_file,) = run_dir.glob("run-*.wandb")
-    store = datastore.DataStore()
-    store.open_for_scan(str(run_file))
     rows: list[dict[str, Any]] = []
-    while (data := store.scan_data()) is not None:
+    for data in _wandb_log_records(run_file):
         record = wandb_internal_pb2.Record()
         record.ParseFromString(data)
         if record.WhichOneof("record_type") == "history":
@@ -116,6 +135,8 @@ def _wandb_history(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def test_wandb_offline_run_holds_the_logged_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # wandb imports opentelemetry-sdk, whose semantic conventions some wheel indexes lack (setup warns)
+    pytest.importorskip("wandb", reason="wandb does not import here: see `node scripts/setup.mjs python`")
     monkeypatch.delenv("WANDB_MODE", raising=False)  # offline is the default: no W&B server is reachable here
     monkeypatch.setenv("WANDB_SILENT", "true")
     reporter = open_reporter(("wandb",), out=tmp_path, logging_dir=None, run_name="r1/sft", config={"lr": 0.1})

@@ -65,7 +65,13 @@ class _Wandb:
     """A W&B run, offline unless `WANDB_MODE` is set (`wandb sync` uploads it later)."""
 
     def __init__(self, out: Path, run_name: str, group: str | None, config: Mapping[str, Any]) -> None:
-        import wandb
+        try:
+            import wandb
+        except ImportError as error:  # not installed, or a dependency of it missing from the wheel index
+            raise ValueError(
+                f"--report-to wandb: wandb does not import ({error}); `node scripts/setup.mjs python` installs "
+                "it where the wheel index has its dependencies, or leave wandb out of --report-to"
+            ) from error
 
         out.mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(
