@@ -17,9 +17,10 @@ interface BoardOptions {
 const BOARD_FOLDER = 'tensorboard';
 
 /**
- * The folder TensorBoard shows for `--run <run>`: `<runs-dir>/<id>` (a ppo-check's `--out` too: its
- * arms' runs are folders under it), or with `last` the newest run folder that has TensorBoard logs.
- * A usage error names the runs that have them when there is none.
+ * The folder TensorBoard shows for `--run <run>`: `<runs-dir>/<id>/tensorboard`, whose folders are
+ * the run's stages (a ppo-check's `--out` folder itself: its arms' runs are folders under it), or
+ * with `last` the newest run folder that has TensorBoard logs. A usage error names the runs that
+ * have them when there is none.
  */
 export function boardFolder(runsDir: string, run: string): string {
   const root = resolve(runsDir);
@@ -32,7 +33,7 @@ export function boardFolder(runsDir: string, run: string): string {
   const folder = join(root, id);
   if (!existsSync(folder) || !hasBoard(folder))
     throw new UsageError(`--run ${run}: no ${join(runsDir, id, BOARD_FOLDER)} (${known})`);
-  return folder;
+  return existsSync(join(folder, BOARD_FOLDER)) ? join(folder, BOARD_FOLDER) : folder;
 }
 
 /** Whether `folder` (a run, or a ppo-check's out folder whose arms are runs) has TensorBoard logs. */

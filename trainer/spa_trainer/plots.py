@@ -79,9 +79,12 @@ def run_figure(summary: Summary) -> Any:
     floor_band(curve, summary)
     puzzles = f"{config['evalPuzzles']} validation puzzles × {config['evalK']}"
     curve.set(xlabel="policy version", ylabel="Pass@1 % (± standard error)", title=f"Pass@1 by policy ({puzzles})")
-    curve.set_xticks(sorted({e["policyVersion"] for e in summary["evaluations"] if not is_floor(e)}))
+    versions = sorted({e["policyVersion"] for e in summary["evaluations"] if not is_floor(e)})
+    curve.set_xticks(versions)
+    if versions:  # room for the last point's stage label
+        curve.set_xlim(versions[0] - 0.5, versions[-1] + 0.9)
     curve.set_ylim(0, 100)
-    curve.legend(fontsize=8, loc="lower right")
+    curve.legend(fontsize=8, loc="upper right")  # the points' stage labels sit low when they score low
     timeline(stages, [(summary["runId"], summary["seconds"])])
     fig.suptitle(f"spa run {summary['runId']}: {config['name']} ({config['env']}, model {config['model']})")
     fig.tight_layout()
