@@ -192,7 +192,7 @@ export interface LoopConfig {
 
 /** Destinations of the trainers' curves (spa_trainer.training.reporting). */
 export const REPORT_TARGETS = ['none', 'tensorboard', 'wandb'] as const;
-export type ReportTarget = (typeof REPORT_TARGETS)[number];
+type ReportTarget = (typeof REPORT_TARGETS)[number];
 
 /** Kinds of warm-up demonstration: prompt mode, and `base-wm` for base prompts with world-model answers. */
 export const WARMUP_MODES = ['wm', 'base', 'base-wm'] as const;

@@ -39,7 +39,7 @@ export function startTrainer(
  * `<run>/tensorboard/<stage>` (one TensorBoard run per stage: `spa board` shows them side by side)
  * and the W&B run `<run id>/<stage>`, grouped by run id.
  */
-export function boardOf(ctx: Pick<LoopContext, 'runDir' | 'runId'>, stage: string): Board {
+function boardOf(ctx: Pick<LoopContext, 'runDir' | 'runId'>, stage: string): Board {
   return { loggingDir: join(ctx.runDir, 'tensorboard', stage), runName: `${ctx.runId}/${stage}` };
 }
 

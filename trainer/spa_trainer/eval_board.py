@@ -72,7 +72,9 @@ def write_eval_board(source: Path, logging_dir: Path, report_to: tuple[str, ...]
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spa_trainer.eval_board", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m spa_trainer.eval_board", description=(__doc__ or "").split("\n\n")[0]
+    )
     parser.add_argument("source", type=Path, help="a run's summary.json or a ppo-check's ppo-check.json")
     parser.add_argument("--logging-dir", type=Path, required=True, help="the TensorBoard run folder (a check's: per arm under it)")  # fmt: skip
     parser.add_argument("--report-to", nargs="+", default=["tensorboard"], choices=["none", "tensorboard", "wandb"], help=REPORT_TO_HELP)  # fmt: skip

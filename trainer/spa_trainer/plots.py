@@ -119,7 +119,7 @@ def write_plot(source: Path, out: Path | None = None) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spa_trainer.plots", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m spa_trainer.plots", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("source", type=Path, help="a run's summary.json or a ppo-check's ppo-check.json")
     parser.add_argument("--out", type=Path, help="the PNG (default: the source's name with .png)")
     args = parser.parse_args(argv)

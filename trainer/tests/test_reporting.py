@@ -125,7 +125,7 @@ def _wandb_history(run_dir: Path) -> list[dict[str, Any]]:
     (run_file,) = run_dir.glob("run-*.wandb")
     rows: list[dict[str, Any]] = []
     for data in _wandb_log_records(run_file):
-        record = wandb_internal_pb2.Record()
+        record = wandb_internal_pb2.Record()  # pyright: ignore[reportAttributeAccessIssue] (generated, no stubs)
         record.ParseFromString(data)
         if record.WhichOneof("record_type") == "history":
             rows.append(

@@ -46,13 +46,13 @@ from ..export import export_policy, next_version
 from ..json_files import dumps
 from ..models.load import load_policy, resolve_model_dir
 from ..otlp import OtlpJsonTracer, tracer_from_env
+from ..progress import StepsLeft
 from ..storage import remove_stale_temp_folders
 from ..topics.dead_letters import DeadLetters, open_dead_letters
 from ..topics.sources import open_rollout_source
 from ..training.checkpoint import latest_checkpoint
 from ..training.data_parallel import Ranks, from_main, join_ranks, leave, single
 from ..training.reporting import Reporter, open_reporter
-from ..progress import StepsLeft
 from .batch import Rollout
 from .checkpoint import (
     Progress,
@@ -320,7 +320,7 @@ TRL_NAMES = {
 def step_scalars(svc: Service, line: dict[str, Any]) -> dict[str, float]:
     """A metrics line as the scalars `--report-to` gets: every `ppo_step` metric, TRL's names where it
     has them, the actor's learning rate, and the service's timing, staleness and rejects."""
-    scalars = {TRL_NAMES.get(k, k): v for k, v in line["ppo"].items()}
+    scalars = {TRL_NAMES.get(str(k), str(k)): float(v) for k, v in line["ppo"].items()}
     return {
         **scalars,
         "train/learning_rate": svc.state.actor_optimizer.param_groups[0]["lr"],

@@ -370,7 +370,7 @@ def run_step(
     # TRL's names; its `epoch` is fractional too (epochs done, rows of this one counted in)
     fraction = epoch + state.epoch_rows / len(run.train_rows) if state.epoch == epoch else float(state.epoch)
     run.reporter.log(
-        {"train/loss": loss, "train/grad_norm": grad_norm, "train/learning_rate": lr, "train/epoch": fraction,
+        {"train/loss": loss, "train/grad_norm": grad_norm, "train/learning_rate": float(lr), "train/epoch": fraction,
          "perf/tokens_per_s": tokens_per_s},
         state.step,
     )  # fmt: skip

@@ -73,6 +73,9 @@ class _Wandb:
                 "it where the wheel index has its dependencies, or leave wandb out of --report-to"
             ) from error
 
+        mode = os.environ.get("WANDB_MODE", "offline")
+        if mode not in ("online", "offline", "disabled", "shared"):
+            raise ValueError(f"WANDB_MODE={mode}: expected online, offline, disabled or shared")
         out.mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(
             project=os.environ.get("WANDB_PROJECT", "spa"),
@@ -80,7 +83,7 @@ class _Wandb:
             group=group,
             dir=str(out),
             config=dict(config),
-            mode=os.environ.get("WANDB_MODE", "offline"),
+            mode=mode,
             settings=wandb.Settings(console="off", silent=True),
         )
 
