@@ -8,7 +8,7 @@ import type { GpuRow } from '../../cli/gpu-check/rows.js';
 import { startTestBroker, stopTestBroker } from '../kafka/harness.js';
 import { runSpa } from './spa-process.js';
 
-const ports = { port: 19790, controllerPort: 19791 };
+const ports = { port: 19800, controllerPort: 19801 };
 let broker: RunningBroker;
 
 beforeAll(async () => {
