@@ -1,9 +1,13 @@
 import { defineConfig } from 'vitest/config';
+import { LanesSequencer } from './test/lanes-sequencer.js';
 
-// Two projects so slow suites (real Kafka broker, Python trainer) can run alone:
-// `npm run test:unit`, `npm run test:slow`; `npm test` runs both.
+// Two projects so slow suites (real Kafka broker, Python trainer) can run on their own:
+// `npm run test:unit`, `npm run test:slow`; `npm test` runs both, two files at a time (each slow
+// file has brokers, ports and folders of its own), in the order of test/lanes-sequencer.ts.
 export default defineConfig({
   test: {
+    maxWorkers: 2,
+    sequence: { sequencer: LanesSequencer },
     // Failing tests are named again in the run's last lines (CI logs are read from the tail).
     reporters: ['default', './test/failures-last-reporter.ts'],
     projects: [
@@ -22,7 +26,6 @@ export default defineConfig({
           include: ['test/**/*.slow.test.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
-          fileParallelism: false,
         },
       },
     ],
