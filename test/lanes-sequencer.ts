@@ -11,6 +11,8 @@ const LAST = [
   'test/trainer/pytest.slow.test.ts',
   'test/scripts/spa-check.slow.test.ts',
   'test/hostile/orphans.slow.test.ts',
+  'test/cli/gpu-check-run.slow.test.ts',
+  'test/cli/gpu-check-cpu.test.ts',
 ];
 
 const rank = (spec: TestSpecification): number => {
