@@ -84,6 +84,27 @@ export function planTopicChanges(
 }
 
 /**
+ * Asks `settled` every 100 ms until it answers true. An error it throws is retried like a false;
+ * past `timeoutMs` the last error is thrown, or one saying `failure()`.
+ */
+async function pollUntil(
+  settled: () => Promise<boolean>,
+  timeoutMs: number,
+  failure: () => string,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await settled()) return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+    }
+    if (Date.now() > deadline) throw new Error(`${failure()} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
  * Waits until every partition of `topics` has a leader. Hand-written because the Kafka client's
  * own `waitForLeaders` gives up on the UNKNOWN_TOPIC_OR_PARTITION a fresh KRaft broker answers
  * for a moment after CreateTopics returns.
@@ -93,19 +114,16 @@ export async function waitForLeaders(
   topics: readonly string[],
   timeoutMs = 30_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
+  await pollUntil(
+    async () => {
       const found = await admin.describeTopics(topics);
-      if (found.length === topics.length && found.every((t) => t.partitions.every((p) => p.leader !== null)))
-        return;
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`topics ${topics.join(', ')} have no leaders after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+      return (
+        found.length === topics.length && found.every((t) => t.partitions.every((p) => p.leader !== null))
+      );
+    },
+    timeoutMs,
+    () => `topics ${topics.join(', ')} have no leaders`,
+  );
 }
 
 /**
@@ -118,19 +136,18 @@ async function waitForConfigs(
   topics: readonly PlacedTopic[],
   timeoutMs = 30_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const described = await admin.topicConfigs(topics.map((t) => t.name));
-    const pending = topics.filter((t) =>
-      Object.entries(t.configs).some(([name, wanted]) => described.get(t.name)?.[name] !== wanted),
-    );
-    if (pending.length === 0) return;
-    if (Date.now() > deadline)
-      throw new Error(
-        `topics ${pending.map((t) => t.name).join(', ')} do not show their new configs after ${timeoutMs} ms`,
+  let pending = topics;
+  await pollUntil(
+    async () => {
+      const described = await admin.topicConfigs(topics.map((t) => t.name));
+      pending = topics.filter((t) =>
+        Object.entries(t.configs).some(([name, wanted]) => described.get(t.name)?.[name] !== wanted),
       );
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+      return pending.length === 0;
+    },
+    timeoutMs,
+    () => `topics ${pending.map((t) => t.name).join(', ')} do not show their new configs`,
+  );
 }
 
 /** What an apply did, with a one-line summary for logs. */
