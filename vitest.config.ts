@@ -3,7 +3,8 @@ import { LanesSequencer } from './test/lanes-sequencer.js';
 
 // Two projects so slow suites (real Kafka broker, Python trainer) can run on their own:
 // `npm run test:unit`, `npm run test:slow`; `npm test` runs both, two files at a time (each slow
-// file has brokers, ports and folders of its own), in the order of test/lanes-sequencer.ts.
+// file has brokers, ports and folders of its own), in the order of test/lanes-sequencer.ts. Its
+// pretest provisions the venv and the jars first: files provisioning them side by side raced (pip).
 export default defineConfig({
   test: {
     maxWorkers: 2,
