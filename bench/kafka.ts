@@ -34,6 +34,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { lastValueFrom, map, toArray } from 'rxjs';
 import { envFactory } from '../envs/registry.js';
+import { procStat } from '../infra/process/proc-stat.js';
 import { brokerStatus, ensureBroker, stopBroker } from '../infra/kafka/broker.js';
 import { kafkaConfigFromEnv, type KafkaConnectionConfig } from '../infra/kafka/client/config.js';
 import { openKafkajsAdmin } from '../infra/kafka/client/kafkajs-admin.js';
@@ -95,25 +96,11 @@ interface RoundTopics {
   readonly java: string;
 }
 
-/**
- * CPU seconds of this process from /proc/self/stat (Linux, clock ticks of 1/100 s: utime, stime
- * are fields 14, 15), or of the broker process. Undefined where /proc is missing. CPU time
- * moves far less with the box's load than wall time.
- */
-function procCpuSeconds(pid: number): number | undefined {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Runs `measure` in this process and adds the CPU seconds this process and the local broker spent meanwhile. */
 async function withCpu<R extends Rate>(brokerPid: number | undefined, measure: () => Promise<R>): Promise<R> {
   const clientCpu = (): number => (process.cpuUsage().user + process.cpuUsage().system) / 1e6;
   const brokerCpu = (): number | undefined =>
-    brokerPid === undefined ? undefined : procCpuSeconds(brokerPid);
+    brokerPid === undefined ? undefined : procStat(brokerPid)?.cpuSeconds;
   const [client, broker] = [clientCpu(), brokerCpu()];
   const rate = await measure();
   const brokerAfter = brokerCpu();

@@ -20,11 +20,11 @@
  * arm ≥ 0.8× its fair share). No broker, no TRL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openMpEnv } from '../loop/openmp-env.js';
+import { procStat } from '../infra/process/proc-stat.js';
 import { callPython } from './python/venv.js';
 import { loadAverage, median, spread } from './stats.js';
 import { generateRows, parseArgs, sideArgs, type Options, type SideRun } from './trainer.js';
@@ -98,17 +98,6 @@ function startBusy(): Promise<ChildProcess> {
   });
 }
 
-/** CPU seconds a live process has used (Linux /proc; undefined elsewhere). */
-function cpuSeconds(pid: number | undefined): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // from field 3, the state
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in USER_HZ ticks
-  } catch {
-    return undefined;
-  }
-}
-
 /** Kills `child` and waits for its exit. */
 function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -130,7 +119,7 @@ async function runArm(arm: Arm, model: string, rows: string, o: Options): Promis
   const start = performance.now();
   try {
     const run = await callPython<SideRun>('sft_bench.py', sideArgs('spa', model, rows, o), {}, armEnv[arm]);
-    const used = busy ? cpuSeconds(busy.pid) : undefined;
+    const used = busy?.pid === undefined ? undefined : procStat(busy.pid)?.cpuSeconds;
     const busyCores = used === undefined ? undefined : used / ((performance.now() - start) / 1000);
     return { tokPerS: run.tokens_per_s, threads: run.torch_threads, busyCores };
   } finally {

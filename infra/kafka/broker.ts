@@ -8,7 +8,9 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tryLock } from '../process/lock-file.js';
 import { brokerInstance, randomClusterId, scramFormatArgs, serverProperties } from './broker-config.js';
 import type { BrokerInstance, BrokerInstanceOptions } from './broker-config.js';
 import { parseBrokerList } from './client/config.js';
@@ -202,15 +204,56 @@ function runningBroker(instance: BrokerInstance, pid: number): RunningBroker {
 }
 
 /**
+ * Takes the instance's start lock (`<data>/<instance>.start.lock`, beside its data folder), waiting
+ * while another live process holds it: two `spa run`s that find no broker at once would otherwise
+ * launch two JVMs on one data folder and ports, and one of them dies during startup.
+ */
+async function holdStartLock(
+  instance: BrokerInstance,
+  log: (line: string) => void,
+  timeoutMs: number,
+): Promise<() => void> {
+  const file = join(dirname(instance.dataDir), `${instance.name}.start.lock`);
+  mkdirSync(dirname(file), { recursive: true });
+  const deadline = Date.now() + timeoutMs;
+  for (let waiting = false; ; waiting = true) {
+    const lock = tryLock(file);
+    if ('release' in lock) return lock.release;
+    if (!waiting) log(`[kafka] broker "${instance.name}" is being started by pid ${lock.pid}: waiting for it`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `broker "${instance.name}": pid ${lock.pid} has been starting it since ${lock.since} (${file}); ` +
+          `stop that process, or wait for it`,
+      );
+    await sleep(250);
+  }
+}
+
+/**
  * Starts the instance and resolves once it answers a metadata request. Idempotent: an
- * instance that is already up is returned as is. Throws with the log tails when the broker
- * dies or does not answer within `startTimeoutMs`.
+ * instance that is already up is returned as is, also to a process that waited while another
+ * started it. Throws with the log tails when the broker dies or does not answer within
+ * `startTimeoutMs`.
  */
 export async function startBroker(options: BrokerStartOptions = {}): Promise<RunningBroker> {
   const log = options.log ?? stderrLog;
   const instance = brokerInstance(options);
-  const version = kafkaVersion(options.kafkaVersion);
   const timeoutMs = options.startTimeoutMs ?? 60_000;
+  const release = await holdStartLock(instance, log, timeoutMs);
+  try {
+    return await startUnlocked(instance, options, log, timeoutMs);
+  } finally {
+    release();
+  }
+}
+
+async function startUnlocked(
+  instance: BrokerInstance,
+  options: BrokerStartOptions,
+  log: (line: string) => void,
+  timeoutMs: number,
+): Promise<RunningBroker> {
+  const version = kafkaVersion(options.kafkaVersion);
   const existing = readPid(instance);
   if (existing !== undefined && isInstanceProcess(instance, existing)) {
     if (options.fresh)

@@ -32,16 +32,46 @@ describe('the busy-machine warning', () => {
     let i = 0;
     const read: LoadReadings = {
       load: () => ({ load: readings[i]![0], cores: 2 }),
-      ownCpuSeconds: () => readings[i]![1],
+      cpu: () => ({ machine: 0, own: readings[i]![1] }),
       now: () => 1_000_000 + 120_000 * i,
     };
     const warned: number[] = [];
     const check = busyMachineCheck(() => warned.push(i), read);
+    for (; i < readings.length; i++) check();
+    expect(warned).toEqual([1, 5]);
+  });
+
+  it('measures the other processes’ cores since the last check, not from the lagging load average', () => {
+    // [load average, the machine's busy CPU seconds, this run's] at each check, 10 s apart
+    const readings: [number, number, number][] = [
+      [1.9, 1000, 0], // the first check, as the run starts: work that ended before it is in the load average
+      [1.8, 1015, 15], // the broker's start and the warm-up data, all the run's own
+      [1.7, 1045, 25], // another process on two cores while the run used one
+      [0.9, 1055, 35], // the run alone again
+    ];
+    let i = 0;
+    const read: LoadReadings = {
+      load: () => ({ load: readings[i]![0], cores: 2 }),
+      cpu: () => ({ machine: readings[i]![1], own: readings[i]![2] }),
+      now: () => 1_000_000 + 10_000 * i,
+    };
+    const check = busyMachineCheck(() => {}, read);
     const others: number[] = [];
     for (; i < readings.length; i++) others.push(check());
-    expect(warned).toEqual([1, 5]);
-    // what the trainers' OpenMP setting reads (openmp-env.ts): the load less the run's own cores
-    expect(others[1]).toBeCloseTo(3.1 - 10 / 120);
-    expect(others[4]).toBeCloseTo(3.2 - 240 / 120);
+    // no stretch to measure at the first check: the load average less the run's own (none yet)
+    expect(others[0]).toBeCloseTo(1.9);
+    expect(others.slice(1)).toEqual([0, 2, 0]);
+  });
+
+  it('reads the load less the run’s own where /proc is missing', () => {
+    let i = 0;
+    const read: LoadReadings = {
+      load: () => ({ load: [1.2, 3.2][i]!, cores: 2 }),
+      cpu: () => undefined,
+      now: () => 1_000_000 + 120_000 * i,
+    };
+    const check = busyMachineCheck(() => {}, read);
+    i = 1;
+    expect(check()).toBeCloseTo(3.2);
   });
 });
