@@ -13,6 +13,8 @@ export class Progress {
   private readonly started = Date.now();
   private lastPrint = 0;
   private readonly counts = new Map<string, number>();
+  /** When the first item of the total's key came: the time left is timed from it. */
+  private firstAt: number | undefined;
   private readonly heartbeat: ReturnType<typeof setInterval>;
 
   constructor(
@@ -32,6 +34,7 @@ export class Progress {
   add(key: string, n = 1): void {
     this.counts.set(key, (this.counts.get(key) ?? 0) + n);
     const now = Date.now();
+    if (key === this.total?.key) this.firstAt ??= now;
     if (now - this.lastPrint >= (process.stderr.isTTY ? 100 : this.intervalMs)) {
       this.lastPrint = now;
       this.print(false);
@@ -49,17 +52,22 @@ export class Progress {
       const of = this.total?.key === key ? `/${this.total.value}` : '';
       return `${key} ${n}${of} (${(n / seconds).toFixed(1)}/s)`;
     });
-    const line = `[${this.label}] ${parts.join('  ')}  ${seconds.toFixed(1)}s${this.timeLeft(seconds)}`;
+    const line = `[${this.label}] ${parts.join('  ')}  ${seconds.toFixed(1)}s${this.timeLeft()}`;
     if (process.stderr.isTTY) process.stderr.write(`\r\x1b[K${line}${final ? '\n' : ''}`);
     else process.stderr.write(line + '\n');
   }
 
-  /** `, about 42s left` at the rate so far, while the total is known and not reached. */
-  private timeLeft(seconds: number): string {
-    if (!this.total) return '';
+  /**
+   * `, about 42s left` at the rate since the first item, while the total is known and not reached.
+   * Not from the start: a phase's first item comes after its set-up (an evaluation's policy load and
+   * its first, concurrent episodes), and one item over that time read as hours left.
+   */
+  private timeLeft(): string {
+    if (!this.total || this.firstAt === undefined) return '';
     const done = this.counts.get(this.total.key) ?? 0;
-    if (done <= 0 || done >= this.total.value) return '';
-    return `, about ${((seconds * (this.total.value - done)) / done).toFixed(0)}s left`;
+    const since = (Date.now() - this.firstAt) / 1000;
+    if (done < 2 || done >= this.total.value || since <= 0) return '';
+    return `, about ${((since * (this.total.value - done)) / (done - 1)).toFixed(0)}s left`;
   }
 }
 
