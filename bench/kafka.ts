@@ -28,7 +28,7 @@
  * KAFKA_PORT name another as for `npm run kafka:start` (reused when running, stopped again when
  * started here). Topics are per round (`bench-<id>.*`) and deleted afterwards.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';

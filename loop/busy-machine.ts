@@ -26,7 +26,7 @@ export function busyWarning({ load, own, cores }: MachineLoad): string | undefin
 }
 
 /** CPU seconds so far: every core's busy time since boot, and this run's (its process tree's). */
-export interface CpuReading {
+interface CpuReading {
   readonly machine: number;
   readonly own: number;
 }

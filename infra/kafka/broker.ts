@@ -219,7 +219,8 @@ async function holdStartLock(
   for (let waiting = false; ; waiting = true) {
     const lock = tryLock(file);
     if ('release' in lock) return lock.release;
-    if (!waiting) log(`[kafka] broker "${instance.name}" is being started by pid ${lock.pid}: waiting for it`);
+    if (!waiting)
+      log(`[kafka] broker "${instance.name}" is being started by pid ${lock.pid}: waiting for it`);
     if (Date.now() > deadline)
       throw new Error(
         `broker "${instance.name}": pid ${lock.pid} has been starting it since ${lock.since} (${file}); ` +

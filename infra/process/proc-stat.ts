@@ -44,7 +44,9 @@ export function procStat(pid: number | 'self'): ProcStat | undefined {
 export function treeCpuSeconds(root: number): number | undefined {
   let pids: number[];
   try {
-    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number);
+    pids = readdirSync('/proc')
+      .filter((name) => /^\d+$/.test(name))
+      .map(Number);
   } catch {
     return undefined;
   }

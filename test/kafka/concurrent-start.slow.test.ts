@@ -40,7 +40,9 @@ describe('two starts of one local broker at once', () => {
     expect([a.code, b.code], a.stderr + b.stderr).toEqual([0, 0]);
     expect(a.stdout.trim()).toBe(`127.0.0.1:${ports.port}`);
     expect(b.stdout.trim()).toBe(`127.0.0.1:${ports.port}`);
-    expect(a.stderr + b.stderr).toMatch(/broker "test-two-starts" is being started by pid \d+: waiting for it/);
+    expect(a.stderr + b.stderr).toMatch(
+      /broker "test-two-starts" is being started by pid \d+: waiting for it/,
+    );
     const status = await brokerStatus({ name: `test-${name}`, ...ports });
     expect(status.answering).toBe(true);
   }, 240_000);
