@@ -11,6 +11,7 @@ import {
   type SftRun,
   type TrainerCommand,
 } from './trainer-args.js';
+import { log } from './log.js';
 import { openMpEnv } from './openmp-env.js';
 import { runTrainerModule, trainerDeviceEnv, type TrainerProcess } from './trainer-process.js';
 
@@ -26,7 +27,13 @@ export function startTrainer(
   beside = 0,
 ): TrainerProcess {
   // passive OpenMP threads only beside other load (openmp-env.ts)
-  const omp = openMpEnv(process.env, ctx.othersCores() + beside);
+  const others = ctx.othersCores() + beside;
+  const omp = openMpEnv(process.env, others);
+  if (process.env['OMP_WAIT_POLICY'] === undefined && omp['OMP_WAIT_POLICY'] === 'PASSIVE')
+    log(
+      `${label}: passive trainer threads (OMP_WAIT_POLICY=PASSIVE): other processes use ${others.toFixed(1)} ` +
+        `cores${beside > 0 ? `, ${beside} of them this run's generators beside it` : ''}`,
+    );
   return runTrainerModule(ctx.python, command.module, command.args, {
     label,
     env: { ...omp, ...trainerDeviceEnv(ctx.config.device) },

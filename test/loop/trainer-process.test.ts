@@ -22,7 +22,13 @@ async function waitPolicySeen(others: number, beside = 0): Promise<string> {
   } finally {
     write.mockRestore();
   }
-  return /\[probe\] policy (\S+)/.exec(lines.join(''))?.[1] ?? `no policy line in ${lines.join('')}`;
+  const policy = /\[probe\] policy (\S+)/.exec(lines.join(''))?.[1] ?? `no policy line in ${lines.join('')}`;
+  const said = lines.some((l) =>
+    l.startsWith('[spa run] probe: passive trainer threads (OMP_WAIT_POLICY=PASSIVE)'),
+  );
+  // the run says so when it chose passive threads, and only then
+  expect(said).toBe(policy === 'PASSIVE' && process.env['OMP_WAIT_POLICY'] === undefined);
+  return policy;
 }
 
 describe('a trainer process on a shared machine (issue 43)', () => {
