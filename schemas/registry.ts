@@ -7,7 +7,7 @@ import type { Resolver } from 'avsc';
 import { FrameDecodeError, RecordEncodeError } from './errors.js';
 import { fingerprintHex } from './fingerprint.js';
 import type { SchemaVersion } from './schema-version.js';
-import { frameSingleObject, splitSingleObject } from './single-object.js';
+import { SINGLE_OBJECT_HEADER_LENGTH, SINGLE_OBJECT_MAGIC, splitSingleObject } from './single-object.js';
 
 /** The record names of a record-type map such as `SpaRecordTypes`. */
 export type RecordName<Records> = Extract<keyof Records, string>;
@@ -127,18 +127,11 @@ export class SchemaRegistry<Records extends object> {
 }
 
 /**
- * Encodes a value with one specific schema version (the registry uses the current one; tests and
- * fixture scripts use history versions). Throws `RecordEncodeError` listing each bad field.
+ * Where frames are written before their one copy out: the header and body written in place. avsc's
+ * `toBuffer` writes a body over 1 KiB twice (once to measure it) and framing copied it again, which
+ * showed in the ingest's CPU profile (bench/README.md#kafka). Grows to the largest frame, never shrinks.
  */
-export function encodeWith(version: SchemaVersion, record: unknown): Buffer {
-  let body: Buffer;
-  try {
-    body = version.type.toBuffer(record);
-  } catch (error) {
-    throw new RecordEncodeError(version.fullName, describeProblems(version, record, error as Error));
-  }
-  return frameSingleObject(version.fingerprint, body);
-}
+let frameScratch = Buffer.allocUnsafe(64 << 10);
 
 function describeProblems(version: SchemaVersion, record: unknown, error: Error): string[] {
   const problems: string[] = [];
@@ -161,4 +154,27 @@ function bodyError(error: unknown, writer: SchemaVersion, fingerprint: Buffer): 
     return new FrameDecodeError('trailing-bytes', `${what} has bytes left after the record`, fingerprint);
   }
   return new FrameDecodeError('bad-body', `${what} is not valid Avro: ${message}`, fingerprint);
+}
+
+/**
+ * Encodes a value with one specific schema version (the registry uses the current one; tests and
+ * fixture scripts use history versions). Throws `RecordEncodeError` listing each bad field.
+ */
+export function encodeWith(version: SchemaVersion, record: unknown): Buffer {
+  for (;;) {
+    let end: number;
+    try {
+      end = version.type.encode(record, frameScratch, SINGLE_OBJECT_HEADER_LENGTH);
+    } catch (error) {
+      throw new RecordEncodeError(version.fullName, describeProblems(version, record, error as Error));
+    }
+    // avsc returns minus the bytes missing when the body did not fit: grow and write it again.
+    if (end < 0) {
+      frameScratch = Buffer.allocUnsafe(2 * (frameScratch.length - end));
+      continue;
+    }
+    SINGLE_OBJECT_MAGIC.copy(frameScratch, 0);
+    frameScratch.set(version.fingerprint, SINGLE_OBJECT_MAGIC.length);
+    return Buffer.from(frameScratch.subarray(0, end));
+  }
 }

@@ -34,6 +34,21 @@ describe('SchemaRegistry over the project schemas', () => {
     expect(registry.decode(name, frame)).toEqual(sample(name));
   });
 
+  it('frames a record as avsc toBuffer does, past the scratch size too, each frame its own copy', () => {
+    const expected = (record: SftRow): Buffer =>
+      frameSingleObject(
+        registry.current('SftRow').fingerprint,
+        registry.current('SftRow').type.toBuffer(record),
+      );
+    const small = sample('SftRow');
+    const large = { ...small, response: 'x'.repeat(200_000) };
+    const first = registry.encode('SftRow', small);
+    const copy = Buffer.from(first);
+    for (const record of [large, small, large])
+      expect(registry.encode('SftRow', record).equals(expected(record))).toBe(true);
+    expect(first.equals(copy)).toBe(true);
+  });
+
   it('knows every record under the spa.v1 namespace', () => {
     expect(names.map((n) => registry.current(n).fullName)).toEqual(names.map((n) => `spa.v1.${n}`));
   });
