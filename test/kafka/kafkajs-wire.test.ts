@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { BATCH_RECORDS, fixtureRecords } from '../fixtures/kafkajs/records.js';
+import { BATCH_RECORDS, fixtureRecords, produceTopicData } from '../fixtures/kafkajs/records.js';
 
 const require = createRequire(import.meta.url);
 interface Encoded {
@@ -31,6 +31,10 @@ const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) 
 const decodeMessages = require('kafkajs/src/protocol/requests/fetch/v4/decodeMessages') as (
   decoder: unknown,
 ) => Promise<DecodedRecord[]>;
+
+const Produce = require('kafkajs/src/protocol/requests/produce/v3/request') as (
+  options: Record<string, unknown>,
+) => { encode(): Promise<Encoded> };
 
 const fixture = (name: string): Buffer =>
   readFileSync(new URL(`../fixtures/kafkajs/${name}`, import.meta.url));
@@ -75,6 +79,54 @@ describe('kafkajs record batch encoding (patched)', () => {
   it('writes a gzip batch that reads back as its records', async () => {
     const records = await decodeMessages(new Decoder(recordSet(await encodeBatch(Types.GZIP!))));
     expectFixtureRecords(records, 1);
+  });
+});
+
+/** Topic → partitions in the order a Produce v3 request body holds them, with each batch's bytes. */
+function producedBatches(body: Buffer): [string, number, Buffer][] {
+  let at = 0;
+  const int16 = () => ((at += 2), body.readInt16BE(at - 2));
+  const int32 = () => ((at += 4), body.readInt32BE(at - 4));
+  const string = () => {
+    const length = int16();
+    at += Math.max(length, 0);
+    return body.toString('utf8', at - Math.max(length, 0), at);
+  };
+  string(); // transactional id
+  int16(); // acks
+  int32(); // timeout
+  const out: [string, number, Buffer][] = [];
+  for (let topics = int32(); topics > 0; topics--) {
+    const topic = string();
+    for (let partitions = int32(); partitions > 0; partitions--) {
+      const partition = int32();
+      const size = int32();
+      out.push([topic, partition, body.subarray(at, (at += size))]);
+    }
+  }
+  return out;
+}
+
+describe('kafkajs produce request encoding (patched)', () => {
+  const request = (compression: number) =>
+    Produce({ acks: -1, timeout: 30_000, compression, topicData: produceTopicData() }).encode();
+
+  it('writes an uncompressed request byte for byte as kafkajs 2.2.4 did', async () => {
+    expect((await request(Types.None!)).buffer.equals(fixture('produce-request-none.bin'))).toBe(true);
+  });
+
+  it('keeps topics and partitions in order with their gzip batches compressed side by side', async () => {
+    const batches = producedBatches((await request(Types.GZIP!)).buffer);
+    const expected = produceTopicData().flatMap(({ topic, partitions }) =>
+      partitions.map(({ partition }) => [topic, partition]),
+    );
+    expect(batches.map(([topic, partition]) => [topic, partition])).toEqual(expected);
+    for (const [, partition, batch] of batches) {
+      const records = await decodeMessages(new Decoder(recordSet(batch)));
+      expect(records.map((r) => r.key.toString())).toEqual(
+        fixtureRecords(partition * BATCH_RECORDS).map((r) => r.key.toString()),
+      );
+    }
   });
 });
 
