@@ -15,6 +15,7 @@ const config: KnipConfig = {
     'scripts/*.{ts,mjs}', // setup, learning-check, ppo-check
     'test/**/*.test.ts',
     'test/fixtures/avro/write-golden.ts', // run by hand when a schema version is added (schemas/README.md)
+    'test/fixtures/kafkajs/write-golden.ts', // run by hand to freeze kafkajs wire bytes (infra/kafka/client/README.md)
     'web/app.js', // served by web/server/tap-server.ts, loaded by the browser
   ],
   project: ['**/*.{ts,mjs,cjs,js}'],
