@@ -4,7 +4,7 @@
  * send is cut into requests whose batches fit their topics' `max.message.bytes` (record-size.ts),
  * read once per topic and sink.
  */
-import { CompressionTypes } from 'kafkajs';
+import { CompressionTypes, Partitioners } from 'kafkajs';
 import type { Kafka, Message, Producer, RecordMetadata, TopicMessages } from 'kafkajs';
 import type { KafkaConnectionConfig } from './config.js';
 import { describeKafkaError } from './kafkajs-client.js';
@@ -75,6 +75,35 @@ type SendBatch = (batch: {
   compression: CompressionTypes;
 }) => Promise<RecordMetadata[]>;
 
+/** Kafka's default partitioner (murmur2 of the key, as kafkajs' and the Java client's). */
+const defaultPartitioner = Partitioners.DefaultPartitioner();
+const partitionListings = new Map<number, { partitionId: number; leader: number }[]>();
+const listing = (count: number) => {
+  let partitions = partitionListings.get(count);
+  if (!partitions)
+    partitionListings.set(
+      count,
+      (partitions = Array.from({ length: count }, (_, id) => ({ partitionId: id, leader: 0 }))),
+    );
+  return partitions;
+};
+
+/**
+ * A keyed record with the partition kafkajs' default partitioner would give it, so a send is cut
+ * by each partition's batch rather than each topic's share of a request (record-size.ts): a
+ * transaction's records then go in one request instead of two or three, one after another.
+ * Unkeyed records, placed ones and topics whose partition count is unknown are left as they are.
+ */
+function placed(record: OutgoingRecord, partitions: number | undefined): OutgoingRecord {
+  if (record.partition !== undefined || record.key === null || partitions === undefined) return record;
+  const partition = defaultPartitioner({
+    topic: record.topic,
+    partitionMetadata: listing(partitions) as never,
+    message: { key: record.key, value: null },
+  });
+  return { ...record, partition };
+}
+
 /** Sends cut to fit each topic's limit (record-size.ts), and the records that cannot fit at all. */
 function limitedSends(limits: TopicLimits, codec: BatchCompression) {
   const compression = codec === 'none' ? CompressionTypes.None : CompressionTypes.GZIP;
@@ -91,8 +120,9 @@ function limitedSends(limits: TopicLimits, codec: BatchCompression) {
     const tooLarge = await oversized(records);
     if (tooLarge.length > 0) throw new RecordTooLargeError(tooLarge);
     const limitOf = await limits.of(records.map((r) => r.topic));
+    const placedRecords = records.map((r) => placed(r, limits.partitions(r.topic)));
     const writes: PartitionWrite[] = [];
-    for (const chunk of chunkWithinLimits(records, limitOf, codec))
+    for (const chunk of chunkWithinLimits(placedRecords, limitOf, codec))
       writes.push(
         ...toWrites(await sendBatch({ topicMessages: toTopicMessages(chunk), acks: -1, compression })),
       );

@@ -62,9 +62,10 @@ export function batchBytesAlone(
 }
 
 /**
- * `records` cut, in order, into runs each sendable as one request: no topic's share of a run
- * exceeds that topic's limit (a partition's batch is at most its topic's share). A record too large
- * to share a batch goes alone; whether it fits even then is {@link batchBytesAlone}'s question.
+ * `records` cut, in order, into runs each sendable as one request: no partition's batch of a run
+ * exceeds its topic's limit. A record without a `partition` counts against its topic's whole share
+ * of the run (its partition is any of them). A record too large to share a batch goes alone;
+ * whether it fits even then is {@link batchBytesAlone}'s question.
  */
 export function chunkWithinLimits(
   records: readonly OutgoingRecord[],
@@ -87,10 +88,15 @@ export function chunkWithinLimits(
       chunks.push([record]);
       continue;
     }
-    const total = (bytesOf.get(record.topic) ?? 0) + bytes;
-    if (batchBound(total, compression) > limit) close();
+    // A placed record's batch holds its partition's records and, at worst, every unplaced one; an
+    // unplaced record may land anywhere, so it is bounded by the topic's whole share.
+    const unplaced = `${record.topic}\u0000`;
+    const own = record.partition === undefined ? unplaced : `${record.topic}\u0000${record.partition}`;
+    const sharing = (key: string): number => bytesOf.get(key) ?? 0;
+    const before = record.partition === undefined ? sharing(record.topic) : sharing(own) + sharing(unplaced);
+    if (batchBound(before + bytes, compression) > limit) close();
     chunk.push(record);
-    bytesOf.set(record.topic, (bytesOf.get(record.topic) ?? 0) + bytes);
+    for (const key of [record.topic, own]) bytesOf.set(key, sharing(key) + bytes);
   }
   close();
   return chunks;
