@@ -56,7 +56,11 @@ export function treeCpuSeconds(root: number): number | undefined {
     if (stat) stats.set(pid, stat);
   }
   const children = new Map<number, number[]>();
-  for (const [pid, { ppid }] of stats) children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+  for (const [pid, { ppid }] of stats) {
+    const siblings = children.get(ppid);
+    if (siblings) siblings.push(pid);
+    else children.set(ppid, [pid]);
+  }
   let seconds = 0;
   const pending = [root];
   for (let pid = pending.pop(); pid !== undefined; pid = pending.pop()) {
@@ -75,7 +79,9 @@ export function machineBusySeconds(): number | undefined {
   } catch {
     return undefined;
   }
-  // cpu user nice system idle iowait irq softirq steal (guest time is inside user and nice)
-  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
-  return [user, nice, system, irq, softirq, steal].reduce((s = 0, x = 0) => s + x, 0)! / TICKS_PER_SECOND;
+  // cpu user nice system idle iowait irq softirq steal: all but idle (3) and iowait (4); guest time
+  // is inside user and nice
+  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  const busy = [0, 1, 2, 5, 6, 7].reduce((sum, field) => sum + (ticks[field] ?? 0), 0);
+  return busy / TICKS_PER_SECOND;
 }
