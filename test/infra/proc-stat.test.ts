@@ -6,9 +6,9 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { machineBusySeconds, procStat, treeCpuSeconds } from '../../infra/process/proc-stat.js';
 
-/** A child that spins one core for `ms`, waited for. */
+/** A child that spins until it has used `ms` of CPU time (not wall time: a busy machine stretches that), waited for. */
 function spinChild(ms: number): void {
-  const script = `const end = Date.now() + ${ms}; while (Date.now() < end);`;
+  const script = `const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; }; const end = cpu() + ${ms}; while (cpu() < end);`;
   expect(spawnSync(process.execPath, ['-e', script]).status).toBe(0);
 }
 
