@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,10 +12,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from spa_trainer.data.sft_rows import SftRow, SourcedRow
+from spa_trainer.data.sft_rows import Message, SftRow, SourcedRow
 from spa_trainer.sft.config import SftConfig
 from spa_trainer.sft.masking import OBS_PLACEHOLDER
-from spa_trainer.sft.sampler import epoch_order, is_held_out, read_range
+from spa_trainer.sft.sampler import canonical_order, epoch_order, is_held_out, read_range
 from spa_trainer.sft.train import run_sft
 from spa_trainer.topics.sources import open_source
 from spa_trainer.training.checkpoint import latest_checkpoint
@@ -152,10 +153,24 @@ def test_epochs_visit_the_rows_in_a_seeded_permutation(tmp_path: Path) -> None:
     # epoch e's order is the permutation of seed + e: reproducible from the seed in the checkpoint
     assert per_epoch == [[_positions(train)[i] for i in epoch_order(12, 7, e)] for e in range(3)]
     assert len({tuple(order) for order in per_epoch}) == 3  # a new order every epoch
-    assert all(sorted(order) == _positions(train) for order in per_epoch)  # each row once per epoch
+    assert all(sorted(order) == sorted(_positions(train)) for order in per_epoch)  # each row once per epoch
     assert per_epoch[0] != _positions(train)  # not the log order
     state = json.loads((_latest(cfg.out) / "trainer_state.json").read_text())
     assert state["shuffle_seed"] == 7 and state["epoch"] == 3 and state["epoch_rows"] == 0
+
+
+def test_rows_are_trained_in_an_order_their_arrival_does_not_change() -> None:
+    rows = [
+        SftRow(prompt=(Message("user", "p"),), response="r", trajectory_id=f"run/b0/g{i % 4}/m{i // 4}", turn=i % 3)
+        for i in range(24)
+    ]
+    arrived = [SourcedRow(0, i, row) for i, row in enumerate(rows)]
+    shuffled = [SourcedRow(i % 2, i, row) for i, row in enumerate(random.Random(1).sample(rows, len(rows)))]
+    first, second = (canonical_order(a, lambda s: s.row) for a in (arrived, shuffled))
+    assert [s.row for s in first] == [s.row for s in second]
+    assert [s.row for s in first] != rows  # spread, not the first trajectories first
+    plain = [SourcedRow(0, i, SftRow(prompt=(Message("user", "p"),), response=str(i), turn=5 - i)) for i in range(5)]
+    assert canonical_order(plain, lambda s: s.row) == plain  # no trajectory ids: the log order
 
 
 def test_epoch_order_is_reproducible_from_the_seed() -> None:

@@ -5,6 +5,9 @@ checkpoint). The range is read once: held-out rows go to evaluation, training ro
 (rows are a few KB; SPA's full size is ~6,400 rows), encoded once before the first step
 (`sft.encode_rows`), and every epoch visits them in a fresh
 permutation seeded with `shuffle seed + epoch`, as SPA's sampler does (docs/spa-sft.md#sampler).
+The permutation is of the rows in their canonical order, not their arrival order: generator shards
+write concurrently, so the same rows reach a topic in a different order each run
+(docs/spa-sft.md#sampler).
 A checkpoint stores the seed, the epoch and how many rows of that epoch's permutation are
 trained, so a resumed run continues the same permutation at the same place.
 """
@@ -12,7 +15,7 @@ trained, so a resumed run continues the same permutation at the same place.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -39,9 +42,24 @@ def is_held_out(row: SftRow, fraction: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < fraction
 
 
+def canonical_order(rows: Sequence[T], row_of: Callable[[T], SftRow]) -> list[T]:
+    """`rows` sorted by a hash of (trajectory id, turn): the same rows give the same order however
+    concurrent writers interleaved them, and any prefix (the held-out rows scored by exact match) is
+    a spread sample rather than the first trajectories. Rows without a trajectory id (hand-made
+    files) come first and keep their log order (the sort is stable)."""
+
+    def key(item: T) -> bytes:
+        row = row_of(item)
+        if not row.trajectory_id:
+            return b""
+        return hashlib.sha256(f"{row.trajectory_id}\0{row.turn}".encode()).digest()
+
+    return sorted(rows, key=key)
+
+
 @dataclass(frozen=True)
 class RangeRows:
-    """One read of the run's offset range: the training rows (in log order) and the held-out rows."""
+    """One read of the run's offset range: the training and held-out rows, each in canonical order."""
 
     train: list[SourcedRow]
     held_out: list[SftRow]
@@ -56,7 +74,7 @@ def read_range(source: RowSource, start: Offsets, end: Offsets, val_fraction: fl
             held_out.append(sourced.row)
         else:
             train.append(sourced)
-    return RangeRows(train, held_out)
+    return RangeRows(canonical_order(train, lambda s: s.row), canonical_order(held_out, lambda r: r))
 
 
 def epoch_order(rows: int, seed: int, epoch: int) -> list[int]:
