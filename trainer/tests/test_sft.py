@@ -161,7 +161,12 @@ def test_epochs_visit_the_rows_in_a_seeded_permutation(tmp_path: Path) -> None:
 
 def test_rows_are_trained_in_an_order_their_arrival_does_not_change() -> None:
     rows = [
-        SftRow(prompt=(Message("user", "p"),), response="r", trajectory_id=f"run/b0/g{i % 4}/m{i // 4}", turn=i % 3)
+        SftRow(
+            prompt=(Message("user", f"p{i % 4}"),),
+            response=f"r{i}",
+            trajectory_id=f"run/b0/g{i % 4}/m{i // 4}",
+            turn=i % 3,
+        )
         for i in range(24)
     ]
     arrived = [SourcedRow(0, i, row) for i, row in enumerate(rows)]
@@ -169,6 +174,10 @@ def test_rows_are_trained_in_an_order_their_arrival_does_not_change() -> None:
     first, second = (canonical_order(a, lambda s: s.row) for a in (arrived, shuffled))
     assert [s.row for s in first] == [s.row for s in second]
     assert [s.row for s in first] != rows  # spread, not the first trajectories first
+    renamed = [replace(row, trajectory_id=row.trajectory_id.replace("run/", "other-run/")) for row in rows]
+    assert canonical_order(renamed, lambda r: r) == [
+        replace(s.row, trajectory_id=s.row.trajectory_id.replace("run/", "other-run/")) for s in first
+    ]
     plain = [SourcedRow(0, i, SftRow(prompt=(Message("user", "p"),), response=str(i), turn=5 - i)) for i in range(5)]
     assert canonical_order(plain, lambda s: s.row) == plain  # no trajectory ids: the log order
 

@@ -15,6 +15,7 @@ trained, so a resumed run continues the same permutation at the same place.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -43,16 +44,18 @@ def is_held_out(row: SftRow, fraction: float) -> bool:
 
 
 def canonical_order(rows: Sequence[T], row_of: Callable[[T], SftRow]) -> list[T]:
-    """`rows` sorted by a hash of (trajectory id, turn): the same rows give the same order however
-    concurrent writers interleaved them, and any prefix (the held-out rows scored by exact match) is
-    a spread sample rather than the first trajectories. Rows without a trajectory id (hand-made
-    files) come first and keep their log order (the sort is stable)."""
+    """`rows` sorted by a hash of their contents (prompt and response): the same rows give the same
+    order however concurrent writers interleaved them and whatever the run is called (trajectory
+    ids name the run), and any prefix (the held-out rows scored by exact match) is a spread sample
+    rather than the first trajectories. Rows without a trajectory id (hand-made files) come first
+    and keep their log order (the sort is stable)."""
 
     def key(item: T) -> bytes:
         row = row_of(item)
         if not row.trajectory_id:
             return b""
-        return hashlib.sha256(f"{row.trajectory_id}\0{row.turn}".encode()).digest()
+        contents = json.dumps([row.messages(), row.response], ensure_ascii=False)
+        return hashlib.sha256(contents.encode("utf-8")).digest()
 
     return sorted(rows, key=key)
 
