@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
@@ -13,13 +15,17 @@ from spa_trainer.sft.masking import (
     OBS_PLACEHOLDER,
     PRED_PLACEHOLDER,
     Example,
+    StateMask,
     add_released_placeholders,
     encode_faithful,
+    encode_faithful_rows,
+    encode_pairs,
     encode_released,
     faithful_texts,
     prediction_spans,
     released_texts,
     strip_leading_think,
+    tokens_in_spans,
 )
 from spa_trainer.sft.train import make_encoder
 
@@ -176,3 +182,34 @@ def test_strip_leading_think(response: str, expected: str) -> None:
 def test_prediction_spans_are_non_greedy() -> None:
     text = "<prediction>a</prediction> x <prediction>\nb\n</prediction>"
     assert [text[s:e] for s, e in prediction_spans(text)] == ["a", "\nb\n"]
+
+
+def test_rows_tokenized_together_get_what_each_gets_alone(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    rows = [row(1), row(2), row(1)]
+    pairs = [faithful_texts(tiny_tokenizer, r) for r in rows]
+    alone = [
+        (
+            tiny_tokenizer(p, add_special_tokens=False)["input_ids"],
+            tiny_tokenizer(t, add_special_tokens=False)["input_ids"],
+            [
+                tuple(o)
+                for o in tiny_tokenizer(t, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+            ],
+        )
+        for p, t in pairs
+    ]
+    assert encode_pairs(tiny_tokenizer, pairs) == alone
+    masks: list[StateMask] = ["none", "transitions", "predictions"]
+    together = encode_faithful_rows(tiny_tokenizer, rows, 300, masks, 5.0)
+    assert together == [
+        encode_faithful(tiny_tokenizer, r, 300, mask=m, decision_weight=5.0) for r, m in zip(rows, masks)
+    ]
+
+
+def test_tokens_in_spans_is_any_overlap() -> None:
+    draw = random.Random(0)
+    for _ in range(500):
+        offsets = [(a, a + draw.randrange(9)) for a in sorted(draw.randrange(60) for _ in range(draw.randrange(30)))]
+        spans = [(s, s + draw.randrange(20)) for s in (draw.randrange(60) for _ in range(draw.randrange(4)))]
+        expected = [any(s < b and a < e for s, e in spans) for a, b in offsets]
+        assert tokens_in_spans(offsets, spans) == expected

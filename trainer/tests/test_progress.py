@@ -13,6 +13,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
 
 from spa_trainer.data.sft_rows import SftRow
 from spa_trainer.progress import PhaseProgress, StepsLeft, heartbeat
+from spa_trainer.sft.config import SftConfig
 from spa_trainer.sft.masking import encode_faithful
 from spa_trainer.sft.metrics import evaluate
 
@@ -70,16 +71,14 @@ def test_encoding_the_training_rows_prints_progress(
     from spa_trainer.sft import train
 
     rows = [SourcedRow(0, i, SftRow.from_dict(raw)) for i, raw in enumerate(sokoban_rows(3))]
-    encode = lambda r: encode_faithful(tiny_tokenizer, r)
+    encode = train.make_rows_encoder(SftConfig(), tiny_tokenizer)
     quiet = train.encode_rows(rows, encode)
     assert capsys.readouterr().out == ""
-    # every=0: a line for each row, as the default warm-up's 21,000 rows get one every ten seconds
+    # every=0: a line for each chunk, as the default warm-up's 21,000 rows get one every ten seconds
     monkeypatch.setattr(train, "PhaseProgress", lambda *a, **k: PhaseProgress(*a, **k, every=0))
-    counted = train.encode_rows(rows, encode, progress=True)
+    counted = train.encode_rows(rows, encode, progress=True, chunk=2)
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(", ")[0] for line in lines] == [
-        f"[sft] encoding the training rows: {n}/3 rows" for n in (0, 1, 2)
-    ]
+    assert [line.split(", ")[0] for line in lines] == [f"[sft] encoding the training rows: {n}/3 rows" for n in (2, 3)]
     assert [(e.input_ids.tolist(), e.labels.tolist()) for _, e in counted] == [
         (e.input_ids.tolist(), e.labels.tolist()) for _, e in quiet
     ]
