@@ -218,6 +218,27 @@ def test_a_crash_mid_epoch_resumes_the_same_permutation(tmp_path: Path) -> None:
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_checkpoint_from_before_the_canonical_order_resumes_its_log_order(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, 12, epochs=1, checkpoint_every=1, eval_rows=0, val_fraction=0.0, seed=5)
+    trained: list[tuple[int, int]] = []
+
+    def dying(step: int, rows: list[SourcedRow], _loss: float) -> None:
+        if step == 4:  # after the step-3 checkpoint: 6 of the epoch's 12 rows trained
+            raise Crash()
+        trained.extend(_positions(rows))
+
+    with pytest.raises(Crash):
+        run_sft(cfg, on_step=dying)
+    state_file = _latest(cfg.out) / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    assert state["row_order"] == "content"
+    del state["row_order"]  # as a checkpoint written before the canonical order
+    state_file.write_text(json.dumps(state))
+    run_sft(cfg, on_step=lambda _s, rows, _l: trained.extend(_positions(rows)))
+    log_order = [(0, offset) for offset in range(12)]
+    assert trained[6:] == [log_order[i] for i in epoch_order(12, 5, 0)][6:]
+
+
 def test_stop_after_steps_is_an_interruption(tmp_path: Path) -> None:
     cfg = _config(tmp_path, 6, stop_after_steps=1, val_fraction=0.0, eval_rows=0, export=str(tmp_path / "art"))
     assert run_sft(cfg) == {"finished": False, "step": 1, "epoch": 0, "rows_trained": 2}

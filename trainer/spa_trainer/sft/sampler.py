@@ -62,14 +62,18 @@ def canonical_order(rows: Sequence[T], row_of: Callable[[T], SftRow]) -> list[T]
 
 @dataclass(frozen=True)
 class RangeRows:
-    """One read of the run's offset range: the training and held-out rows, each in canonical order."""
+    """One read of the run's offset range: the training and held-out rows."""
 
     train: list[SourcedRow]
     held_out: list[SftRow]
 
 
-def read_range(source: RowSource, start: Offsets, end: Offsets, val_fraction: float, split: bool = True) -> RangeRows:
-    """Read `[start, end)` once; with `split`, rows of held-out puzzles go to `held_out`."""
+def read_range(
+    source: RowSource, start: Offsets, end: Offsets, val_fraction: float, split: bool = True, canonical: bool = True
+) -> RangeRows:
+    """Read `[start, end)` once; with `split`, rows of held-out puzzles go to `held_out`. Without
+    `canonical`, the rows stay in the order they were read (a checkpoint written before the
+    canonical order resumes the permutation it began)."""
     train: list[SourcedRow] = []
     held_out: list[SftRow] = []
     for sourced in source.read(start, end):
@@ -77,6 +81,8 @@ def read_range(source: RowSource, start: Offsets, end: Offsets, val_fraction: fl
             held_out.append(sourced.row)
         else:
             train.append(sourced)
+    if not canonical:
+        return RangeRows(train, held_out)
     return RangeRows(canonical_order(train, lambda s: s.row), canonical_order(held_out, lambda r: r))
 
 

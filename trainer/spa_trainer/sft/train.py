@@ -254,7 +254,14 @@ class SftRun:
 
 def read_rows(cfg: SftConfig, source: RowSource, state: TrainerState) -> tuple[list[SourcedRow], list[SftRow]]:
     """(training rows, held-out rows) of the run's range; held out by puzzle unless `--val-input`."""
-    rows = read_range(source, state.range_start, state.range_end, cfg.val_fraction, split=cfg.val_input is None)
+    rows = read_range(
+        source,
+        state.range_start,
+        state.range_end,
+        cfg.val_fraction,
+        split=cfg.val_input is None,
+        canonical=state.row_order == "content",
+    )
     if cfg.val_input is None:
         return rows.train, rows.held_out
     val_source = open_source(cfg.val_input, brokers=cfg.brokers)
@@ -296,7 +303,9 @@ def prepare_run(cfg: SftConfig, out: Path, ranks: Ranks) -> SftRun:
     if cfg.released_masking and OBS_PLACEHOLDER not in tokenizer.get_vocab():
         add_released_placeholders(tokenizer, model)
     # the range is fixed at the first start (SPA trains epochs over a fixed dataset)
-    state = TrainerState(source=source.describe(), shuffle_seed=cfg.seed, extra={"config": asdict(cfg)})
+    state = TrainerState(
+        source=source.describe(), shuffle_seed=cfg.seed, row_order="content", extra={"config": asdict(cfg)}
+    )
     if resume is None:
         state.range_end = from_main(source.end_offsets() if ranks.main else {}, ranks)
         state.range_start = {p: 0 for p in state.range_end}

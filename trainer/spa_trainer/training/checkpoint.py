@@ -56,6 +56,9 @@ class TrainerState:
     total_steps: int = 0
     world_size: int = 1  # ranks of the data-parallel job that wrote it (torchrun; 1 without)
     source: str = ""
+    # SFT: the order the range's rows are permuted from: "content" (sampler.canonical_order) or
+    # "log", the order they were read in, which checkpoints written before "content" used
+    row_order: str = "log"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
