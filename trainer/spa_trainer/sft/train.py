@@ -245,7 +245,7 @@ class SftRun:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     state: TrainerState
-    train_rows: list[TrainingRow]  # in canonical order (sampler.canonical_order), each with its example
+    train_rows: list[TrainingRow]  # in the run's row order (state.row_order), each with its example
     held_out: list[SftRow]
     end_step: int  # the schedule's last step, or the --max-steps budget when smaller
     reporter: Reporter = field(default_factory=Reporter)  # TensorBoard / W&B (--report-to), rank 0's
