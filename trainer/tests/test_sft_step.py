@@ -12,7 +12,7 @@ become a relative difference in its update).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -131,13 +131,15 @@ def test_rows_are_encoded_once_when_the_run_reads_them(tmp_path: Path, monkeypat
     """3 epochs over 10 rows call the encoder once per row, all before the first step."""
     encoded: list[int] = []
     steps: list[int] = []
-    make = sft.make_encoder
+    make = sft.make_rows_encoder
 
-    def counting_encoder(cfg: SftConfig, tokenizer: PreTrainedTokenizerBase) -> Callable[[SftRow], Example]:
+    def counting_encoder(
+        cfg: SftConfig, tokenizer: PreTrainedTokenizerBase
+    ) -> Callable[[Sequence[SftRow]], list[Example]]:
         encode = make(cfg, tokenizer)
-        return lambda row: (encoded.append(len(steps)), encode(row))[1]
+        return lambda rows: (encoded.extend([len(steps)] * len(rows)), encode(rows))[1]
 
-    monkeypatch.setattr(sft, "make_encoder", counting_encoder)
+    monkeypatch.setattr(sft, "make_rows_encoder", counting_encoder)
     data = write_jsonl(tmp_path / "rows.jsonl", sokoban_rows(10))
     cfg = SftConfig(input=f"jsonl:{data}", out=str(tmp_path / "run"), epochs=3, batch_size=4, val_fraction=0.0)
     run_sft(replace(cfg, eval_rows=0), on_step=lambda s, _r, _l: steps.append(s))
