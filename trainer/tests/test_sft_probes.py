@@ -11,7 +11,7 @@ from typing import cast
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from spa_trainer.data.sft_rows import SftRow
 from spa_trainer.models.tiny import TINY_MODELS, tiny_model_dir
@@ -23,8 +23,10 @@ from spa_trainer.sft.metrics import (
     action_probe,
     board_dependence,
     evaluate,
+    greedy_continuations,
     is_first_turn,
     observation_copy,
+    state_decodings,
     thought_action,
 )
 
@@ -40,16 +42,23 @@ def _with_response(raw: dict[str, object], response: str, **fields: object) -> S
 
 
 class _Writes:
-    """Stands in for `model.generate`: records each prefix and writes the next of `texts`."""
+    """Stands in for `model.generate`: records each row's prefix (its left pads dropped) and writes
+    the next of `texts` after it, the rows' new tokens right-padded as generate pads finished rows."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> None:
         self.tokenizer, self.texts = tokenizer, list(texts)
         self.prefixes: list[list[int]] = []
 
-    def __call__(self, input_ids: torch.Tensor, **_kwargs: object) -> torch.Tensor:
-        self.prefixes.append(input_ids[0].tolist())
-        new = self.tokenizer(self.texts.pop(0), add_special_tokens=False)["input_ids"]
-        return torch.cat([input_ids, torch.tensor([new])], dim=1)
+    def __call__(
+        self, input_ids: torch.Tensor, *, attention_mask: torch.Tensor, pad_token_id: int, **_kwargs: object
+    ) -> torch.Tensor:
+        news: list[list[int]] = []
+        for ids, mask in zip(input_ids, attention_mask, strict=True):
+            self.prefixes.append(ids[mask.bool()].tolist())
+            news.append(self.tokenizer(self.texts.pop(0), add_special_tokens=False)["input_ids"])
+        width = max(len(new) for new in news)
+        padded = torch.tensor([new + [pad_token_id] * (width - len(new)) for new in news])
+        return torch.cat([input_ids, padded], dim=1)
 
 
 def test_observation_copy_hits_misses_and_turns(
@@ -87,6 +96,21 @@ def test_observation_copy_keeps_to_the_limit_and_the_window(
     assert prefix == full[40 : len(prefix) + 40]  # the training window's left cut
     empty = observation_copy(model, tiny_tokenizer, [])
     assert empty.rows == 0 and math.isnan(empty.rate) and math.isnan(empty.first_turn_rate)
+
+
+def test_rows_decoded_together_decode_as_each_alone(tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    # prefixes of different lengths, so the batch left-pads all but the longest
+    rows = [row(1), row(2)]
+    # a random model with sharp logits: its greedy tokens depend on every position it attends to
+    config = AutoConfig.from_pretrained(tiny_dir)
+    config.initializer_range = 0.5
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    tasks = state_decodings(tiny_tokenizer, rows, observation_spans, limit=8, window=None)
+    assert len({len(t.prefix_ids) for t in tasks}) > 1
+    together = greedy_continuations(model, tiny_tokenizer, tasks, "</observation>")
+    alone = [greedy_continuations(model, tiny_tokenizer, [t], "</observation>")[0] for t in tasks]
+    assert together == alone
 
 
 # --- board-dependence probe -----------------------------------------------------------------------
