@@ -33,6 +33,12 @@ export interface LoopConfig {
    * answers (docs/spa-loop.md#learning).
    */
   readonly warmupLr: number;
+  /**
+   * Rows per warm-up optimizer step, all in one forward pass (world-model SFT has its own,
+   * `sftBatchSize`). 8 at 4.5e-3 makes the default run 0.76–0.81× as long, but its world-model SFT
+   * then costs v0 2–3 points (docs/experiments/2026-11-29-warmup-batch.md), so the default stays 4.
+   */
+  readonly warmupBatchSize: number;
   /** Envs whose SFT rows must pass SPA's `is_good_response` (SPA: FrozenLake and Sudoku, not Sokoban). */
   readonly filterEnvs: readonly EnvName[];
   /** Also reject SFT rows whose turn the parser refused (not in SPA; docs/spa-data.md#filter). */
@@ -238,6 +244,7 @@ const small = {
   warmupTrajectories: 3072,
   warmupEpochs: 1,
   warmupLr: 3e-3,
+  warmupBatchSize: 4,
   warmupExplore: 0,
   warmupActionsPerTurn: 1,
   warmupStates: 'true',

@@ -150,6 +150,8 @@ export interface SftRun {
   readonly topic: string;
   readonly epochs: number;
   readonly lr: number;
+  /** Rows per optimizer step, all in one forward pass; the run's SFT batch sizes when left out. */
+  readonly batchSize?: number;
   /** Loss weight of the decision tokens against the state tokens' 1 (docs/spa-sft.md#weights). */
   readonly decisionWeight: number;
   /** The trainer's run folder (checkpoints, metrics.json). */
@@ -182,6 +184,7 @@ export function sftCommand(config: LoopConfig, run: SftRun): TrainerCommand {
     lr: run.lr,
     decision_weight: run.decisionWeight,
     ...fromLoop<'sft', 'sft'>(config, 'sft', ['batch_size', 'micro_batch_size', 'max_length', 'report_to']),
+    ...(run.batchSize !== undefined ? { batch_size: run.batchSize, micro_batch_size: run.batchSize } : {}),
     out: run.out,
     logging_dir: run.board?.loggingDir,
     run_name: run.board?.runName,

@@ -68,6 +68,7 @@ export async function formatWarmup(ctx: LoopContext): Promise<Warmup> {
         topic: warm.topics.sft,
         epochs: config.warmupEpochs,
         lr: config.warmupLr,
+        batchSize: config.warmupBatchSize,
         decisionWeight: config.decisionWeight,
         out,
         // a few hundred held-out puzzles score the warm-up; the rest are trained on

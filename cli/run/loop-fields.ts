@@ -109,6 +109,7 @@ export const LOOP_FIELDS: LoopFieldTable = {
   ),
   warmupEpochs: count('format warm-up: SFT epochs', MAX_EPOCHS),
   warmupLr: rate('format warm-up: SFT learning rate (from random weights)', MAX_LR),
+  warmupBatchSize: count('format warm-up: SFT rows per optimizer step (one forward pass)', MAX_BATCH_ROWS),
   warmupExplore: {
     help: "format warm-up: probability of a uniformly random action instead of the oracle's (needs --warmup-actions-per-turn 1)",
     arg: '<ε>',

@@ -24,6 +24,7 @@ export interface CheckOptions {
   criticLr: string;
   warmupPuzzles: number;
   warmupEpochs: number;
+  warmupLr: string;
   warmupExplore: string;
   warmupModes: string;
   warmupStates: string;
@@ -115,6 +116,11 @@ function startOptions(program: Command, d: CheckDefaults): Command {
       d.warmupPuzzles ?? r.warmupTrajectories,
     )
     .option('--warmup-epochs <n>', 'warm-up SFT epochs', Number, d.warmupEpochs ?? r.warmupEpochs)
+    .option(
+      '--warmup-lr <x>',
+      'warm-up SFT learning rate (its batch: --sft-batch-size)',
+      d.warmupLr ?? String(r.warmupLr),
+    )
     .option(
       '--warmup-explore <ε>',
       'probability of a random action in the demonstrations (0: the plan)',

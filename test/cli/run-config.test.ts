@@ -44,6 +44,7 @@ generators: 3
 warmup-trajectories: 7
 warmup-epochs: 2
 warmup-lr: 0.01
+warmup-batch-size: 6
 warmup-explore: 0.25
 warmup-actions-per-turn: 1
 warmup-states: empty
@@ -104,6 +105,7 @@ describe('spa run --config-file', () => {
       warmupTrajectories: 7,
       warmupEpochs: 2,
       warmupLr: 0.01,
+      warmupBatchSize: 6,
       warmupExplore: 0.25,
       warmupActionsPerTurn: 1,
       warmupStates: 'empty',

@@ -58,6 +58,13 @@ describe('trainer-args', () => {
     });
   });
 
+  it('gives a run with its own batch size (the warm-up) that batch, in one forward pass', () => {
+    const args = flags(
+      sftCommand({ ...config, sftBatchSize: 16, sftMicroBatchSize: 1 }, { ...sftRun(), batchSize: 8 }).args,
+    );
+    expect([args['--batch-size'], args['--micro-batch-size']]).toEqual(['8', '8']);
+  });
+
   it("reports each stage's curves where --report-to says, in the stage's TensorBoard folder and W&B run", () => {
     const board = { loggingDir: '/runs/r/tensorboard/sft', runName: 'r/sft' };
     const both = { ...config, reportTo: ['tensorboard', 'wandb'] as const };
