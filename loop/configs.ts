@@ -36,7 +36,7 @@ export interface LoopConfig {
   /**
    * Rows per warm-up optimizer step, all in one forward pass (world-model SFT has its own,
    * `sftBatchSize`). 8 at 4.5e-3 makes the default run 0.76–0.81× as long, but its world-model SFT
-   * then costs v0 2–3 points (docs/experiments/2026-11-29-warmup-batch.md), so the default stays 4.
+   * then costs v0 2–3 points (docs/experiments/2026-11-29-default-run-time.md), so the default stays 4.
    */
   readonly warmupBatchSize: number;
   /** Envs whose SFT rows must pass SPA's `is_good_response` (SPA: FrozenLake and Sudoku, not Sokoban). */

@@ -23,6 +23,7 @@ from spa_trainer.sft.masking import (
     encode_released,
     faithful_texts,
     prediction_spans,
+    prompt_tails,
     released_texts,
     strip_leading_think,
     tokens_in_spans,
@@ -213,3 +214,30 @@ def test_tokens_in_spans_is_any_overlap() -> None:
         spans = [(s, s + draw.randrange(20)) for s in (draw.randrange(60) for _ in range(draw.randrange(4)))]
         expected = [any(s < b and a < e for s, e in spans) for a, b in offsets]
         assert tokens_in_spans(offsets, spans) == expected
+
+
+def test_a_window_keeps_the_tokens_of_the_whole_prompt(tiny_tokenizer: PreTrainedTokenizerBase) -> None:
+    # every window from inside the answer to past the whole prompt: the encoding from a prompt's
+    # tail (`prompt_tails`) keeps exactly the tokens the whole prompt's encoding keeps
+    rows = [row(1), row(2), row(2)]
+    masks: list[StateMask] = ["none"] * 3
+    whole = encode_faithful_rows(tiny_tokenizer, rows, 10**6, masks, 5.0)
+    for window in [*range(5, 400, 7), 2000]:
+        windowed = encode_faithful_rows(tiny_tokenizer, rows, window, masks, 5.0)
+        for cut, full in zip(windowed, whole, strict=True):
+            assert cut.input_ids == full.input_ids[-window:]
+            assert cut.labels == full.labels[-window:]
+            assert cut.weights == (full.weights[-window:] if full.weights is not None else None)
+
+
+def test_a_prompt_tail_starts_at_a_special_token_and_is_only_as_long_as_needed(
+    tiny_tokenizer: PreTrainedTokenizerBase,
+) -> None:
+    prompt, _ = faithful_texts(tiny_tokenizer, row(2))  # two user turns and an assistant turn
+    full = tiny_tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    [short, enough, all_of_it] = prompt_tails(tiny_tokenizer, [prompt] * 3, [1, len(full) // 2, len(full) + 1])
+    assert len(short) < len(enough) < len(all_of_it) == len(full)
+    assert len(enough) >= len(full) // 2
+    for tail in (short, enough):
+        assert tail == full[-len(tail) :]
+        assert tiny_tokenizer.convert_ids_to_tokens(tail[0]) in tiny_tokenizer.all_special_tokens

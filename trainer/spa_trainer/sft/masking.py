@@ -111,20 +111,54 @@ def encode_pair(
 
 
 def encode_pairs(
-    tokenizer: PreTrainedTokenizerBase, pairs: Sequence[tuple[str, str]]
+    tokenizer: PreTrainedTokenizerBase, pairs: Sequence[tuple[str, str]], window: int | None = None
 ) -> list[tuple[list[int], list[int], list[tuple[int, int]]]]:
     """Tokenise each prompt and target separately (as at inference, where the prompt is encoded
     alone and the target is generated) and return the targets' character offsets. One tokenizer
     call for all prompts and one for all targets: a fast tokenizer splits a batch across cores, and
-    on tiny-cells one call per text took 1.6x as long as the batch."""
+    on tiny-cells one call per text took 1.6x as long as the batch.
+
+    With a `window`, a prompt's ids may lack a prefix that a left-truncating window of that many
+    tokens would drop anyway (`prompt_tails`): the last `window` ids of prompt + target are the same."""
     if not pairs:
         return []
-    prompts = tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]
     targets = tokenizer([t for _, t in pairs], add_special_tokens=False, return_offsets_mapping=True)
+    if window is None:
+        prompts = tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]
+    else:
+        needs = [window - len(ids) for ids in targets["input_ids"]]
+        prompts = prompt_tails(tokenizer, [p for p, _ in pairs], needs)
     return [
         (list(prompt_ids), list(target_ids), [tuple(o) for o in offsets])
         for prompt_ids, target_ids, offsets in zip(prompts, targets["input_ids"], targets["offset_mapping"])
     ]
+
+
+def prompt_tails(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str], needs: Sequence[int]) -> list[list[int]]:
+    """For each prompt, the ids of a suffix that starts at a special token (`<|im_start|>`…) and
+    holds at least `need` tokens, or of the whole prompt. A fast tokenizer splits its input at
+    special tokens before anything else, so such a suffix's ids are the whole prompt's last ids: a
+    left-truncating window keeps the same tokens, and the earlier turns of a long multi-turn prompt
+    (the default warm-up's rows: 900 prompt tokens, 167 kept) are never tokenized. The first suffix
+    tried is the shortest with `need` characters (rarely fewer tokens than characters), then each
+    retry starts twice as many special tokens further back, the last at the prompt's start."""
+    specials = [t for t in tokenizer.all_special_tokens if t]
+    pattern = re.compile("|".join(re.escape(t) for t in specials)) if specials else None
+    starts = [sorted({0, *(m.start() for m in pattern.finditer(p))}) if pattern else [0] for p in prompts]
+    back = [sum(1 for start in s if len(p) - start < need) + 1 for s, p, need in zip(starts, prompts, needs)]
+    tails: list[list[int]] = [[] for _ in prompts]
+    pending = list(range(len(prompts)))
+    while pending:
+        cuts = [starts[i][max(len(starts[i]) - back[i], 0)] for i in pending]
+        encoded = tokenizer([prompts[i][cut:] for i, cut in zip(pending, cuts)], add_special_tokens=False)
+        left = []
+        for i, cut, ids in zip(pending, cuts, encoded["input_ids"]):
+            tails[i] = list(ids)
+            if cut > 0 and len(ids) < needs[i]:
+                left.append(i)
+                back[i] *= 2
+        pending = left
+    return tails
 
 
 def _left_truncate(example: Example, max_length: int) -> Example:
@@ -174,7 +208,8 @@ def encode_faithful_rows(
     """`encode_faithful` of each row (with its own mask), the rows tokenized together (`encode_pairs`)."""
     texts = [faithful_texts(tokenizer, row) for row in rows]
     examples = []
-    for (_, target), mask, (prompt_ids, target_ids, offsets) in zip(texts, masks, encode_pairs(tokenizer, texts)):
+    encoded = encode_pairs(tokenizer, texts, window=max_length)  # the tokens the window keeps
+    for (_, target), mask, (prompt_ids, target_ids, offsets) in zip(texts, masks, encoded):
         masked = tokens_in_spans(offsets, masked_spans(target, mask))
         labels = [IGNORE_INDEX] * len(prompt_ids) + [IGNORE_INDEX if m else t for t, m in zip(target_ids, masked)]
         target_weights = decision_weights(target, offsets, decision_weight)
