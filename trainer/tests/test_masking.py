@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
 from spa_trainer.data.sft_rows import SftRow
 from spa_trainer.sft.config import SftConfig
@@ -241,3 +242,10 @@ def test_a_prompt_tail_starts_at_a_special_token_and_is_only_as_long_as_needed(
     for tail in (short, enough):
         assert tail == full[-len(tail) :]
         assert tiny_tokenizer.convert_ids_to_tokens(tail[0]) in tiny_tokenizer.all_special_tokens
+
+
+def test_a_tokenizer_that_splits_special_tokens_gets_whole_prompts(tiny_dir: Path) -> None:
+    splitting = AutoTokenizer.from_pretrained(tiny_dir, split_special_tokens=True)
+    prompt, _ = faithful_texts(splitting, row(2))
+    [tail] = prompt_tails(splitting, [prompt], [1])
+    assert tail == splitting(prompt, add_special_tokens=False)["input_ids"]

@@ -141,8 +141,10 @@ def prompt_tails(tokenizer: PreTrainedTokenizerBase, prompts: Sequence[str], nee
     left-truncating window keeps the same tokens, and the earlier turns of a long multi-turn prompt
     (the default warm-up's rows: 900 prompt tokens, 167 kept) are never tokenized. The first suffix
     tried is the shortest with `need` characters (rarely fewer tokens than characters), then each
-    retry starts twice as many special tokens further back, the last at the prompt's start."""
-    specials = [t for t in tokenizer.all_special_tokens if t]
+    retry starts twice as many special tokens further back, the last at the prompt's start. A
+    tokenizer set to split special tokens (`split_special_tokens`) gets whole prompts."""
+    splits = bool(getattr(tokenizer, "split_special_tokens", False))
+    specials = [t for t in tokenizer.all_special_tokens if t and not splits]
     pattern = re.compile("|".join(re.escape(t) for t in specials)) if specials else None
     starts = [sorted({0, *(m.start() for m in pattern.finditer(p))}) if pattern else [0] for p in prompts]
     back = [sum(1 for start in s if len(p) - start < need) + 1 for s, p, need in zip(starts, prompts, needs)]
