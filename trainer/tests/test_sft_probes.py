@@ -101,11 +101,13 @@ def test_observation_copy_keeps_to_the_limit_and_the_window(
 def test_rows_decoded_together_decode_as_each_alone(tiny_dir: Path, tiny_tokenizer: PreTrainedTokenizerBase) -> None:
     # prefixes of different lengths, so the batch left-pads all but the longest
     rows = [row(1), row(2)]
-    # a random model with sharp logits: its greedy tokens depend on every position it attends to
+    # a random model with sharp logits, so its greedy tokens vary with the prefix (a right-padded
+    # batch decodes other tokens than each row alone)
     config = AutoConfig.from_pretrained(tiny_dir)
     config.initializer_range = 0.5
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config).eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(config).eval()
     tasks = state_decodings(tiny_tokenizer, rows, observation_spans, limit=8, window=None)
     assert len({len(t.prefix_ids) for t in tasks}) > 1
     together = greedy_continuations(model, tiny_tokenizer, tasks, "</observation>")
