@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..data.sft_rows import SftRow
-from ..models.load import generate
+from ..models.load import generate, pad_token_id
 from ..progress import PROGRESS_EVERY_S, PhaseProgress
 from .masking import (
     IGNORE_INDEX,
@@ -199,7 +199,7 @@ def greedy_continuations(
         return []
     device = next(model.parameters()).device
     width = max(len(t.prefix_ids) for t in tasks)
-    pad = tokenizer.pad_token_id
+    pad = pad_token_id(tokenizer)
     ids = torch.tensor([[pad] * (width - len(t.prefix_ids)) + t.prefix_ids for t in tasks], device=device)
     mask = torch.tensor([[0] * (width - len(t.prefix_ids)) + [1] * len(t.prefix_ids) for t in tasks], device=device)
     out = generate(
