@@ -3,7 +3,7 @@
  * model. Does the same PPO budget learn more after world-model SFT on the model's own
  * ground-truth-annotated self-play (the SPA arm) than straight away (the RL-only arm)?
  *
- *   npm run spa-check [-- --starts 2 --steps 30 --out runs/spa-check]
+ *   npm run spa-check [-- --starts 2 --steps 40 --out runs/spa-check]
  *
  * Each start is a format warm-up with its own seed: turns that follow the world-model format in both
  * prompt modes with empty state tags and uniformly random actions, so it knows neither the game's
@@ -45,9 +45,13 @@ const SPA_CHECK_DEFAULTS = {
   sftPrompts: 'wm,base',
   sftBatchSize: 8,
   sftDecisionWeight: '1',
-  steps: 10,
+  steps: 20,
   evalEvery: 10,
   evalK: 4,
+  actorLr: '5e-4',
+  klCoef: '0.05',
+  lossAgg: 'seq-mean-token-mean',
+  parallel: 4,
 } as const;
 
 /** What a model knows of the game on the held-out self-play turns (spa_trainer.experiments.world_model_probe). */

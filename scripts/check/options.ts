@@ -76,11 +76,15 @@ function ppoOptions(program: Command, d: CheckDefaults): Command {
       Number,
       d.evalEvery ?? 10,
     )
-    .option('--loss-agg <mode>', 'PPO loss aggregation: token-mean or seq-mean-token-mean', 'token-mean')
+    .option(
+      '--loss-agg <mode>',
+      'PPO loss aggregation: token-mean or seq-mean-token-mean',
+      d.lossAgg ?? 'token-mean',
+    )
     .option(
       '--kl-coef <x>',
       'KL-to-start-model loss coefficient of the learning arms (0: off, as SPA)',
-      '0.01',
+      d.klCoef ?? '0.01',
     )
     .option(
       '--adv-estimator <name>',
@@ -176,6 +180,6 @@ function startOptions(program: Command, d: CheckDefaults): Command {
       '--parallel <n>',
       'arms run side by side, each as soon as its start model exists (above 1: one torch thread each unless OMP_NUM_THREADS is set)',
       Number,
-      2,
+      d.parallel ?? 2,
     );
 }
