@@ -105,6 +105,51 @@ def require_topic(topic: str, brokers: str | None) -> None:
     check_topic(connection.client(ck.Producer, {}), topic, connection)
 
 
+# Commit errors that mean "the group's coordinator is moving, loading or out of reach", not "this
+# commit is wrong". librdkafka (2.0 here) returns them from a synchronous commit instead of retrying,
+# and a consumer that assigns partitions by hand re-finds its coordinator only in the background
+# (librdkafka#2791): a warm-up's last commit, after minutes without one, failed NOT_COORDINATOR.
+_COMMIT_RETRIABLE = frozenset(
+    {
+        ck.KafkaError.NOT_COORDINATOR,
+        ck.KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        ck.KafkaError.COORDINATOR_NOT_AVAILABLE,
+        ck.KafkaError.REQUEST_TIMED_OUT,
+        ck.KafkaError._WAIT_COORD,
+        ck.KafkaError._TIMED_OUT,
+        ck.KafkaError._TRANSPORT,
+    }
+)
+
+
+def _retriable_commit(err: ck.KafkaException) -> bool:
+    error: Any = err.args[0] if err.args else None
+    return isinstance(error, ck.KafkaError) and (error.code() in _COMMIT_RETRIABLE or bool(error.retriable()))
+
+
+def commit_retrying(
+    consumer: Any,
+    offsets: list[Any],
+    *,
+    give_up_s: float = 60.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
+    """`consumer.commit(offsets)`, synchronously; a commit the coordinator could not take
+    (`_COMMIT_RETRIABLE`, or an error librdkafka marks retriable) is tried again after 0.5, 1, 2, 4,
+    5, 5… s for up to `give_up_s`, then its last error is raised."""
+    deadline, delay = clock() + give_up_s, 0.5
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except ck.KafkaException as err:
+            if not (_retriable_commit(err) and clock() + delay <= deadline):
+                raise
+        sleep(delay)
+        delay = min(2 * delay, 5.0)
+
+
 class KafkaLog:
     """One topic, every partition, assigned by hand and read `read_committed`."""
 
@@ -220,9 +265,7 @@ class KafkaLog:
 
     def commit(self, offsets: Offsets) -> None:
         if offsets:
-            self.consumer.commit(
-                offsets=[ck.TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())], asynchronous=False
-            )
+            commit_retrying(self.consumer, [ck.TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())])
 
     def close(self) -> None:
         """Leave cleanly (no group membership was taken: partitions are assigned by hand)."""
