@@ -54,6 +54,12 @@ export interface LoopConfig {
    * random instead of the plan's (seeded; needs one action per turn). 0 = the oracle's plan.
    */
   readonly warmupExplore: number;
+  /**
+   * The kinds of warm-up demonstrations (`warmupModes`) that explore at `warmupExplore`; the others
+   * follow the plan. Exploring the world-model prompts only (`wm`) shows the dynamics of actions the
+   * plan would not take, while the PPO and evaluation prompts keep the oracle's policy.
+   */
+  readonly warmupExploreModes: readonly WarmupMode[];
   /** Oracle demonstrations of the warm-up: the most actions a turn names (SPA allows 5 a turn in Sokoban). */
   readonly warmupActionsPerTurn: number;
   /**
@@ -232,11 +238,12 @@ export function alignedContextWindow(sftMaxLength: number, maxNewTokens: number)
  * The default size: minutes on 2 CPU cores. The tiny model (`tiny-local`) starts from random
  * weights, so SPA's recipe gets a warm-up first (docs/spa-loop.md#warm-up): one pass over the oracle's
  * one-action turns on 2 × 3072 distinct puzzles, world-model prompts and base prompts both answered
- * with world-model turns, the decision tokens weighted 20×. Then the warmed-up model plays 256
- * distinct puzzles itself (self-play, group size 1) and is finetuned on its ground-truth-annotated
- * turns at SPA's learning rate, in small batches, through a 340-token window. Evaluation plays the
- * paper's 128 validation puzzles 4 times (Pass@1's standard error about 2.5 points): the self-play
- * policy, the policy PPO starts from and the final one.
+ * with world-model turns, the decision tokens weighted 20×; on the world-model prompts half the
+ * actions are random, so the next state must be read from the named action. Then the warmed-up
+ * model plays 256 distinct puzzles itself (self-play, group size 1) and is finetuned on its
+ * ground-truth-annotated turns at SPA's learning rate, in small batches, through a 340-token window.
+ * Evaluation plays the paper's 128 validation puzzles 4 times (Pass@1's standard error about 2.5
+ * points): the self-play policy, the policy PPO starts from and the final one.
  */
 const small = {
   generator: 'self-play',
@@ -245,7 +252,8 @@ const small = {
   warmupEpochs: 1,
   warmupLr: 3e-3,
   warmupBatchSize: 4,
-  warmupExplore: 0,
+  warmupExplore: 0.5,
+  warmupExploreModes: ['wm'], // the PPO and evaluation prompts keep the plan (docs/spa-loop.md#warm-up)
   warmupActionsPerTurn: 1,
   warmupStates: 'true',
   warmupSeed: 0,

@@ -110,7 +110,7 @@ async function demonstrations(
     mode: response,
     seed: config.warmupSeed * WARMUP_MODES.length + index,
     actionsPerTurn: config.warmupActionsPerTurn,
-    exploreRate: config.warmupExplore,
+    exploreRate: config.warmupExploreModes.includes(mode) ? config.warmupExplore : 0,
     states: config.warmupStates,
   });
   const progress = trajectoryProgress(stage, episodes);

@@ -38,6 +38,7 @@ const SPA_CHECK_DEFAULTS = {
   out: 'runs/spa-check',
   warmupPuzzles: 512,
   warmupExplore: '1',
+  warmupExploreModes: 'wm,base-wm',
   warmupStates: 'empty',
   sftLr: '3e-3',
   sftEpochs: 4,

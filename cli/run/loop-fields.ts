@@ -115,6 +115,11 @@ export const LOOP_FIELDS: LoopFieldTable = {
     arg: '<ε>',
     parse: probability,
   },
+  warmupExploreModes: {
+    help: 'format warm-up: the kinds of demonstrations that explore at --warmup-explore; the others follow the plan (wm: the self-play prompts only, so PPO and evaluation prompts keep the plan)',
+    arg: '<modes>',
+    parse: (flag) => listOf(flag, WARMUP_MODES),
+  },
   warmupActionsPerTurn: {
     help: 'format warm-up: the most actions a demonstrated turn names (1–5; SPA allows 5 in Sokoban)',
     arg: '<n>',

@@ -71,6 +71,7 @@ function warmupArgs(o: CheckOptions, start: Start): string[] {
   return [
     ...['--model', o.model, '--warmup-trajectories', String(o.warmupPuzzles)],
     ...['--warmup-epochs', String(o.warmupEpochs), '--warmup-explore', o.warmupExplore],
+    ...['--warmup-explore-modes', o.warmupExploreModes],
     // the starts train in the SFT's batches, as every recorded start did (docs/spa-check.md#start)
     ...['--warmup-lr', o.warmupLr, '--warmup-batch-size', String(o.sftBatchSize)],
     ...['--warmup-modes', o.warmupModes, '--warmup-states', o.warmupStates],

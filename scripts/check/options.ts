@@ -26,6 +26,7 @@ export interface CheckOptions {
   warmupEpochs: number;
   warmupLr: string;
   warmupExplore: string;
+  warmupExploreModes: string;
   warmupModes: string;
   warmupStates: string;
   sftLr: string;
@@ -129,6 +130,11 @@ function startOptions(program: Command, d: CheckDefaults): Command {
       '--warmup-explore <ε>',
       'probability of a random action in the demonstrations (0: the plan)',
       d.warmupExplore ?? String(r.warmupExplore),
+    )
+    .option(
+      '--warmup-explore-modes <list>',
+      'the kinds of warm-up demonstrations that explore (spa run --warmup-explore-modes)',
+      d.warmupExploreModes ?? r.warmupExploreModes.join(','),
     )
     .option(
       '--warmup-modes <list>',

@@ -46,6 +46,7 @@ warmup-epochs: 2
 warmup-lr: 0.01
 warmup-batch-size: 6
 warmup-explore: 0.25
+warmup-explore-modes: base
 warmup-actions-per-turn: 1
 warmup-states: empty
 warmup-seed: 3
@@ -107,6 +108,7 @@ describe('spa run --config-file', () => {
       warmupLr: 0.01,
       warmupBatchSize: 6,
       warmupExplore: 0.25,
+      warmupExploreModes: ['base'],
       warmupActionsPerTurn: 1,
       warmupStates: 'empty',
       warmupSeed: 3,

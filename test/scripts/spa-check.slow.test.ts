@@ -82,5 +82,11 @@ describe('npm run spa-check (smallest size)', () => {
     // the two starts are independent warm-ups: different seeds, different demonstration puzzles
     const first = (s: string) => readFileSync(join(out, `sc-${s}-wm`, 'warmup', 'metrics.json'), 'utf8');
     expect(first('s1')).not.toEqual(first('s2'));
+    // a start acts at random in both prompt modes, whatever spa run's default explores
+    const config = JSON.parse(readFileSync(join(out, 'sc-s1-wm', 'config.json'), 'utf8')) as {
+      warmupExplore: number;
+      warmupExploreModes: string[];
+    };
+    expect([config.warmupExplore, config.warmupExploreModes]).toEqual([1, ['wm', 'base-wm']]);
   });
 });
